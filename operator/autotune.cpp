@@ -1,0 +1,194 @@
+// autotune: the command-line face of the tuning engine.
+//   autotune plan FILE   the trials a job would run, with memory estimates and what is pruned
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/codec.h"
+#include "tuning/engine.h"
+#include "tuning/memory_model.h"
+#include "tuning/naming.h"
+
+namespace {
+
+using autotune::api::AutotuneJob;
+using autotune::api::Spec;
+namespace tuning = autotune::tuning;
+
+constexpr int kExitUsage = 2;
+constexpr int kExitInvalid = 2;
+
+constexpr std::string_view kUsage =
+    "usage: autotune plan FILE\n"
+    "\n"
+    "  plan FILE   print the memory estimate per ZeRO stage, the largest micro-batch each is\n"
+    "              expected to fit, and the trials the job's strategy would launch first\n";
+
+std::string precisionName(tuning::Precision precision) {
+  switch (precision) {
+    case tuning::Precision::kFp16:
+      return "fp16";
+    case tuning::Precision::kBf16:
+      return "bf16";
+    case tuning::Precision::kFp32:
+      return "fp32";
+  }
+  return "fp32";
+}
+
+std::string row(const std::vector<std::string>& cells, const std::vector<int>& widths) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    line += cells[i];
+    if (i + 1 < cells.size()) {
+      line += std::string(
+          static_cast<std::size_t>(std::max(1, widths[i] - static_cast<int>(cells[i].size()))),
+          ' ');
+    }
+  }
+  return line + "\n";
+}
+
+tuning::EngineInput firstQuestion(const AutotuneJob& job, int freeSlots) {
+  tuning::EngineInput input;
+  input.spec = job.spec;
+  input.jobUid = job.uid();
+  input.freeSlots = freeSlots;
+  return input;
+}
+
+void printHeader(const AutotuneJob& job, const tuning::TuningSpace& space) {
+  const Spec& spec = job.spec;
+  std::cout << "Job " << (job.namespaceName().empty() ? "" : job.namespaceName() + "/")
+            << job.name() << ": strategy " << autotune::api::toString(spec.search.strategy)
+            << (spec.search.strategy == autotune::api::Strategy::kDeepSpeed
+                    ? (spec.search.fast ? " (fast)" : " (full)")
+                    : "")
+            << ", metric " << autotune::api::toString(spec.search.metric) << ", "
+            << spec.resources.gpusPerTrial << " GPUs per trial (data-parallel "
+            << space.parallelism.dataParallel() << "), up to " << spec.parallelism
+            << " trials at once, at most " << spec.search.maxTrials << " trials\n";
+  std::cout << "Precision " << precisionName(tuning::precisionOf(space.base)) << "; ZeRO stages";
+  for (const int stage : space.stages) {
+    std::cout << ' ' << stage;
+  }
+  std::cout << "; tuned keys:";
+  for (const auto& dimension : space.dimensions) {
+    std::cout << ' ' << dimension.path << " (" << dimension.values.size() << ")";
+  }
+  std::cout << (space.dimensions.empty() ? " none" : "") << "\n\n";
+}
+
+void printMemory(const AutotuneJob& job, const tuning::TuningSpace& space) {
+  const Spec& spec = job.spec;
+  if (!spec.model.numParameters) {
+    std::cout << "Model size not given: a profiling trial (" << tuning::kProfileTrialName
+              << ", ZeRO-3, micro-batch 1) runs first and measures it.\n\n";
+    return;
+  }
+  const tuning::ModelSize model{*spec.model.numParameters, spec.model.activationMemoryPerSample};
+  std::cout << "Memory per GPU for " << *spec.model.numParameters << " parameters";
+  if (spec.resources.gpuMemory) {
+    std::cout << " on GPUs of " << spec.resources.gpuMemory->text() << " ("
+              << tuning::formatBytes(static_cast<double>(spec.resources.gpuMemory->value())) << ")";
+  } else {
+    std::cout << " (GPU memory not given: the operator reads the nodes' nvidia.com/gpu.memory "
+                 "label)";
+  }
+  std::cout << ":\n";
+  const std::vector<int> widths = {7, 12, 12, 12, 12, 14, 12, 6};
+  std::cout << row({"stage", "parameters", "gradients", "optimizer", "overhead", "model states",
+                    "per sample", "fits", "largest micro-batch"},
+                   widths);
+  for (const int stage : space.stages) {
+    const tuning::Trial trial =
+        tuning::makeFastTrial(space, stage, 1, space.gradientAccumulation.first(1));
+    const tuning::MemoryEstimate estimate =
+        tuning::estimateMemory(model, trial.config, space.parallelism);
+    std::string fits = "?";
+    std::string largest = "?";
+    if (spec.resources.gpuMemory) {
+      const auto micro = tuning::largestMicroBatch(estimate, spec.resources.gpuMemory->value());
+      const double atOne = estimate.total(1).value_or(estimate.modelStates());
+      fits = atOne <= static_cast<double>(spec.resources.gpuMemory->value()) ? "yes" : "no";
+      largest = micro ? std::to_string(*micro) : "? (activation memory unknown)";
+    }
+    std::cout << row(
+        {std::to_string(stage), tuning::formatBytes(estimate.parameters),
+         tuning::formatBytes(estimate.gradients), tuning::formatBytes(estimate.optimizerStates),
+         tuning::formatBytes(estimate.overhead), tuning::formatBytes(estimate.modelStates()),
+         estimate.activationsPerSample ? tuning::formatBytes(*estimate.activationsPerSample) : "?",
+         fits, largest},
+        widths);
+  }
+  std::cout << "\n";
+}
+
+void printTrials(const AutotuneJob& job) {
+  const Spec& spec = job.spec;
+  const tuning::Decision first = tuning::decide(firstQuestion(job, spec.parallelism));
+  std::cout << "First trials (" << first.launch.size() << " at once):\n";
+  for (const auto& trial : first.launch) {
+    std::cout << "  " << trial.name << "  (pod " << tuning::podName(job.name(), trial.name)
+              << ")\n";
+  }
+  if (spec.search.strategy != autotune::api::Strategy::kDeepSpeed) {
+    std::cout << "\nAll " << first.trials.size() << " configurations after pruning, in "
+              << (spec.search.strategy == autotune::api::Strategy::kGrid ? "the order they run"
+                                                                         : "grid order")
+              << ":\n";
+    for (const auto& trial : first.trials) {
+      std::cout << "  " << trial.name << "\n";
+    }
+  } else {
+    std::cout << "\nLater trials depend on these results: the search probes each stage's largest "
+                 "micro-batch,\nthen the best micro-batch below it, and moves to the next stage "
+                 "only where it fits more.\n";
+  }
+  std::cout << "\nPruned (" << first.pruned.size() << "):\n";
+  for (const auto& pruned : first.pruned) {
+    std::cout << "  " << pruned.name << ": " << pruned.reason << "\n";
+  }
+}
+
+int plan(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    std::cerr << path << ": cannot be read\n";
+    return kExitInvalid;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  const auto job = autotune::api::decodeJobYaml(text.str());
+  if (!job) {
+    for (const auto& error : job.error()) {
+      std::cerr << autotune::api::format(error) << "\n";
+    }
+    return kExitInvalid;
+  }
+  const tuning::TuningSpace space = tuning::describeSpace(job->spec);
+  printHeader(*job, space);
+  printMemory(*job, space);
+  printTrials(*job);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (args.size() == 2 && args[0] == "plan") {
+    return plan(args[1]);
+  }
+  std::cerr << kUsage;
+  return kExitUsage;
+}

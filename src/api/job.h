@@ -1,0 +1,178 @@
+#pragma once
+// The AutotuneJob resource (autotune.io/v1alpha1): spec and status as plain values, with the
+// defaults of the API already applied. Parsing, printing and validation live in codec.h and
+// validation.h; nothing here performs I/O.
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/units.h"
+
+namespace autotune::api {
+
+inline constexpr std::string_view kGroup = "autotune.io";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kApiVersion = "autotune.io/v1alpha1";
+inline constexpr std::string_view kKind = "AutotuneJob";
+
+enum class Strategy { kDeepSpeed, kGrid, kRandom, kModelBased };
+enum class Metric { kThroughput, kLatency, kFlops };
+enum class Cleanup { kDeleteFinished, kKeep };
+enum class Phase { kPending, kProfiling, kRunning, kSucceeded, kFailed };
+
+// How a finished trial ended (the trial protocol's classification).
+enum class Outcome { kSucceeded, kMetricsUnavailable, kOOM, kFailed, kTimedOut, kUnschedulable };
+
+// What the user knows of the model; anything missing is measured by a profiling trial.
+struct ModelInfo {
+  std::optional<std::int64_t> numParameters;
+  std::optional<std::int64_t> activationMemoryPerSample;  // bytes at micro-batch 1
+  std::optional<std::int64_t> hiddenSize;
+  std::optional<std::int64_t> numLayers;
+};
+
+struct Resources {
+  int gpusPerTrial = 1;
+  int nodesPerTrial = 1;
+  std::optional<Quantity> gpuMemory;  // else the node label nvidia.com/gpu.memory
+  int modelParallelSize = 1;
+};
+
+struct Search {
+  Strategy strategy = Strategy::kDeepSpeed;
+  bool fast = true;
+  Metric metric = Metric::kThroughput;
+  int maxTrials = 50;
+  int earlyStopping = 5;
+  double plateauThreshold = 0.05;
+  int minMicroBatchSize = 1;
+  int maxMicroBatchSize = 1024;
+  std::optional<int> maxTrainBatchSize;
+  int numTuningMicroBatchSizes = 3;
+  std::int64_t seed = 0;
+};
+
+struct Output {
+  std::string configMapName;  // defaults to "<name>-optimal"
+  bool retain = false;
+};
+
+struct Spec {
+  nlohmann::json deepspeedConfig = nlohmann::json::object();
+  ModelInfo model;
+  Resources resources;
+  Search search;
+  int parallelism = 1;
+  Duration trialTimeout = Duration::parse("1h").value();
+  Duration schedulingTimeout = Duration::parse("15m").value();
+  int maxFailedTrials = 10;
+  std::map<std::string, std::string> argMappings;  // DeepSpeed config key -> command-line flag
+  nlohmann::json podTemplate = nlohmann::json::object();  // spec.template, a PodTemplateSpec
+  std::string primaryContainer;                           // defaults to the first container
+  Output output;
+  Cleanup cleanup = Cleanup::kDeleteFinished;
+  std::string queueName;
+  std::optional<nlohmann::json> afterTuning;  // a batch/v1 Job template
+};
+
+// A standard metav1.Condition.
+struct Condition {
+  std::string type;
+  std::string status;  // "True", "False" or "Unknown"
+  std::string reason;
+  std::string message;
+  std::string lastTransitionTime;
+  std::int64_t observedGeneration = 0;
+};
+
+struct TrialCounts {
+  int launched = 0;
+  int pending = 0;
+  int running = 0;
+  int succeeded = 0;
+  int failed = 0;
+  int oom = 0;
+  int timedOut = 0;
+  int pruned = 0;
+};
+
+struct BestTrial {
+  std::string trial;
+  Metric metric = Metric::kThroughput;
+  double value = 0;
+  int zeroStage = 0;
+  int microBatchSize = 0;
+  int gradientAccumulationSteps = 0;
+  std::optional<double> speedup;  // over the baseline trial at the user's own settings
+};
+
+// What a profiling trial measured, kept so that no restart profiles twice.
+struct MeasuredModel {
+  std::int64_t numParameters = 0;
+  std::int64_t activationMemoryPerSample = 0;
+};
+
+// One row of DeepSpeed's summary table.
+struct SpaceSummary {
+  std::string name;
+  int trials = 0;
+  double bestValue = 0;
+  std::string bestTrial;
+};
+
+// One finished trial. The list of these plus the spec is the engine's whole memory.
+struct TrialRecord {
+  std::string name;  // canonical name, e.g. z1_gas1_tmbspg3
+  std::string space;
+  Outcome outcome = Outcome::kSucceeded;
+  std::optional<double> value;  // the search metric, when the trial succeeded
+  std::string reason;
+  std::string startTime;  // RFC 3339
+  double durationSeconds = 0;
+};
+
+struct Status {
+  Phase phase = Phase::kPending;
+  std::int64_t observedGeneration = 0;
+  std::vector<Condition> conditions;
+  std::string startTime;
+  std::string completionTime;
+  std::string message;
+  TrialCounts trials;
+  std::optional<BestTrial> best;
+  std::optional<MeasuredModel> model;
+  std::vector<SpaceSummary> spaces;
+  std::vector<TrialRecord> results;
+  std::string afterTuningJob;
+};
+
+struct AutotuneJob {
+  nlohmann::json metadata = nlohmann::json::object();  // ObjectMeta, kept whole
+  Spec spec;
+  Status status;
+
+  std::string name() const { return metadata.value("name", ""); }
+  std::string namespaceName() const { return metadata.value("namespace", ""); }
+  std::string uid() const { return metadata.value("uid", ""); }
+};
+
+// Enum spellings as they appear in the API.
+std::string_view toString(Strategy strategy);
+std::string_view toString(Metric metric);
+std::string_view toString(Cleanup cleanup);
+std::string_view toString(Phase phase);
+std::string_view toString(Outcome outcome);
+std::optional<Strategy> parseStrategy(std::string_view text);
+std::optional<Metric> parseMetric(std::string_view text);
+std::optional<Cleanup> parseCleanup(std::string_view text);
+std::optional<Phase> parsePhase(std::string_view text);
+std::optional<Outcome> parseOutcome(std::string_view text);
+
+// Whether larger values of the metric are better (throughput, flops) or smaller (latency).
+inline bool higherIsBetter(Metric metric) { return metric != Metric::kLatency; }
+
+}  // namespace autotune::api

@@ -1,0 +1,492 @@
+#include "api/validation.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/codec.h"
+#include "api/job.h"
+
+namespace autotune::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kMicroBatchKey = "train_micro_batch_size_per_gpu";
+constexpr std::string_view kGradientAccumulationKey = "gradient_accumulation_steps";
+constexpr std::string_view kTrainBatchKey = "train_batch_size";
+constexpr std::string_view kStageKey = "zero_optimization.stage";
+
+constexpr std::string_view kConfigPath = "spec.deepspeedConfig";
+constexpr std::string_view kContainersPath = "spec.template.spec.containers";
+
+constexpr std::string_view kEmptyCandidates = "a list of candidate values must not be empty";
+constexpr std::string_view kStageRange = "ZeRO stages are 0 to 3";
+constexpr std::string_view kStageSyntax = R"(must be an integer 0-3, a list of them, or "all")";
+constexpr std::string_view kBatchSyntax =
+    R"(must be "auto", a positive integer or a non-empty list of positive integers)";
+constexpr std::string_view kTrainBatchList =
+    "is derived per trial from micro-batch × gradient accumulation × data-parallel size; bound "
+    "it with spec.search.maxTrainBatchSize";
+constexpr std::string_view kDnsSubdomain =
+    "must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending "
+    "with a letter or digit, at most 253 characters";
+constexpr std::string_view kLabelValue =
+    "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with "
+    "a letter or digit";
+
+void fail(FieldErrors& errors, std::string path, std::string_view reason) {
+  errors.push_back({std::move(path), std::string(reason)});
+}
+
+std::string fieldPath(std::string_view parent, std::string_view key) {
+  if (parent.empty()) {
+    return std::string(key);
+  }
+  return std::string(parent) + "." + std::string(key);
+}
+
+std::string itemPath(std::string_view parent, std::size_t index) {
+  return std::string(parent) + "[" + std::to_string(index) + "]";
+}
+
+const json* member(const json& value, std::string_view key) {
+  if (!value.is_object()) {
+    return nullptr;
+  }
+  const auto found = value.find(key);
+  return found == value.end() ? nullptr : &*found;
+}
+
+bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool isLowerAlphanumeric(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// [a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*, at most 253 characters.
+bool isDnsSubdomain(std::string_view name) {
+  if (name.empty() || name.size() > 253) {
+    return false;
+  }
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = name.find('.', start);
+    const std::string_view label =
+        name.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    if (label.empty() || !isLowerAlphanumeric(label.front()) ||
+        !isLowerAlphanumeric(label.back()) || !std::all_of(label.begin(), label.end(), [](char c) {
+          return isLowerAlphanumeric(c) || c == '-';
+        })) {
+      return false;
+    }
+    if (dot == std::string_view::npos) {
+      return true;
+    }
+    start = dot + 1;
+  }
+}
+
+// (([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?, at most 63 characters.
+bool isLabelValue(std::string_view value) {
+  if (value.empty()) {
+    return true;
+  }
+  return value.size() <= 63 && isAlphanumeric(value.front()) && isAlphanumeric(value.back()) &&
+         std::all_of(value.begin(), value.end(),
+                     [](char c) { return isAlphanumeric(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+bool isPositiveInteger(const json& value) {
+  return value.is_number_integer() && value.get<std::int64_t>() > 0;
+}
+
+// --- the object as a whole ---
+
+void checkMetadata(const json& metadata, FieldErrors& errors) {
+  if (!metadata.is_object()) {
+    fail(errors, "metadata", "must be an object");
+    return;
+  }
+  const json* name = member(metadata, "name");
+  if (name == nullptr || name->is_null() ||
+      (name->is_string() && name->get_ref<const std::string&>().empty())) {
+    fail(errors, "metadata.name", "is required");
+  } else if (!name->is_string()) {
+    fail(errors, "metadata.name", "must be a string");
+  } else if (!isDnsSubdomain(name->get_ref<const std::string&>())) {
+    fail(errors, "metadata.name", kDnsSubdomain);
+  }
+}
+
+// --- numbers and ranges ---
+
+void checkSearch(const Search& search, FieldErrors& errors) {
+  if (search.maxTrials < 1 || search.maxTrials > 1000) {
+    fail(errors, "spec.search.maxTrials", "must be between 1 and 1000");
+  }
+  if (search.earlyStopping < 0) {
+    fail(errors, "spec.search.earlyStopping", "must be at least 0 (0 turns early stopping off)");
+  }
+  if (!(search.plateauThreshold >= 0 && search.plateauThreshold < 1)) {
+    fail(errors, "spec.search.plateauThreshold", "must be at least 0 and less than 1");
+  }
+  if (search.minMicroBatchSize < 1) {
+    fail(errors, "spec.search.minMicroBatchSize", "must be at least 1");
+  }
+  if (search.maxMicroBatchSize < search.minMicroBatchSize) {
+    fail(errors, "spec.search.maxMicroBatchSize",
+         "must be at least spec.search.minMicroBatchSize (" +
+             std::to_string(search.minMicroBatchSize) + ")");
+  }
+  if (search.maxTrainBatchSize && *search.maxTrainBatchSize < 1) {
+    fail(errors, "spec.search.maxTrainBatchSize", "must be at least 1");
+  }
+  if (search.numTuningMicroBatchSizes < 1) {
+    fail(errors, "spec.search.numTuningMicroBatchSizes", "must be at least 1");
+  }
+}
+
+void checkResources(const Resources& resources, FieldErrors& errors) {
+  if (resources.gpusPerTrial < 1) {
+    fail(errors, "spec.resources.gpusPerTrial", "must be at least 1");
+  }
+  if (resources.nodesPerTrial > 1) {
+    fail(errors, "spec.resources.nodesPerTrial", "multi-node trials are not supported yet; use 1");
+  } else if (resources.nodesPerTrial < 1) {
+    fail(errors, "spec.resources.nodesPerTrial", "must be at least 1");
+  }
+  if (resources.modelParallelSize < 1) {
+    fail(errors, "spec.resources.modelParallelSize", "must be at least 1");
+  } else if (resources.gpusPerTrial >= 1 &&
+             resources.gpusPerTrial % resources.modelParallelSize != 0) {
+    fail(
+        errors, "spec.resources.modelParallelSize",
+        "must divide spec.resources.gpusPerTrial (" + std::to_string(resources.gpusPerTrial) + ")");
+  }
+  if (resources.gpuMemory && resources.gpuMemory->value() <= 0) {
+    fail(errors, "spec.resources.gpuMemory", "must be more than 0");
+  }
+}
+
+void checkModel(const ModelInfo& model, FieldErrors& errors) {
+  const auto checkPositive = [&](std::string_view field, const std::optional<std::int64_t>& value) {
+    if (value && *value <= 0) {
+      fail(errors, fieldPath("spec.model", field), "must be more than 0");
+    }
+  };
+  checkPositive("numParameters", model.numParameters);
+  checkPositive("activationMemoryPerSample", model.activationMemoryPerSample);
+  checkPositive("hiddenSize", model.hiddenSize);
+  checkPositive("numLayers", model.numLayers);
+}
+
+void checkRunLimits(const Spec& spec, FieldErrors& errors) {
+  if (spec.parallelism < 1) {
+    fail(errors, "spec.parallelism", "must be at least 1");
+  }
+  if (spec.maxFailedTrials < 1) {
+    fail(errors, "spec.maxFailedTrials", "must be at least 1");
+  }
+  if (spec.trialTimeout.value().count() <= 0) {
+    fail(errors, "spec.trialTimeout", "must be longer than 0s");
+  }
+  if (spec.schedulingTimeout.value().count() <= 0) {
+    fail(errors, "spec.schedulingTimeout", "must be longer than 0s");
+  }
+}
+
+// --- the DeepSpeed config's tuning syntax ---
+
+void checkStage(const json& value, const std::string& path, FieldErrors& errors) {
+  const auto inRange = [](const json& stage) {
+    return stage.get<std::int64_t>() >= 0 && stage.get<std::int64_t>() <= 3;
+  };
+  if (value.is_number_integer()) {
+    if (!inRange(value)) {
+      fail(errors, path, kStageRange);
+    }
+  } else if (value.is_string()) {
+    if (value.get_ref<const std::string&>() != "all") {
+      fail(errors, path, kStageSyntax);
+    }
+  } else if (value.is_array()) {
+    if (value.empty()) {
+      fail(errors, path, kEmptyCandidates);
+    }
+    std::set<std::int64_t> seen;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const json& stage = value[i];
+      if (!stage.is_number_integer()) {
+        fail(errors, itemPath(path, i), kStageSyntax);
+      } else if (!inRange(stage)) {
+        fail(errors, itemPath(path, i), kStageRange);
+      } else if (!seen.insert(stage.get<std::int64_t>()).second) {
+        fail(errors, itemPath(path, i), "lists stage " + stage.dump() + " twice");
+      }
+    }
+  } else {
+    fail(errors, path, kStageSyntax);
+  }
+}
+
+// train_micro_batch_size_per_gpu and gradient_accumulation_steps: "auto", a start, or a list.
+void checkBatchKey(const json& value, const std::string& path, FieldErrors& errors) {
+  if (value.is_string() && value.get_ref<const std::string&>() == "auto") {
+    return;
+  }
+  if (value.is_number_integer()) {
+    if (!isPositiveInteger(value)) {
+      fail(errors, path, "must be a positive integer");
+    }
+    return;
+  }
+  if (!value.is_array()) {
+    fail(errors, path, kBatchSyntax);
+    return;
+  }
+  if (value.empty()) {
+    fail(errors, path, kEmptyCandidates);
+  }
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (!isPositiveInteger(value[i])) {
+      fail(errors, itemPath(path, i), "must be a positive integer");
+    }
+  }
+}
+
+// Optimizer and scheduler parameters such as betas are lists by nature, not candidates.
+bool isPlainNumberList(std::string_view keyPath, const json& value) {
+  const bool underParams =
+      keyPath.starts_with("optimizer.params.") || keyPath.starts_with("scheduler.params.");
+  return underParams && !value.empty() &&
+         std::all_of(value.begin(), value.end(), [](const json& item) { return item.is_number(); });
+}
+
+// Walks the config; keyPath is the dotted config key ("zero_optimization.stage"), path the field
+// path for errors, which also carries list indices.
+void checkConfigValue(const json& value, const std::string& keyPath, const std::string& path,
+                      FieldErrors& errors) {
+  if (keyPath == kStageKey) {
+    checkStage(value, path, errors);
+  } else if (keyPath == kMicroBatchKey || keyPath == kGradientAccumulationKey) {
+    checkBatchKey(value, path, errors);
+  } else if (keyPath == kTrainBatchKey) {
+    if (value.is_array()) {
+      fail(errors, path, kTrainBatchList);
+    }
+  } else if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      checkConfigValue(child, fieldPath(keyPath, key), fieldPath(path, key), errors);
+    }
+  } else if (value.is_array() && !isPlainNumberList(keyPath, value)) {
+    if (value.empty()) {
+      fail(errors, path, kEmptyCandidates);
+    }
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      checkConfigValue(value[i], keyPath, itemPath(path, i), errors);
+    }
+  }
+}
+
+// Key names whose values are settings rather than sections, anywhere in the config.
+void collectLeafKeys(const json& value, std::set<std::string>& names) {
+  for (const auto& [key, child] : value.items()) {
+    if (child.is_object()) {
+      collectLeafKeys(child, names);
+    } else {
+      names.insert(key);
+    }
+  }
+}
+
+void collectKeyPaths(const json& value, const std::string& prefix, std::set<std::string>& paths) {
+  for (const auto& [key, child] : value.items()) {
+    const std::string path = fieldPath(prefix, key);
+    paths.insert(path);
+    if (child.is_object()) {
+      collectKeyPaths(child, path, paths);
+    }
+  }
+}
+
+std::set<std::string> keyPathSet(const json& deepspeedConfig) {
+  const std::vector<std::string> paths = configKeyPaths(deepspeedConfig);
+  return {paths.begin(), paths.end()};
+}
+
+void checkArgMappings(const Spec& spec, FieldErrors& errors) {
+  // Without a usable config every key would look unknown; the config's own error says enough.
+  const bool configUsable = spec.deepspeedConfig.is_object();
+  const std::set<std::string> paths = keyPathSet(spec.deepspeedConfig);
+  std::set<std::string> leafKeys;
+  if (configUsable) {
+    collectLeafKeys(spec.deepspeedConfig, leafKeys);
+  }
+  for (const auto& [key, flag] : spec.argMappings) {
+    const std::string path = fieldPath("spec.argMappings", key);
+    if (configUsable && !paths.contains(key) && !leafKeys.contains(key)) {
+      fail(errors, path, "names no key of spec.deepspeedConfig");
+    }
+    if (flag.empty()) {
+      fail(errors, path, "must be a command-line flag such as --batch_size");
+    }
+  }
+}
+
+// --- the trial template ---
+
+// The template's containers, or nullptr after reporting why there are none to use.
+const json* checkContainers(const json& podTemplate, FieldErrors& errors) {
+  if (podTemplate.is_null() || (podTemplate.is_object() && podTemplate.empty())) {
+    fail(errors, "spec.template", "is required");
+    return nullptr;
+  }
+  if (!podTemplate.is_object()) {
+    fail(errors, "spec.template", "must be an object");
+    return nullptr;
+  }
+  const json* podSpec = member(podTemplate, "spec");
+  if (podSpec != nullptr && !podSpec->is_object()) {
+    fail(errors, "spec.template.spec", "must be an object");
+    return nullptr;
+  }
+  const json* containers = podSpec == nullptr ? nullptr : member(*podSpec, "containers");
+  if (containers == nullptr || !containers->is_array() || containers->empty()) {
+    fail(errors, std::string(kContainersPath), "must list at least one container");
+    return nullptr;
+  }
+  for (std::size_t i = 0; i < containers->size(); ++i) {
+    const json& container = (*containers)[i];
+    const std::string path = itemPath(kContainersPath, i);
+    const json* name = member(container, "name");
+    if (!container.is_object()) {
+      fail(errors, path, "must be an object");
+    } else if (name == nullptr || name->is_null() ||
+               (name->is_string() && name->get_ref<const std::string&>().empty())) {
+      fail(errors, path + ".name", "is required");
+    } else if (!name->is_string()) {
+      fail(errors, path + ".name", "must be a string");
+    }
+  }
+  return containers;
+}
+
+void checkPlaceholdersIn(std::string_view text, const std::string& path,
+                         const std::set<std::string>& known, FieldErrors& errors) {
+  std::size_t start = text.find("${");
+  while (start != std::string_view::npos) {
+    const std::size_t end = text.find('}', start + 2);
+    if (end == std::string_view::npos) {
+      fail(errors, path, "unterminated placeholder " + std::string(text.substr(start)));
+      return;
+    }
+    const std::string key(text.substr(start + 2, end - start - 2));
+    if (!known.contains(key)) {
+      fail(errors, path, "unknown placeholder ${" + key + "}");
+    }
+    start = text.find("${", end + 1);
+  }
+}
+
+void checkPlaceholders(const json& container, const std::string& path,
+                       const std::set<std::string>& known, FieldErrors& errors) {
+  for (const std::string_view field : {"command", "args"}) {
+    const json* list = member(container, field);
+    if (list == nullptr || !list->is_array()) {
+      continue;
+    }
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].is_string()) {
+        checkPlaceholdersIn((*list)[i].get_ref<const std::string&>(),
+                            itemPath(fieldPath(path, field), i), known, errors);
+      }
+    }
+  }
+  const json* env = member(container, "env");
+  if (env == nullptr || !env->is_array()) {
+    return;
+  }
+  for (std::size_t i = 0; i < env->size(); ++i) {
+    const json* value = member((*env)[i], "value");
+    if (value != nullptr && value->is_string()) {
+      checkPlaceholdersIn(value->get_ref<const std::string&>(),
+                          itemPath(fieldPath(path, "env"), i) + ".value", known, errors);
+    }
+  }
+}
+
+void checkTemplate(const Spec& spec, FieldErrors& errors) {
+  const json* containers = checkContainers(spec.podTemplate, errors);
+  // An unnamed first container leaves the default empty; its own error covers that.
+  if (containers == nullptr || spec.primaryContainer.empty()) {
+    return;
+  }
+  const auto primary = std::find_if(containers->begin(), containers->end(), [&](const json& c) {
+    const json* name = member(c, "name");
+    return name != nullptr && name->is_string() && *name == spec.primaryContainer;
+  });
+  if (primary == containers->end()) {
+    fail(errors, "spec.primaryContainer",
+         "no container named \"" + spec.primaryContainer + "\" in spec.template");
+    return;
+  }
+  if (!spec.deepspeedConfig.is_object()) {
+    return;  // every placeholder would look unknown; the config's own error says enough
+  }
+  std::set<std::string> known = keyPathSet(spec.deepspeedConfig);
+  known.insert("trial");
+  known.insert("job");
+  const auto index = static_cast<std::size_t>(std::distance(containers->begin(), primary));
+  checkPlaceholders(*primary, itemPath(kContainersPath, index), known, errors);
+}
+
+void checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
+  if (config.is_null()) {
+    fail(errors, std::string(kConfigPath), "is required");
+  } else if (!config.is_object()) {
+    fail(errors, std::string(kConfigPath), "must be an object");
+  } else {
+    checkConfigValue(config, "", std::string(kConfigPath), errors);
+  }
+}
+
+void checkNames(const Spec& spec, FieldErrors& errors) {
+  if (!spec.output.configMapName.empty() && !isDnsSubdomain(spec.output.configMapName)) {
+    fail(errors, "spec.output.configMapName", kDnsSubdomain);
+  }
+  if (!isLabelValue(spec.queueName)) {
+    fail(errors, "spec.queueName", kLabelValue);
+  }
+}
+
+}  // namespace
+
+FieldErrors validate(const AutotuneJob& job) {
+  FieldErrors errors;
+  const Spec& spec = job.spec;
+  checkMetadata(job.metadata, errors);
+  checkDeepSpeedConfig(spec.deepspeedConfig, errors);
+  checkModel(spec.model, errors);
+  checkResources(spec.resources, errors);
+  checkSearch(spec.search, errors);
+  checkRunLimits(spec, errors);
+  checkArgMappings(spec, errors);
+  checkTemplate(spec, errors);
+  checkNames(spec, errors);
+  return errors;
+}
+
+std::vector<std::string> configKeyPaths(const nlohmann::json& deepspeedConfig) {
+  std::set<std::string> paths{std::string(kMicroBatchKey), std::string(kGradientAccumulationKey)};
+  if (deepspeedConfig.is_object()) {
+    collectKeyPaths(deepspeedConfig, "", paths);
+  }
+  return {paths.begin(), paths.end()};
+}
+
+}  // namespace autotune::api

@@ -1,0 +1,19 @@
+#pragma once
+// Semantic checks of a decoded AutotuneJob: ranges, enums, cross-field rules, the DeepSpeed
+// config's tuning syntax and the trial template. Returns every problem, not only the first.
+
+#include <string>
+#include <vector>
+
+#include "api/codec.h"
+#include "api/job.h"
+
+namespace autotune::api {
+
+FieldErrors validate(const AutotuneJob& job);
+
+// The keys a placeholder `${key}` or an argMappings entry may name: the dotted paths of every
+// key in the DeepSpeed config, plus the per-trial keys that are always set.
+std::vector<std::string> configKeyPaths(const nlohmann::json& deepspeedConfig);
+
+}  // namespace autotune::api

@@ -1,0 +1,203 @@
+#include "tuning/engine.h"
+
+#include <algorithm>
+
+#include "tuning/strategy.h"
+
+namespace autotune::tuning {
+namespace {
+
+std::uint64_t seedOf(std::int64_t userSeed, const std::string& jobUid) {
+  std::uint64_t hash = 14695981039346656037ULL ^ static_cast<std::uint64_t>(userSeed);
+  for (const char c : jobUid) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+bool countsAsFailure(api::Outcome outcome) {
+  return outcome == api::Outcome::kFailed || outcome == api::Outcome::kMetricsUnavailable ||
+         outcome == api::Outcome::kTimedOut;
+}
+
+// What is known of the model: the user's numbers first, else what the profiling trial measured.
+std::optional<ModelSize> modelSize(const EngineInput& input) {
+  const api::ModelInfo& given = input.spec.model;
+  ModelSize size;
+  if (given.numParameters) {
+    size.numParameters = *given.numParameters;
+  } else if (input.measured) {
+    size.numParameters = input.measured->numParameters;
+  } else {
+    return std::nullopt;
+  }
+  if (given.activationMemoryPerSample) {
+    size.activationBytesPerSample = given.activationMemoryPerSample;
+  } else if (input.measured && input.measured->activationMemoryPerSample > 0) {
+    size.activationBytesPerSample = input.measured->activationMemoryPerSample;
+  }
+  return size;
+}
+
+SearchContext contextFor(const EngineInput& input) {
+  SearchContext context;
+  context.space = describeSpace(input.spec);
+  context.model = modelSize(input);
+  context.gpuMemoryBytes = input.gpuMemoryBytes;
+  if (!context.gpuMemoryBytes && input.spec.resources.gpuMemory) {
+    context.gpuMemoryBytes = input.spec.resources.gpuMemory->value();
+  }
+  for (const auto& record : input.finished) {
+    if (context.finished.emplace(record.name, Observation{record.outcome, record.value}).second) {
+      context.launchOrder.push_back(record.name);
+    }
+  }
+  context.inFlight = {input.inFlight.begin(), input.inFlight.end()};
+  context.wantedSlots = static_cast<int>(context.inFlight.size()) + input.freeSlots;
+  context.seed = seedOf(input.spec.search.seed, input.jobUid);
+  return context;
+}
+
+void selectBest(const SearchContext& context, Decision& decision) {
+  std::optional<double> bestScore;
+  for (const auto& trial : decision.trials) {
+    const auto score = context.score(trial.name);
+    if (score && (!bestScore || *score > *bestScore)) {
+      bestScore = score;
+      decision.best = trial;
+      decision.bestValue = context.finished.at(trial.name).value;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<double> SearchContext::score(const std::string& name) const {
+  const auto found = finished.find(name);
+  if (found == finished.end() || !found->second.succeeded()) {
+    return std::nullopt;
+  }
+  const double value = *found->second.value;
+  return api::higherIsBetter(space.search.metric) ? value : -value;
+}
+
+std::optional<Observation> SearchContext::observation(const std::string& name) const {
+  const auto found = finished.find(name);
+  if (found == finished.end()) {
+    return std::nullopt;
+  }
+  return found->second;
+}
+
+MemoryEstimate SearchContext::memory(const Trial& trial) const {
+  return estimateMemory(model.value_or(ModelSize{}), trial.config, space.parallelism);
+}
+
+std::optional<int> SearchContext::estimatedLargestMicroBatch(const Trial& trial) const {
+  if (!model || !gpuMemoryBytes) {
+    return std::nullopt;
+  }
+  return largestMicroBatch(memory(trial), *gpuMemoryBytes);
+}
+
+std::optional<std::string> SearchContext::pruneReason(const Trial& trial) const {
+  if (auto reason = inconsistency(space, trial)) {
+    return reason;
+  }
+  if (!model || !gpuMemoryBytes) {
+    return std::nullopt;
+  }
+  const MemoryEstimate estimate = memory(trial);
+  const double needed = estimate.total(trial.microBatch).value_or(estimate.modelStates());
+  if (needed > static_cast<double>(*gpuMemoryBytes)) {
+    return "needs about " + formatBytes(needed) + " per GPU, more than the " +
+           formatBytes(static_cast<double>(*gpuMemoryBytes)) + " it has";
+  }
+  return std::nullopt;
+}
+
+int trialsSinceImprovement(const SearchContext& context, const std::vector<std::string>& names,
+                           std::optional<double> baseline) {
+  const std::set<std::string> members(names.begin(), names.end());
+  std::optional<double> best = baseline;
+  int since = 0;
+  for (const auto& name : context.launchOrder) {
+    if (!members.contains(name)) {
+      continue;
+    }
+    const auto score = context.score(name);
+    if (score && (!best || *score > *best)) {
+      best = score;
+      since = 0;
+    } else {
+      ++since;
+    }
+  }
+  return since;
+}
+
+Decision decide(const EngineInput& input) {
+  const SearchContext context = contextFor(input);
+  Decision decision;
+
+  const Trial profile = makeProfileTrial(context.space);
+  if (!context.model && !context.observation(profile.name)) {
+    decision.trials.push_back(profile);
+    if (!context.inFlight.contains(profile.name) && input.freeSlots > 0) {
+      decision.launch.push_back(profile);
+    }
+    return decision;
+  }
+
+  Plan plan = context.space.search.strategy == api::Strategy::kDeepSpeed ? planDeepSpeed(context)
+                                                                         : planList(context);
+  decision.trials = std::move(plan.known);
+  decision.pruned = std::move(plan.pruned);
+  selectBest(context, decision);
+
+  const int failures = static_cast<int>(std::count_if(
+      input.finished.begin(), input.finished.end(),
+      [](const api::TrialRecord& record) { return countsAsFailure(record.outcome); }));
+  if (failures >= input.spec.maxFailedTrials) {
+    decision.message = std::to_string(failures) + " trials failed (spec.maxFailedTrials is " +
+                       std::to_string(input.spec.maxFailedTrials) + ")";
+    decision.state =
+        context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
+    return decision;
+  }
+
+  const int started =
+      static_cast<int>(
+          std::count_if(context.launchOrder.begin(), context.launchOrder.end(),
+                        [&](const std::string& name) { return name != profile.name; })) +
+      static_cast<int>(context.inFlight.size() - (context.inFlight.contains(profile.name) ? 1 : 0));
+  const int remaining = input.spec.search.maxTrials - started;
+  const int launchable = std::min(input.freeSlots, remaining);
+  for (const auto& trial : plan.wanted) {
+    if (static_cast<int>(decision.launch.size()) >= launchable) {
+      break;
+    }
+    if (!context.observation(trial.name) && !context.inFlight.contains(trial.name)) {
+      decision.launch.push_back(trial);
+    }
+  }
+
+  const bool wantsMore = std::any_of(plan.wanted.begin(), plan.wanted.end(),
+                                     [&](const Trial& t) { return !context.observation(t.name); });
+  if (!context.inFlight.empty() || (wantsMore && remaining > 0)) {
+    return decision;
+  }
+  if (wantsMore) {
+    plan.stopReason =
+        "spec.search.maxTrials (" + std::to_string(input.spec.search.maxTrials) + ") reached";
+  }
+  decision.message = plan.stopReason.empty() ? "search complete" : plan.stopReason;
+  decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
+  if (!decision.best) {
+    decision.message = "no trial succeeded: " + decision.message;
+  }
+  return decision;
+}
+
+}  // namespace autotune::tuning

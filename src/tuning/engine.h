@@ -1,0 +1,49 @@
+#pragma once
+// The tuning engine's ask/tell core. decide() is a pure function of its input: the same spec,
+// finished results, trials in flight and free slots always give the same answer, so a caller
+// may be restarted at any moment and ask again. It knows nothing of Kubernetes or processes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+#include "tuning/space.h"
+
+namespace autotune::tuning {
+
+struct EngineInput {
+  api::Spec spec;
+  std::string jobUid;                          // seeds random choices together with search.seed
+  std::optional<api::MeasuredModel> measured;  // what the profiling trial found, if it ran
+  std::optional<std::int64_t> gpuMemoryBytes;  // spec.resources.gpuMemory or the nodes' label
+  std::vector<api::TrialRecord> finished;      // in launch order
+  std::vector<std::string> inFlight;           // names of trials launched and not yet finished
+  int freeSlots = 0;                           // how many more trials may start now
+};
+
+// A configuration the engine will not run, and why.
+struct PrunedTrial {
+  std::string name;
+  std::string reason;
+};
+
+struct Decision {
+  enum class State {
+    kContinue,   // launch `launch` (possibly nothing) and ask again when a trial finishes
+    kSucceeded,  // the search is over; `best` holds the answer
+    kFailed,     // the search cannot go on (see `message`)
+  };
+  State state = State::kContinue;
+  std::vector<Trial> launch;
+  std::vector<PrunedTrial> pruned;
+  std::optional<Trial> best;  // best finished trial so far
+  std::optional<double> bestValue;
+  std::vector<Trial> trials;  // every trial the search has considered, to look names up in
+  std::string message;        // why the search stopped, when it did
+};
+
+Decision decide(const EngineInput& input);
+
+}  // namespace autotune::tuning

@@ -1,0 +1,104 @@
+#include "tuning/memory_model.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+
+namespace autotune::tuning {
+namespace {
+
+// Bytes per parameter with Adam: fp16 and bf16 keep half-precision weights and gradients and
+// fp32 master weights, momentum and variance (2 + 2 + 12); fp32 keeps 4 + 4 + 8.
+struct BytesPerParameter {
+  double parameters;
+  double gradients;
+  double optimizerStates;
+};
+
+BytesPerParameter bytesPerParameter(Precision precision) {
+  if (precision == Precision::kFp32) {
+    return {4, 4, 8};
+  }
+  return {2, 2, 12};
+}
+
+bool enabled(const nlohmann::json& config, std::string_view section) {
+  const auto found = config.find(section);
+  return found != config.end() && found->is_object() && found->value("enabled", false);
+}
+
+// An offload section moves its states off the GPU when its device is cpu or nvme.
+bool offloaded(const nlohmann::json& zero, std::string_view section) {
+  const auto found = zero.find(section);
+  if (found == zero.end() || !found->is_object()) {
+    return false;
+  }
+  const std::string device = found->value("device", "none");
+  return device == "cpu" || device == "nvme";
+}
+
+}  // namespace
+
+std::optional<double> MemoryEstimate::total(int microBatch) const {
+  if (!activationsPerSample) {
+    return std::nullopt;
+  }
+  return modelStates() + *activationsPerSample * microBatch;
+}
+
+Precision precisionOf(const nlohmann::json& deepspeedConfig) {
+  if (enabled(deepspeedConfig, "fp16")) {
+    return Precision::kFp16;
+  }
+  if (enabled(deepspeedConfig, "bf16") || enabled(deepspeedConfig, "bfloat16")) {
+    return Precision::kBf16;
+  }
+  return Precision::kFp32;
+}
+
+MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& trialConfig,
+                              const Parallelism& parallelism) {
+  const nlohmann::json zero = trialConfig.value("zero_optimization", nlohmann::json::object());
+  const int stage = zero.value("stage", 0);
+  const BytesPerParameter bytes = bytesPerParameter(precisionOf(trialConfig));
+  const double parametersPerGpu =
+      static_cast<double>(model.numParameters) / parallelism.modelParallel;
+  const double dataParallel = parallelism.dataParallel();
+
+  MemoryEstimate estimate;
+  estimate.parameters = parametersPerGpu * bytes.parameters / (stage >= 3 ? dataParallel : 1);
+  estimate.gradients = parametersPerGpu * bytes.gradients / (stage >= 2 ? dataParallel : 1);
+  estimate.optimizerStates =
+      parametersPerGpu * bytes.optimizerStates / (stage >= 1 ? dataParallel : 1);
+  if (offloaded(zero, "offload_optimizer")) {
+    estimate.optimizerStates = 0;
+  }
+  if (offloaded(zero, "offload_param")) {
+    estimate.parameters = 0;
+  }
+  if (model.activationBytesPerSample) {
+    estimate.activationsPerSample = static_cast<double>(*model.activationBytesPerSample);
+  }
+  return estimate;
+}
+
+std::optional<int> largestMicroBatch(const MemoryEstimate& estimate, std::int64_t gpuMemoryBytes) {
+  if (!estimate.activationsPerSample || *estimate.activationsPerSample <= 0) {
+    return std::nullopt;
+  }
+  const double room = static_cast<double>(gpuMemoryBytes) - estimate.modelStates();
+  if (room <= 0) {
+    return 0;
+  }
+  return static_cast<int>(std::floor(room / *estimate.activationsPerSample));
+}
+
+std::string formatBytes(double bytes) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%.2f GiB", bytes / kGiB);
+  return text.data();
+}
+
+}  // namespace autotune::tuning

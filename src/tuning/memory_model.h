@@ -1,0 +1,56 @@
+#pragma once
+// Per-GPU memory of a training configuration: model states by precision and ZeRO stage,
+// partitioned over the data-parallel degree, minus what is offloaded, plus activations. It
+// prunes what cannot fit and gives the search its first guess; OOM outcomes give the truth.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace autotune::tuning {
+
+enum class Precision { kFp16, kBf16, kFp32 };
+
+// Memory the model needs regardless of the micro-batch: CUDA context, allocator reserve and
+// communication buffers.
+inline constexpr double kFixedOverheadBytes = 1024.0 * 1024 * 1024;
+
+struct ModelSize {
+  std::int64_t numParameters = 0;
+  std::optional<std::int64_t> activationBytesPerSample;  // at micro-batch 1
+};
+
+struct Parallelism {
+  int gpus = 1;           // GPUs per trial
+  int modelParallel = 1;  // tensor/pipeline degree; data-parallel degree = gpus / modelParallel
+  int dataParallel() const { return gpus / modelParallel; }
+};
+
+struct MemoryEstimate {
+  double parameters = 0;
+  double gradients = 0;
+  double optimizerStates = 0;
+  double overhead = kFixedOverheadBytes;
+  std::optional<double> activationsPerSample;
+
+  double modelStates() const { return parameters + gradients + optimizerStates + overhead; }
+  // Bytes per GPU at a micro-batch size, when activations are known.
+  std::optional<double> total(int microBatch) const;
+};
+
+// Precision from the config's fp16/bf16 sections (fp32 when neither is enabled).
+Precision precisionOf(const nlohmann::json& deepspeedConfig);
+
+// Estimate for one concrete trial config (its zero_optimization section decides stage and
+// offload).
+MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& trialConfig,
+                              const Parallelism& parallelism);
+
+// The largest micro-batch that fits in `gpuMemoryBytes`, 0 when even the model states do not
+// fit, nothing when activations are unknown.
+std::optional<int> largestMicroBatch(const MemoryEstimate& estimate, std::int64_t gpuMemoryBytes);
+
+std::string formatBytes(double bytes);
+
+}  // namespace autotune::tuning

@@ -1,0 +1,217 @@
+#include "tuning/naming.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+
+namespace autotune::tuning {
+namespace {
+
+constexpr std::size_t kMaxLabelLength = 63;
+constexpr std::size_t kHashDigits = 10;
+
+// DeepSpeed's config_templates/template_zero<N>.json key order.
+constexpr std::array<std::string_view, 2> kZero1TemplateOrder = {"reduce_bucket_size",
+                                                                 "allgather_bucket_size"};
+constexpr std::array<std::string_view, 12> kZero3TemplateOrder = {
+    "allgather_partitions",
+    "allgather_bucket_size",
+    "overlap_comm",
+    "reduce_scatter",
+    "reduce_bucket_size",
+    "contiguous_gradients",
+    "stage3_max_live_parameters",
+    "stage3_max_reuse_distance",
+    "stage3_prefetch_bucket_size",
+    "stage3_param_persistence_threshold",
+    "stage3_gather_16bit_weights_on_model_save",
+    "sub_group_size"};
+// DeepSpeed's DEFAULT_TUNING_SPACE_ZERO_<N> key order.
+constexpr std::array<std::string_view, 6> kZero3SpaceOrder = {
+    "overlap_comm",         "reduce_scatter",        "reduce_bucket_size",
+    "allgather_partitions", "allgather_bucket_size", "contiguous_gradients"};
+
+constexpr std::string_view kZeroPrefix = "zero_optimization.";
+
+std::span<const std::string_view> templateOrder(int stage) {
+  if (stage == 1) {
+    return kZero1TemplateOrder;
+  }
+  return kZero3TemplateOrder;
+}
+
+std::span<const std::string_view> spaceOrder(int stage) {
+  if (stage == 1) {
+    return kZero1TemplateOrder;
+  }
+  return kZero3SpaceOrder;
+}
+
+// Rank of a path: ZeRO keys by the given order, then offload sections, then everything else.
+std::vector<std::string> orderBy(std::span<const std::string_view> zeroOrder,
+                                 std::vector<std::string> paths) {
+  const auto rank = [&](const std::string& path) -> std::pair<std::size_t, std::string> {
+    if (path.starts_with(kZeroPrefix)) {
+      const std::string_view key = std::string_view(path).substr(kZeroPrefix.size());
+      const auto found = std::find(zeroOrder.begin(), zeroOrder.end(), key);
+      if (found != zeroOrder.end()) {
+        return {static_cast<std::size_t>(found - zeroOrder.begin()), ""};
+      }
+      return {zeroOrder.size(), path};
+    }
+    return {zeroOrder.size() + 1, path};
+  };
+  std::stable_sort(paths.begin(), paths.end(),
+                   [&](const auto& left, const auto& right) { return rank(left) < rank(right); });
+  return paths;
+}
+
+std::string lastKey(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+// The offload section a path lies in ("op" or "oo"), or nothing.
+std::optional<std::string_view> offloadPrefix(const std::string& path) {
+  if (path.find("offload_param") != std::string::npos) {
+    return "op";
+  }
+  if (path.find("offload_optimizer") != std::string::npos) {
+    return "oo";
+  }
+  return std::nullopt;
+}
+
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+std::string shortened(std::string name) {
+  if (name.size() <= kMaxLabelLength) {
+    return name;
+  }
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(fnv1a(name)));
+  const std::string hash(hex.data(), kHashDigits);
+  name.resize(kMaxLabelLength - kHashDigits - 1);
+  while (!name.empty() && name.back() == '-') {
+    name.pop_back();
+  }
+  return name + "-" + hash;
+}
+
+}  // namespace
+
+std::string acronym(std::string_view key) {
+  std::string result;
+  bool atWordStart = true;
+  for (const char c : key) {
+    if (c == '_') {
+      atWordStart = true;
+    } else if (atWordStart) {
+      result.push_back(c);
+      atWordStart = false;
+    }
+  }
+  return result;
+}
+
+std::string formatValue(const nlohmann::json& value) {
+  if (value.is_boolean()) {
+    return value.get<bool>() ? "T" : "F";
+  }
+  if (value.is_number() && value.get<double>() > 9000) {
+    std::array<char, 32> text{};
+    std::snprintf(text.data(), text.size(), "%.1e", value.get<double>());
+    return text.data();
+  }
+  if (value.is_number_integer()) {
+    return std::to_string(value.get<std::int64_t>());
+  }
+  if (value.is_number_float()) {
+    std::array<char, 32> buffer{};
+    auto* const end =
+        std::to_chars(buffer.data(), buffer.data() + buffer.size(), value.get<double>()).ptr;
+    std::string text(buffer.data(), end);
+    if (text.find_first_of(".en") == std::string::npos) {
+      text += ".0";  // Python prints integral floats as 1.0
+    }
+    return text;
+  }
+  if (value.is_string()) {
+    return value.get<std::string>();
+  }
+  if (value.is_null()) {
+    return "None";
+  }
+  return value.dump();
+}
+
+std::string fastTrialName(int stage, int gradientAccumulation, int microBatch) {
+  return "z" + std::to_string(stage) + "_gas" + std::to_string(gradientAccumulation) + "_tmbspg" +
+         std::to_string(microBatch);
+}
+
+std::string knobTrialName(int stage, const std::vector<KnobValue>& knobs, int gradientAccumulation,
+                          int microBatch, bool userConfigHasGradientAccumulation) {
+  std::string name = "z" + std::to_string(stage) + "_";
+  std::optional<std::string_view> openOffload;
+  for (const auto& [path, value] : knobs) {
+    const auto offload = offloadPrefix(path);
+    if (offload && offload != openOffload) {
+      name += std::string(*offload) + "_";
+    }
+    openOffload = offload;
+    name += acronym(lastKey(path)) + formatValue(value) + "_";
+  }
+  const std::string gas = "gas" + std::to_string(gradientAccumulation);
+  const std::string mbs = "tmbspg" + std::to_string(microBatch);
+  name += userConfigHasGradientAccumulation ? gas + "_" + mbs : mbs + "_" + gas;
+  return name;
+}
+
+std::string knobSpaceName(int stage, const std::vector<std::string>& knobPaths) {
+  std::string name = "z" + std::to_string(stage) + "_";
+  for (const auto& path : knobPaths) {
+    name += acronym(lastKey(path)) + "_";
+  }
+  return name + "tmbspg";
+}
+
+std::vector<std::string> orderForNaming(int stage, std::vector<std::string> paths) {
+  return orderBy(templateOrder(stage), std::move(paths));
+}
+
+std::vector<std::string> orderForSpace(int stage, std::vector<std::string> paths) {
+  return orderBy(spaceOrder(stage), std::move(paths));
+}
+
+std::string dnsSafe(std::string_view trialName) {
+  std::string result;
+  for (const char c : trialName) {
+    if (c == '_' || c == '.') {
+      result.push_back('-');
+    } else if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-') {
+      result.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
+  }
+  return result;
+}
+
+std::string podName(std::string_view jobName, std::string_view trialName) {
+  return shortened(std::string(jobName) + "-" + dnsSafe(trialName));
+}
+
+std::string trialLabel(std::string_view trialName) { return shortened(dnsSafe(trialName)); }
+
+}  // namespace autotune::tuning

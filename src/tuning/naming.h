@@ -1,0 +1,52 @@
+#pragma once
+// Trial and space names exactly as DeepSpeed's autotuner forms them (z1_gas1_tmbspg3,
+// z1_rbs5.0e+07_abs1.0e+09_gas1_tmbspg11, z1_rbs_abs_tmbspg), and their Kubernetes-safe forms.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace autotune::tuning {
+
+inline constexpr std::string_view kProfileTrialName = "profile_model_info";
+
+// A tuned key (dotted path in the DeepSpeed config) and its value in one trial.
+using KnobValue = std::pair<std::string, nlohmann::json>;
+
+// First letter of each '_'-separated word: reduce_bucket_size -> rbs.
+std::string acronym(std::string_view key);
+
+// DeepSpeed's value spelling: numbers over 9000 as 5.0e+07, booleans as T/F, the rest as Python
+// prints them.
+std::string formatValue(const nlohmann::json& value);
+
+// The fast-mode name: z<stage>_gas<gas>_tmbspg<micro-batch>.
+std::string fastTrialName(int stage, int gradientAccumulation, int microBatch);
+
+// The name of a trial that also tunes other keys. `knobs` must already be in naming order
+// (orderForNaming). DeepSpeed places gas after tmbspg when the user's config lacks the key.
+std::string knobTrialName(int stage, const std::vector<KnobValue>& knobs, int gradientAccumulation,
+                          int microBatch, bool userConfigHasGradientAccumulation);
+
+// The space name of a knob search: z1_rbs_abs_tmbspg. Knob paths in space order
+// (orderForSpace).
+std::string knobSpaceName(int stage, const std::vector<std::string>& knobPaths);
+
+// DeepSpeed orders ZeRO keys by its per-stage config template in trial names, and by its default
+// tuning space in space names; other keys follow alphabetically.
+std::vector<std::string> orderForNaming(int stage, std::vector<std::string> paths);
+std::vector<std::string> orderForSpace(int stage, std::vector<std::string> paths);
+
+// A trial name as a DNS-1123 label fragment: lower case, '_' and '.' to '-', '+' dropped.
+std::string dnsSafe(std::string_view trialName);
+
+// "<job>-<trial>" as a Pod name of at most 63 characters; longer names are cut and end in a
+// 10-digit hash of the whole name, so distinct trials keep distinct names.
+std::string podName(std::string_view jobName, std::string_view trialName);
+
+// The trial's value for the autotune.io/trial label (also at most 63 characters).
+std::string trialLabel(std::string_view trialName);
+
+}  // namespace autotune::tuning

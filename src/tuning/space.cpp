@@ -1,0 +1,259 @@
+#include "tuning/space.h"
+
+#include <algorithm>
+#include <set>
+
+namespace autotune::tuning {
+namespace {
+
+constexpr std::string_view kMicroBatchKey = "train_micro_batch_size_per_gpu";
+constexpr std::string_view kGradientAccumulationKey = "gradient_accumulation_steps";
+constexpr std::string_view kTrainBatchKey = "train_batch_size";
+constexpr std::string_view kAutotuningKey = "autotuning";
+constexpr int kAllStages = 4;
+
+std::vector<int> stagesOf(const nlohmann::json& config) {
+  const auto zero = config.find("zero_optimization");
+  if (zero == config.end() || !zero->is_object() || !zero->contains("stage")) {
+    return {0};  // as DeepSpeed: no stage given means ZeRO disabled, not tuned
+  }
+  const nlohmann::json& stage = zero->at("stage");
+  if (stage.is_string()) {
+    std::vector<int> all(kAllStages);
+    for (int s = 0; s < kAllStages; ++s) {
+      all[static_cast<std::size_t>(s)] = s;
+    }
+    return all;
+  }
+  if (stage.is_number_integer()) {
+    return {stage.get<int>()};
+  }
+  std::set<int> distinct;
+  for (const auto& value : stage) {
+    distinct.insert(value.get<int>());
+  }
+  return {distinct.begin(), distinct.end()};
+}
+
+BatchChoice batchChoiceOf(const nlohmann::json& config, std::string_view key) {
+  const auto found = config.find(key);
+  if (found == config.end() || found->is_string()) {
+    return {};
+  }
+  if (found->is_number_integer()) {
+    return {BatchChoice::Kind::kStart, {found->get<int>()}};
+  }
+  BatchChoice choice{BatchChoice::Kind::kList, {}};
+  for (const auto& value : *found) {
+    if (std::find(choice.values.begin(), choice.values.end(), value.get<int>()) ==
+        choice.values.end()) {
+      choice.values.push_back(value.get<int>());
+    }
+  }
+  return choice;
+}
+
+// A flat list of numbers under optimizer.params or scheduler.params (Adam's betas) is a value.
+bool isPlainValue(const std::string& path, const nlohmann::json& list) {
+  const bool underParams =
+      path.starts_with("optimizer.params.") || path.starts_with("scheduler.params.");
+  return underParams &&
+         std::all_of(list.begin(), list.end(), [](const auto& v) { return v.is_number(); });
+}
+
+// Replaces every dimension in `node` by its first value and records it.
+void extractDimensions(nlohmann::json& node, const std::string& prefix,
+                       std::vector<Dimension>& dimensions) {
+  for (const auto& [key, value] : node.items()) {
+    std::string path = prefix;
+    if (!path.empty()) {
+      path += '.';
+    }
+    path += key;
+    if (value.is_object()) {
+      extractDimensions(value, path, dimensions);
+    } else if (value.is_array() && !value.empty() && !isPlainValue(path, value)) {
+      Dimension dimension{path, {}};
+      for (const auto& candidate : value) {
+        if (std::find(dimension.values.begin(), dimension.values.end(), candidate) ==
+            dimension.values.end()) {
+          dimension.values.push_back(candidate);
+        }
+      }
+      value = dimension.values.front();
+      dimensions.push_back(std::move(dimension));
+    }
+  }
+}
+
+void setPath(nlohmann::json& config, const std::string& dottedPath, const nlohmann::json& value) {
+  nlohmann::json* node = &config;
+  std::size_t start = 0;
+  for (auto dot = dottedPath.find('.'); dot != std::string::npos;
+       dot = dottedPath.find('.', start)) {
+    node = &(*node)[dottedPath.substr(start, dot - start)];
+    start = dot + 1;
+  }
+  (*node)[dottedPath.substr(start)] = value;
+}
+
+bool offloadsTo(const nlohmann::json& zero, std::string_view section) {
+  const auto found = zero.find(section);
+  if (found == zero.end() || !found->is_object()) {
+    return false;
+  }
+  const std::string device = found->value("device", "none");
+  return device == "cpu" || device == "nvme";
+}
+
+Trial makeTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation,
+                std::vector<KnobValue> knobs) {
+  Trial trial;
+  trial.stage = stage;
+  trial.microBatch = microBatch;
+  trial.gradientAccumulation = gradientAccumulation;
+  trial.config = space.base;
+  setPath(trial.config, "zero_optimization.stage", stage);
+  for (const auto& [path, value] : knobs) {
+    setPath(trial.config, path, value);
+  }
+  trial.config[kMicroBatchKey] = microBatch;
+  trial.config[kGradientAccumulationKey] = gradientAccumulation;
+  trial.config[kTrainBatchKey] = trainBatchSize(space, microBatch, gradientAccumulation);
+  trial.knobs = std::move(knobs);
+  return trial;
+}
+
+}  // namespace
+
+TuningSpace describeSpace(const api::Spec& spec) {
+  TuningSpace space;
+  const nlohmann::json& config = spec.deepspeedConfig;
+  space.stages = stagesOf(config);
+  space.microBatch = batchChoiceOf(config, kMicroBatchKey);
+  space.gradientAccumulation = batchChoiceOf(config, kGradientAccumulationKey);
+  space.userSetGradientAccumulation = config.contains(kGradientAccumulationKey);
+  space.parallelism = {spec.resources.gpusPerTrial, spec.resources.modelParallelSize};
+  space.search = spec.search;
+
+  space.base = config;
+  for (const auto key :
+       {kMicroBatchKey, kGradientAccumulationKey, kTrainBatchKey, kAutotuningKey}) {
+    space.base.erase(std::string(key));
+  }
+  if (space.base.contains("zero_optimization")) {
+    space.base["zero_optimization"].erase("stage");
+  }
+  extractDimensions(space.base, "", space.dimensions);
+  std::sort(space.dimensions.begin(), space.dimensions.end(),
+            [](const auto& left, const auto& right) { return left.path < right.path; });
+  return space;
+}
+
+std::vector<std::vector<KnobValue>> combinations(const std::vector<Dimension>& dimensions,
+                                                 const std::vector<std::string>& order) {
+  std::vector<std::vector<KnobValue>> result = {{}};
+  for (const auto& path : order) {
+    const auto dimension = std::find_if(dimensions.begin(), dimensions.end(),
+                                        [&](const Dimension& d) { return d.path == path; });
+    std::vector<std::vector<KnobValue>> extended;
+    extended.reserve(result.size() * dimension->values.size());
+    for (const auto& prefix : result) {
+      for (const auto& value : dimension->values) {
+        extended.push_back(prefix);
+        extended.back().emplace_back(path, value);
+      }
+    }
+    result = std::move(extended);
+  }
+  return result;
+}
+
+std::vector<std::string> pathsOf(const std::vector<Dimension>& dimensions) {
+  std::vector<std::string> paths;
+  paths.reserve(dimensions.size());
+  for (const auto& dimension : dimensions) {
+    paths.push_back(dimension.path);
+  }
+  return paths;
+}
+
+std::vector<std::string> namesOf(const std::vector<Trial>& trials) {
+  std::vector<std::string> names;
+  names.reserve(trials.size());
+  for (const auto& trial : trials) {
+    names.push_back(trial.name);
+  }
+  return names;
+}
+
+int trainBatchSize(const TuningSpace& space, int microBatch, int gradientAccumulation) {
+  return microBatch * gradientAccumulation * space.parallelism.dataParallel();
+}
+
+Trial makeFastTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation) {
+  Trial trial = makeTrial(space, stage, microBatch, gradientAccumulation, {});
+  trial.name = fastTrialName(stage, gradientAccumulation, microBatch);
+  trial.space = "z" + std::to_string(stage);
+  return trial;
+}
+
+Trial makeKnobTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation,
+                    std::vector<KnobValue> knobs, std::string spaceName) {
+  std::vector<std::string> paths;
+  paths.reserve(knobs.size());
+  for (const auto& knob : knobs) {
+    paths.push_back(knob.first);
+  }
+  std::vector<KnobValue> ordered;
+  ordered.reserve(knobs.size());
+  for (const auto& path : orderForNaming(stage, paths)) {
+    ordered.push_back(*std::find_if(knobs.begin(), knobs.end(),
+                                    [&](const auto& knob) { return knob.first == path; }));
+  }
+  Trial trial = makeTrial(space, stage, microBatch, gradientAccumulation, std::move(ordered));
+  trial.name = knobTrialName(stage, trial.knobs, gradientAccumulation, microBatch,
+                             space.userSetGradientAccumulation);
+  trial.space = std::move(spaceName);
+  return trial;
+}
+
+Trial makeProfileTrial(const TuningSpace& space) {
+  Trial trial = makeTrial(space, 3, 1, 1, {});
+  trial.name = std::string(kProfileTrialName);
+  trial.space = std::string(kProfileTrialName);
+  trial.profile = true;
+  trial.config[kAutotuningKey] = {{"model_info", {{"profile", true}}}};
+  return trial;
+}
+
+std::optional<std::string> inconsistency(const TuningSpace& space, const Trial& trial) {
+  const nlohmann::json zero = trial.config.value("zero_optimization", nlohmann::json::object());
+  if (offloadsTo(zero, "offload_param") && trial.stage != 3) {
+    return "offload_param needs ZeRO stage 3";
+  }
+  if (offloadsTo(zero, "offload_optimizer")) {
+    if (trial.stage == 0) {
+      return "offload_optimizer needs ZeRO stage 1 or higher";
+    }
+    if (!trial.config.contains("optimizer") &&
+        trial.config.value("zero_force_ds_cpu_optimizer", true)) {
+      return "offload_optimizer needs DeepSpeed's own optimizer (an optimizer section); a client "
+             "optimizer cannot be offloaded";
+    }
+  }
+  const api::Search& search = space.search;
+  if (trial.microBatch < search.minMicroBatchSize || trial.microBatch > search.maxMicroBatchSize) {
+    return "micro-batch " + std::to_string(trial.microBatch) + " is outside spec.search bounds [" +
+           std::to_string(search.minMicroBatchSize) + ", " +
+           std::to_string(search.maxMicroBatchSize) + "]";
+  }
+  const int batch = trainBatchSize(space, trial.microBatch, trial.gradientAccumulation);
+  if (search.maxTrainBatchSize && batch > *search.maxTrainBatchSize) {
+    return "train batch " + std::to_string(batch) + " exceeds spec.search.maxTrainBatchSize " +
+           std::to_string(*search.maxTrainBatchSize);
+  }
+  return std::nullopt;
+}
+
+}  // namespace autotune::tuning

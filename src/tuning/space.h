@@ -1,0 +1,83 @@
+#pragma once
+// The tuning space of a job: what the DeepSpeed config leaves open (ZeRO stages, micro-batch
+// size, gradient accumulation, any other list-valued key), and the concrete trials drawn from it.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+#include "tuning/memory_model.h"
+#include "tuning/naming.h"
+
+namespace autotune::tuning {
+
+// How the user gave train_micro_batch_size_per_gpu or gradient_accumulation_steps: "auto" (search
+// it), an integer (where the search starts) or a list (exactly these values).
+struct BatchChoice {
+  enum class Kind { kAuto, kStart, kList };
+  Kind kind = Kind::kAuto;
+  std::vector<int> values;
+
+  int first(int fallback) const { return values.empty() ? fallback : values.front(); }
+};
+
+// Another list-valued key of the config: a dimension of the search.
+struct Dimension {
+  std::string path;  // dotted, e.g. zero_optimization.reduce_bucket_size
+  std::vector<nlohmann::json> values;
+};
+
+struct TuningSpace {
+  // The user's config with every dimension at its first value and without the keys a trial sets
+  // itself (stage, micro-batch, gradient accumulation, train_batch_size, autotuning).
+  nlohmann::json base;
+  std::vector<int> stages;  // ascending, distinct
+  BatchChoice microBatch;
+  BatchChoice gradientAccumulation;
+  bool userSetGradientAccumulation = false;
+  std::vector<Dimension> dimensions;  // by path
+  Parallelism parallelism;
+  api::Search search;
+};
+
+TuningSpace describeSpace(const api::Spec& spec);
+
+// One concrete configuration to run.
+struct Trial {
+  std::string name;   // canonical, e.g. z1_gas1_tmbspg3
+  std::string space;  // e.g. z1
+  int stage = 0;
+  int microBatch = 1;
+  int gradientAccumulation = 1;
+  std::vector<KnobValue> knobs;  // other tuned keys, in naming order
+  bool profile = false;
+  nlohmann::json config;  // the DeepSpeed config the trial runs with
+};
+
+// A trial of the micro-batch search: z<stage>_gas<gas>_tmbspg<mbs> in space z<stage>.
+Trial makeFastTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation);
+
+// A trial that also sets other keys; named with them, in the given space.
+Trial makeKnobTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation,
+                    std::vector<KnobValue> knobs, std::string spaceName);
+
+// The profiling trial: ZeRO-3, micro-batch 1, asking the engine to write model info.
+Trial makeProfileTrial(const TuningSpace& space);
+
+// Why DeepSpeed would reject the trial's config before running it, if it would.
+std::optional<std::string> inconsistency(const TuningSpace& space, const Trial& trial);
+
+// Every combination of the dimensions' values, with the dimensions taken in `order` (paths) and
+// the last one varying fastest.
+std::vector<std::vector<KnobValue>> combinations(const std::vector<Dimension>& dimensions,
+                                                 const std::vector<std::string>& order);
+
+std::vector<std::string> pathsOf(const std::vector<Dimension>& dimensions);
+std::vector<std::string> namesOf(const std::vector<Trial>& trials);
+
+// The data-parallel train batch of a trial: micro-batch x gradient accumulation x DP degree.
+int trainBatchSize(const TuningSpace& space, int microBatch, int gradientAccumulation);
+
+}  // namespace autotune::tuning

@@ -1,0 +1,244 @@
+#include "api/validation.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+
+namespace autotune::api {
+
+// Readable failure messages.
+[[maybe_unused]] static void PrintTo(const FieldError& error, std::ostream* out) {
+  *out << '"' << format(error) << '"';
+}
+
+namespace {
+
+using nlohmann::json;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+// A valid job built in code, as the operator's other layers would build one.
+AutotuneJob validJob() {
+  AutotuneJob job;
+  job.metadata = {{"name", "gpt2"}, {"namespace", "ml"}};
+  job.spec.deepspeedConfig = json::parse(R"({
+    "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": 1,
+    "fp16": {"enabled": true},
+    "optimizer": {"type": "Adam", "params": {"lr": 0.0001, "betas": [0.9, 0.999]}},
+    "zero_optimization": {"stage": "all", "offload_optimizer": {"device": ["none", "cpu"]}}
+  })");
+  job.spec.resources.gpusPerTrial = 8;
+  job.spec.podTemplate = json::parse(R"({"spec": {"containers": [
+    {"name": "sidecar", "image": "busybox", "args": ["${unchecked}"]},
+    {"name": "trainer", "image": "train:1", "command": ["python", "train.py"],
+     "args": ["--stage=${zero_optimization.stage}", "--out=/out/${job}/${trial}"],
+     "env": [{"name": "DEVICE", "value": "${zero_optimization.offload_optimizer.device}"},
+             {"name": "FROM_FIELD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}
+  ]}})");
+  job.spec.primaryContainer = "trainer";
+  job.spec.output.configMapName = "gpt2-optimal";
+  return job;
+}
+
+std::vector<std::string> pathsOf(const AutotuneJob& job) {
+  std::vector<std::string> paths;
+  for (const FieldError& error : validate(job)) {
+    paths.push_back(error.path);
+  }
+  return paths;
+}
+
+// Only the config's own errors: the template's placeholders would not match another config.
+FieldErrors errorsWithConfig(const char* configJson) {
+  AutotuneJob job = validJob();
+  job.spec.deepspeedConfig = json::parse(configJson);
+  job.spec.podTemplate = {{"spec", {{"containers", {{{"name", "trainer"}}}}}}};
+  return validate(job);
+}
+
+TEST(Validate, AValidJobHasNoErrors) { EXPECT_THAT(validate(validJob()), IsEmpty()); }
+
+TEST(Validate, PlaceholdersAreOnlyCheckedInThePrimaryContainer) {
+  AutotuneJob job = validJob();
+  job.spec.primaryContainer = "sidecar";
+  EXPECT_THAT(validate(job), ElementsAre(FieldError{"spec.template.spec.containers[0].args[0]",
+                                                    "unknown placeholder ${unchecked}"}));
+}
+
+TEST(Validate, EveryUnknownPlaceholderInOneValueIsNamed) {
+  AutotuneJob job = validJob();
+  job.spec.podTemplate["spec"]["containers"][1]["command"] = {"run", "${a}-${trial}-${b}"};
+  EXPECT_THAT(
+      validate(job),
+      ElementsAre(
+          FieldError{"spec.template.spec.containers[1].command[1]", "unknown placeholder ${a}"},
+          FieldError{"spec.template.spec.containers[1].command[1]", "unknown placeholder ${b}"}));
+}
+
+TEST(Validate, AnUnterminatedPlaceholderIsNamed) {
+  AutotuneJob job = validJob();
+  job.spec.podTemplate["spec"]["containers"][1]["env"][0]["value"] = "${zero_optimization.stage";
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.template.spec.containers[1].env[0].value",
+                                     "unterminated placeholder ${zero_optimization.stage"}));
+}
+
+TEST(Validate, ConfigKeyPathsListEveryNestedKeyAndThePerTrialKeys) {
+  EXPECT_THAT(configKeyPaths(json::parse(R"({"fp16": {"enabled": true},
+                                              "zero_optimization": {"stage": [1, 2]}})")),
+              ElementsAre("fp16", "fp16.enabled", "gradient_accumulation_steps",
+                          "train_micro_batch_size_per_gpu", "zero_optimization",
+                          "zero_optimization.stage"));
+  EXPECT_THAT(configKeyPaths(json::object()),
+              ElementsAre("gradient_accumulation_steps", "train_micro_batch_size_per_gpu"));
+}
+
+TEST(Validate, ArgMappingsMayNameADottedPathALeafKeyOrAPerTrialKey) {
+  AutotuneJob job = validJob();
+  job.spec.deepspeedConfig.erase("train_micro_batch_size_per_gpu");
+  job.spec.argMappings = {
+      {"zero_optimization.stage", "--zero_stage"},
+      {"device", "--offload_device"},
+      {"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"},
+      {"gradient_accumulation_steps", "--gas"},
+  };
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.argMappings = {{"zero_optimization", "--zero"}, {"zero_optimization.bogus", "--b"}};
+  EXPECT_THAT(validate(job), ElementsAre(FieldError{"spec.argMappings.zero_optimization.bogus",
+                                                    "names no key of spec.deepspeedConfig"}));
+}
+
+TEST(Validate, StageAcceptsAnIntegerAListOrAll) {
+  for (const char* stage : {"0", "3", R"("all")", "[0, 1, 2, 3]", "[2]"}) {
+    const std::string config = std::string(R"({"zero_optimization": {"stage": )") + stage + "}}";
+    EXPECT_THAT(errorsWithConfig(config.c_str()), IsEmpty()) << stage;
+  }
+}
+
+TEST(Validate, StageRejectsEverythingElse) {
+  for (const char* stage : {"-1", "4", R"("two")", "1.5", "true", "[]", R"([1, "all"])"}) {
+    const std::string config = std::string(R"({"zero_optimization": {"stage": )") + stage + "}}";
+    EXPECT_THAT(errorsWithConfig(config.c_str()), Not(IsEmpty())) << stage;
+  }
+}
+
+TEST(Validate, NumbersUnderOptimizerParamsArePlainValues) {
+  EXPECT_THAT(errorsWithConfig(R"({"optimizer": {"params": {"betas": [0.9, 0.95]}},
+                                   "scheduler": {"params": {"warmup": [1, 2]}}})"),
+              IsEmpty());
+  EXPECT_THAT(errorsWithConfig(R"({"optimizer": {"params": {"betas": []}}})"),
+              ElementsAre(FieldError{"spec.deepspeedConfig.optimizer.params.betas",
+                                     "a list of candidate values must not be empty"}));
+}
+
+TEST(Validate, CandidateSectionsAreCheckedInside) {
+  EXPECT_THAT(errorsWithConfig(R"({"zero_optimization": [{"stage": 1}, {"stage": 9}]})"),
+              ElementsAre(FieldError{"spec.deepspeedConfig.zero_optimization[1].stage",
+                                     "ZeRO stages are 0 to 3"}));
+  EXPECT_THAT(errorsWithConfig(R"({"offload": {"devices": [[], ["cpu"]]}})"),
+              ElementsAre(FieldError{"spec.deepspeedConfig.offload.devices[0]",
+                                     "a list of candidate values must not be empty"}));
+}
+
+TEST(Validate, BatchKeysAcceptAutoAPositiveStartOrCandidates) {
+  for (const char* value : {R"("auto")", "4", "[1, 2, 4]"}) {
+    const std::string config = std::string(R"({"train_micro_batch_size_per_gpu": )") + value +
+                               std::string(R"(, "gradient_accumulation_steps": )") + value + "}";
+    EXPECT_THAT(errorsWithConfig(config.c_str()), IsEmpty()) << value;
+  }
+  EXPECT_THAT(errorsWithConfig(R"({"gradient_accumulation_steps": 0})"),
+              ElementsAre(FieldError{"spec.deepspeedConfig.gradient_accumulation_steps",
+                                     "must be a positive integer"}));
+}
+
+TEST(Validate, TrainBatchSizeMayBeFixedButNotTuned) {
+  EXPECT_THAT(errorsWithConfig(R"({"train_batch_size": 256})"), IsEmpty());
+  EXPECT_THAT(pathsOf([] {
+                AutotuneJob job = validJob();
+                job.spec.deepspeedConfig["train_batch_size"] = {128, 256};
+                return job;
+              }()),
+              ElementsAre("spec.deepspeedConfig.train_batch_size"));
+}
+
+TEST(Validate, RangesAreCheckedAtTheirBounds) {
+  AutotuneJob job = validJob();
+  job.spec.search.maxTrials = 1000;
+  job.spec.search.earlyStopping = 0;
+  job.spec.search.plateauThreshold = 0;
+  job.spec.search.minMicroBatchSize = 4;
+  job.spec.search.maxMicroBatchSize = 4;
+  EXPECT_THAT(validate(job), IsEmpty());
+
+  job.spec.search.maxTrials = 1001;
+  job.spec.search.plateauThreshold = 1.0;
+  job.spec.search.numTuningMicroBatchSizes = 0;
+  job.spec.resources.nodesPerTrial = 0;
+  job.spec.resources.modelParallelSize = 0;
+  job.spec.resources.gpuMemory = Quantity::fromValue(0);
+  job.spec.model.hiddenSize = 0;
+  job.spec.trialTimeout = Duration::fromSeconds(0);
+  EXPECT_THAT(pathsOf(job),
+              ElementsAre("spec.model.hiddenSize", "spec.resources.nodesPerTrial",
+                          "spec.resources.modelParallelSize", "spec.resources.gpuMemory",
+                          "spec.search.maxTrials", "spec.search.plateauThreshold",
+                          "spec.search.numTuningMicroBatchSizes", "spec.trialTimeout"));
+}
+
+TEST(Validate, MultiNodeTrialsAreRejectedWithAClearReason) {
+  AutotuneJob job = validJob();
+  job.spec.resources.nodesPerTrial = 4;
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.resources.nodesPerTrial",
+                                     "multi-node trials are not supported yet; use 1"}));
+}
+
+TEST(Validate, NamesFollowKubernetesRules) {
+  AutotuneJob job = validJob();
+  job.metadata["name"] = std::string(253, 'a');
+  EXPECT_THAT(validate(job), IsEmpty());
+  for (const char* bad : {"", "-a", "a-", "A", "a_b", "a..b", ".a"}) {
+    job.metadata["name"] = bad;
+    EXPECT_THAT(pathsOf(job), ElementsAre("metadata.name")) << bad;
+  }
+  job.metadata["name"] = std::string(254, 'a');
+  EXPECT_THAT(pathsOf(job), ElementsAre("metadata.name"));
+  job.metadata["name"] = 7;
+  EXPECT_THAT(validate(job), ElementsAre(FieldError{"metadata.name", "must be a string"}));
+}
+
+TEST(Validate, TheTemplateMustNameItsContainers) {
+  AutotuneJob job = validJob();
+  job.spec.podTemplate = json::object();
+  EXPECT_THAT(validate(job), ElementsAre(FieldError{"spec.template", "is required"}));
+  job.spec.podTemplate = {{"spec", {{"containers", {{{"image", "x"}}, {{"name", ""}}}}}}};
+  job.spec.primaryContainer.clear();
+  EXPECT_THAT(pathsOf(job), ElementsAre("spec.template.spec.containers[0].name",
+                                        "spec.template.spec.containers[1].name"));
+  job.spec.podTemplate = {{"spec", 3}};
+  EXPECT_THAT(validate(job), ElementsAre(FieldError{"spec.template.spec", "must be an object"}));
+}
+
+TEST(Validate, ReportsEveryProblemNotOnlyTheFirst) {
+  AutotuneJob job = validJob();
+  job.spec.parallelism = 0;
+  job.spec.maxFailedTrials = 0;
+  job.spec.resources.gpusPerTrial = 0;
+  job.spec.primaryContainer = "nobody";
+  job.spec.output.configMapName = "Not Valid";
+  EXPECT_THAT(pathsOf(job),
+              ElementsAre("spec.resources.gpusPerTrial", "spec.parallelism", "spec.maxFailedTrials",
+                          "spec.primaryContainer", "spec.output.configMapName"));
+  EXPECT_THAT(pathsOf(job), Not(Contains("spec.resources.modelParallelSize")));
+}
+
+}  // namespace
+}  // namespace autotune::api

@@ -1,0 +1,339 @@
+// The engine against outcome oracles built from DeepSpeed's published results: where it ends,
+// how many trials it launches, and that it behaves the same however trials are interleaved.
+
+#include "tuning/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "oracle.h"
+#include "tuning/results.h"
+
+namespace autotune::tuning {
+namespace {
+
+using oracle::drive;
+using oracle::DriveOptions;
+using oracle::Oracle;
+using oracle::PublishedModel;
+using oracle::publishedModels;
+using oracle::publishedOracle;
+using oracle::SearchRun;
+using oracle::specFor;
+using oracle::TrialOutcome;
+
+// The processes DeepSpeed's own fast mode launched for each published model (reference
+// deepspeed.md §5.4, its profiling run included: DeepSpeed cannot skip it, B6).
+int deepSpeedLaunches(const std::string& model) {
+  static const std::map<std::string, int> launches = {
+      {"gpt2-large", 10}, {"gpt2-medium", 12}, {"gpt2-xl", 7}, {"deberta", 11}};
+  return launches.at(model);
+}
+
+std::string bestName(const SearchRun& run) {
+  return run.last.best ? run.last.best->name : "<none>";
+}
+
+class PublishedModelTest : public ::testing::TestWithParam<PublishedModel> {};
+
+TEST_P(PublishedModelTest, DeepSpeedStrategyEndsAtThePublishedBestWithoutRepeatingATrial) {
+  const PublishedModel& model = GetParam();
+  const SearchRun run = drive(specFor(model), publishedOracle(model));
+
+  EXPECT_EQ(run.last.state, Decision::State::kSucceeded) << run.last.message;
+  EXPECT_EQ(bestName(run), model.publishedBest);
+  EXPECT_FALSE(run.launchedTwice);
+  EXPECT_LE(static_cast<int>(run.launched.size()), deepSpeedLaunches(model.name))
+      << ::testing::PrintToString(run.launched);
+}
+
+TEST_P(PublishedModelTest, ParallelTrialsFinishingOutOfOrderReachTheSameBest) {
+  const PublishedModel& model = GetParam();
+  for (const int slots : {2, 3, 4}) {
+    for (const std::uint64_t seed : {1U, 2U, 3U, 4U, 5U}) {
+      const SearchRun run = drive(specFor(model), publishedOracle(model), {slots, seed, {}, 2000});
+      EXPECT_EQ(bestName(run), model.publishedBest) << "slots " << slots << " seed " << seed;
+      EXPECT_FALSE(run.launchedTwice) << "slots " << slots << " seed " << seed;
+      EXPECT_EQ(run.last.state, Decision::State::kSucceeded);
+    }
+  }
+}
+
+TEST_P(PublishedModelTest, EveryStrategyFindsThePublishedBest) {
+  const PublishedModel& model = GetParam();
+  for (const auto strategy :
+       {api::Strategy::kGrid, api::Strategy::kRandom, api::Strategy::kModelBased}) {
+    api::Spec spec = specFor(model);
+    spec.search.strategy = strategy;
+    spec.search.earlyStopping = 0;
+    const SearchRun run = drive(spec, publishedOracle(model), {2, 7, {}, 2000});
+    EXPECT_EQ(bestName(run), model.publishedBest) << api::toString(strategy);
+    EXPECT_FALSE(run.launchedTwice) << api::toString(strategy);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Published, PublishedModelTest, ::testing::ValuesIn(publishedModels()),
+                         [](const auto& info) {
+                           std::string name = info.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+const PublishedModel& gpt2Large() { return publishedModels().front(); }
+
+TEST(Engine, Gpt2LargeSearchVisitsEveryFeasibleStageInOrder) {
+  const SearchRun run = drive(specFor(gpt2Large()), publishedOracle(gpt2Large()));
+  std::vector<int> firstSeen;
+  for (const auto& name : run.launched) {
+    const int stage = name[1] - '0';
+    if (std::find(firstSeen.begin(), firstSeen.end(), stage) == firstSeen.end()) {
+      firstSeen.push_back(stage);
+    }
+  }
+  EXPECT_EQ(firstSeen, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(run.launched.front(), "z0_gas1_tmbspg1");  // the user's own settings come first
+}
+
+TEST(Engine, LatencyIsMinimisedNotMaximised) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.search.metric = api::Metric::kLatency;
+  spec.search.strategy = api::Strategy::kGrid;
+  spec.search.earlyStopping = 0;
+  const Oracle throughput = publishedOracle(gpt2Large());
+  const Oracle latency = [&](const Trial& trial) -> TrialOutcome {
+    TrialOutcome outcome = throughput(trial);
+    if (outcome.value) {
+      outcome.value = 1e6 * trial.microBatch * trial.gradientAccumulation * 16 / *outcome.value;
+    }
+    return outcome;
+  };
+  const SearchRun run = drive(spec, latency);
+  ASSERT_TRUE(run.last.best);
+  double lowest = 1e300;
+  for (const auto& record : run.records) {
+    if (record.value) {
+      lowest = std::min(lowest, *record.value);
+    }
+  }
+  EXPECT_DOUBLE_EQ(*run.last.bestValue, lowest);
+}
+
+TEST(Engine, GridOrderIsTheSameOnEveryRun) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.search.strategy = api::Strategy::kGrid;
+  spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = {500000000, 50000000};
+  const SearchRun first = drive(spec, publishedOracle(gpt2Large()));
+  const SearchRun second = drive(spec, publishedOracle(gpt2Large()));
+  EXPECT_EQ(first.launched, second.launched);
+  ASSERT_FALSE(first.launched.empty());
+  EXPECT_EQ(first.launched.front(), "z0_rbs5.0e+08_gas1_tmbspg1");
+}
+
+TEST(Engine, RandomOrderDependsOnTheSeedAndOnNothingElse) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.search.strategy = api::Strategy::kRandom;
+  spec.search.earlyStopping = 0;
+  spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = {500000000, 50000000};
+  const SearchRun first = drive(spec, publishedOracle(gpt2Large()));
+  const SearchRun again = drive(spec, publishedOracle(gpt2Large()));
+  spec.search.seed = 2;
+  const SearchRun reseeded = drive(spec, publishedOracle(gpt2Large()));
+  EXPECT_EQ(first.launched, again.launched);
+  EXPECT_NE(first.launched, reseeded.launched);
+}
+
+// The engine's whole memory is the spec plus the finished results: asked again from any point of
+// its own history, by a fresh caller, it makes the same choices.
+TEST(Engine, RestartedFromAnyPrefixOfItsHistoryMakesTheSameNextChoices) {
+  for (const auto strategy : {api::Strategy::kDeepSpeed, api::Strategy::kGrid,
+                              api::Strategy::kRandom, api::Strategy::kModelBased}) {
+    api::Spec spec = specFor(gpt2Large());
+    spec.search.strategy = strategy;
+    const SearchRun run = drive(spec, publishedOracle(gpt2Large()), {2, 3, {}, 2000});
+    ASSERT_EQ(run.inputs.size(), run.decisions.size());
+    for (std::size_t step = 0; step < run.inputs.size(); ++step) {
+      const Decision again = decide(run.inputs[step]);
+      std::vector<std::string> before;
+      std::vector<std::string> after;
+      for (const auto& trial : run.decisions[step].launch) {
+        before.push_back(trial.name);
+      }
+      for (const auto& trial : again.launch) {
+        after.push_back(trial.name);
+      }
+      EXPECT_EQ(before, after) << api::toString(strategy) << " step " << step;
+      EXPECT_EQ(run.decisions[step].state, again.state);
+    }
+  }
+}
+
+// Near the memory limit the allocator thrashes: the best micro-batch lies below the largest one
+// that fits, and the search must find it rather than assume the edge.
+TEST(Engine, FindsAnInteriorOptimumBelowTheMemoryBoundary) {
+  api::Spec spec = specFor(gpt2Large(), 1);
+  spec.model.activationMemoryPerSample = 1'000'000'000;  // the estimate: ~29 per GPU
+  const int boundary = 24;
+  const int peak = 17;
+  const Oracle thrashing = [&](const Trial& trial) -> TrialOutcome {
+    if (trial.microBatch > boundary) {
+      return {api::Outcome::kOOM, std::nullopt};
+    }
+    const double distance = std::abs(trial.microBatch - peak) / static_cast<double>(peak);
+    return {api::Outcome::kSucceeded, 100 * (1 - distance * distance)};
+  };
+  const SearchRun run = drive(spec, thrashing);
+  ASSERT_TRUE(run.last.best);
+  EXPECT_NEAR(run.last.best->microBatch, peak, 1) << ::testing::PrintToString(run.launched);
+  EXPECT_GT(*run.last.bestValue, 99.0);
+  EXPECT_LE(run.launched.size(), 12U) << ::testing::PrintToString(run.launched);
+  EXPECT_FALSE(run.launchedTwice);
+}
+
+TEST(Engine, UserZeroStageListIsHonoured) {
+  const SearchRun run = drive(specFor(gpt2Large(), {1, 2}), publishedOracle(gpt2Large()));
+  for (const auto& name : run.launched) {
+    EXPECT_TRUE(name.starts_with("z1_") || name.starts_with("z2_")) << name;
+  }
+  EXPECT_EQ(bestName(run), "z1_gas1_tmbspg3");
+}
+
+TEST(Engine, UserListsOfOtherZeroKeysAreTunedAtTheBestMicroBatch) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = {50000000, 500000000};
+  const SearchRun run = drive(spec, publishedOracle(gpt2Large()));
+  EXPECT_NE(std::find(run.launched.begin(), run.launched.end(), "z1_rbs5.0e+08_gas1_tmbspg3"),
+            run.launched.end())
+      << ::testing::PrintToString(run.launched);
+  for (const auto& trial : run.last.trials) {
+    if (trial.name == "z1_rbs5.0e+08_gas1_tmbspg3") {
+      EXPECT_EQ(trial.config["zero_optimization"]["reduce_bucket_size"], 500000000);
+    }
+  }
+}
+
+TEST(Engine, FullModeTunesZeroKnobsOfTheBestStageWithEarlyStopping) {
+  const PublishedModel& deberta = publishedModels().back();
+  api::Spec spec = specFor(deberta);
+  spec.search.fast = false;
+  const SearchRun run = drive(spec, publishedOracle(deberta));
+  const auto knobTrials = std::count_if(run.launched.begin(), run.launched.end(),
+                                        [](auto& n) { return n.starts_with("z1_rbs"); });
+  EXPECT_EQ(knobTrials, spec.search.earlyStopping) << ::testing::PrintToString(run.launched);
+  EXPECT_NE(
+      std::find(run.launched.begin(), run.launched.end(), "z1_rbs5.0e+07_abs5.0e+07_gas1_tmbspg11"),
+      run.launched.end());
+  const auto spaces = summarizeSpaces(run.records, api::Metric::kThroughput);
+  EXPECT_TRUE(std::any_of(spaces.begin(), spaces.end(),
+                          [](const auto& s) { return s.name == "z1_rbs_abs_tmbspg"; }));
+}
+
+TEST(Engine, NeverLaunchesMoreThanMaxTrials) {
+  for (const auto strategy : {api::Strategy::kDeepSpeed, api::Strategy::kGrid}) {
+    api::Spec spec = specFor(gpt2Large());
+    spec.search.strategy = strategy;
+    spec.search.maxTrials = 3;
+    const SearchRun run = drive(spec, publishedOracle(gpt2Large()), {2, 1, {}, 2000});
+    EXPECT_EQ(run.launched.size(), 3U);
+    EXPECT_EQ(run.last.state, Decision::State::kSucceeded);
+    EXPECT_NE(run.last.message.find("maxTrials"), std::string::npos) << run.last.message;
+  }
+}
+
+TEST(Engine, GridStopsEarlyAfterTrialsWithoutImprovement) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.search.strategy = api::Strategy::kGrid;
+  spec.search.earlyStopping = 2;
+  spec.deepspeedConfig["zero_optimization"]["stage"] = {3, 1};
+  // ZeRO-1 first in grid order: its largest micro-batch is best; two ZeRO-3 failures then stop.
+  const SearchRun run = drive(spec, publishedOracle(gpt2Large()));
+  EXPECT_NE(run.last.message.find("early stopping"), std::string::npos) << run.last.message;
+  EXPECT_LT(run.launched.size(), run.last.trials.size());
+}
+
+TEST(Engine, ProfilesTheModelFirstWhenItsSizeIsUnknown) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.model = {};
+  DriveOptions options;
+  options.profileMeasures = api::MeasuredModel{774'000'000, 9'600'000'000};
+  const Oracle oracle = [&](const Trial& trial) -> TrialOutcome {
+    if (trial.profile) {
+      return {api::Outcome::kSucceeded, std::nullopt};
+    }
+    return publishedOracle(gpt2Large())(trial);
+  };
+  const SearchRun run = drive(spec, oracle, options);
+  ASSERT_FALSE(run.launched.empty());
+  EXPECT_EQ(run.launched.front(), "profile_model_info");
+  EXPECT_EQ(bestName(run), "z1_gas1_tmbspg3");
+}
+
+// DeepSpeed aborts all tuning when the profiling run fails (its issues #4759, #7269); here the
+// search goes on without a memory model and still finds the best.
+TEST(Engine, AFailedProfileDoesNotStopTheSearch) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.model = {};
+  const Oracle oracle = [&](const Trial& trial) -> TrialOutcome {
+    if (trial.profile) {
+      return {api::Outcome::kFailed, std::nullopt};
+    }
+    return publishedOracle(gpt2Large())(trial);
+  };
+  const SearchRun run = drive(spec, oracle);
+  EXPECT_EQ(bestName(run), "z1_gas1_tmbspg3");
+  EXPECT_FALSE(run.launchedTwice);
+}
+
+// DeepSpeed crashes when the user gives the parameter count but not the activation memory (B6).
+TEST(Engine, ParameterCountWithoutActivationMemoryStillSearches) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.model.activationMemoryPerSample.reset();
+  const SearchRun run = drive(spec, publishedOracle(gpt2Large()));
+  EXPECT_EQ(bestName(run), "z1_gas1_tmbspg3");
+  EXPECT_FALSE(run.launchedTwice);
+}
+
+TEST(Engine, FailuresCountAgainstMaxFailedTrialsButOutOfMemoryDoesNot) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.maxFailedTrials = 2;
+  const SearchRun ooms = drive(spec, publishedOracle(gpt2Large()));
+  EXPECT_EQ(ooms.last.state, Decision::State::kSucceeded);
+
+  const Oracle broken = [](const Trial&) -> TrialOutcome {
+    return {api::Outcome::kFailed, std::nullopt};
+  };
+  spec.deepspeedConfig["zero_optimization"]["stage"] = {0, 1, 2, 3};
+  const SearchRun failing = drive(spec, broken);
+  EXPECT_EQ(failing.last.state, Decision::State::kFailed);
+  EXPECT_EQ(failing.launched.size(), 2U);
+  EXPECT_NE(failing.last.message.find("maxFailedTrials"), std::string::npos);
+}
+
+TEST(Engine, MemoryModelPrunesWhatCannotFitAndSaysWhy) {
+  const PublishedModel& xl = publishedModels()[2];
+  api::Spec spec = specFor(xl);
+  spec.search.strategy = api::Strategy::kGrid;
+  const Decision first = decide({spec, "uid", std::nullopt, std::nullopt, {}, {}, 1});
+  ASSERT_FALSE(first.pruned.empty());
+  const bool zeroZeroPruned =
+      std::any_of(first.pruned.begin(), first.pruned.end(), [](const PrunedTrial& p) {
+        return p.name.starts_with("z0_") && p.reason.find("per GPU") != std::string::npos;
+      });
+  EXPECT_TRUE(zeroZeroPruned);
+  for (const auto& trial : first.trials) {
+    EXPECT_NE(trial.stage, 0) << trial.name;
+  }
+}
+
+TEST(Engine, EveryTrialConfigHasAConsistentTrainBatchSize) {
+  const SearchRun run = drive(specFor(gpt2Large()), publishedOracle(gpt2Large()));
+  for (const auto& trial : run.last.trials) {
+    EXPECT_EQ(trial.config["train_batch_size"], trial.microBatch * trial.gradientAccumulation * 16);
+    EXPECT_EQ(trial.config["train_micro_batch_size_per_gpu"], trial.microBatch);
+    EXPECT_FALSE(trial.config.contains("autotuning"));
+  }
+}
+
+}  // namespace
+}  // namespace autotune::tuning

@@ -1,0 +1,329 @@
+#include "tuning/results.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+#include "tuning/space.h"
+
+namespace {
+
+using autotune::api::Metric;
+using autotune::api::Outcome;
+using autotune::api::SpaceSummary;
+using autotune::api::Spec;
+using autotune::api::TrialRecord;
+using autotune::tuning::baselineValue;
+using autotune::tuning::bestTrial;
+using autotune::tuning::describeSpace;
+using autotune::tuning::makeFastTrial;
+using autotune::tuning::makeProfileTrial;
+using autotune::tuning::optimalConfig;
+using autotune::tuning::shellJoin;
+using autotune::tuning::summarizeSpaces;
+using autotune::tuning::summaryTable;
+using autotune::tuning::Trial;
+using autotune::tuning::trialCommand;
+using autotune::tuning::TuningSpace;
+using nlohmann::json;
+
+constexpr std::string_view kConfigPath = "/etc/autotune/ds_config.json";
+
+TrialRecord succeeded(std::string name, std::string space, double value) {
+  TrialRecord record;
+  record.name = std::move(name);
+  record.space = std::move(space);
+  record.outcome = Outcome::kSucceeded;
+  record.value = value;
+  return record;
+}
+
+TrialRecord failed(std::string name, std::string space, Outcome outcome = Outcome::kOOM) {
+  TrialRecord record;
+  record.name = std::move(name);
+  record.space = std::move(space);
+  record.outcome = outcome;
+  return record;
+}
+
+TrialRecord profile() { return succeeded("profile_model_info", "profile_model_info", 1000); }
+
+Spec specWithArgs(json args, int gpus = 1) {
+  Spec spec;
+  spec.deepspeedConfig = {{"zero_optimization", {{"stage", "all"}}}};
+  spec.resources.gpusPerTrial = gpus;
+  spec.podTemplate = {
+      {"spec",
+       {{"containers",
+         {{{"name", "trainer"}, {"command", {"deepspeed", "train.py"}}, {"args", args}}}}}}};
+  return spec;
+}
+
+Trial fastTrial(const Spec& spec, int stage, int microBatch, int gradientAccumulation) {
+  return makeFastTrial(describeSpace(spec), stage, microBatch, gradientAccumulation);
+}
+
+std::vector<std::string> command(const Spec& spec, const Trial& trial) {
+  return trialCommand(spec, "gpt2-large", trial, kConfigPath);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The trimmed cells of the summary table's row whose first cell is `first` (empty when none).
+std::vector<std::string> row(const std::string& table, const std::string& first) {
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> cells;
+    std::istringstream parts(line);
+    for (std::string cell; std::getline(parts, cell, '|');) {
+      const auto begin = cell.find_first_not_of(' ');
+      const auto end = cell.find_last_not_of(' ');
+      cells.push_back(begin == std::string::npos ? "" : cell.substr(begin, end - begin + 1));
+    }
+    if (cells.size() > 1 && cells[0].empty() && cells[1] == first) {
+      return {cells.begin() + 1, cells.end()};
+    }
+  }
+  return {};
+}
+
+// --- summarizeSpaces ----------------------------------------------------------------------------
+
+TEST(SummarizeSpaces, OneRowPerSpaceInTheOrderSpacesFirstAppear) {
+  const auto spaces = summarizeSpaces(
+      {succeeded("z1_gas1_tmbspg3", "z1", 87), succeeded("z0_gas1_tmbspg2", "z0", 59),
+       succeeded("z1_gas1_tmbspg2", "z1", 80)},
+      Metric::kThroughput);
+  ASSERT_EQ(spaces.size(), 2U);
+  EXPECT_EQ(spaces[0].name, "z1");
+  EXPECT_EQ(spaces[0].trials, 2);
+  EXPECT_EQ(spaces[0].bestValue, 87);
+  EXPECT_EQ(spaces[0].bestTrial, "z1_gas1_tmbspg3");
+  EXPECT_EQ(spaces[1].name, "z0");
+  EXPECT_EQ(spaces[1].trials, 1);
+}
+
+TEST(SummarizeSpaces, FailedTrialsCountButHaveNoValue) {
+  const auto spaces =
+      summarizeSpaces({succeeded("z2_gas1_tmbspg3", "z2", 77), failed("z2_gas1_tmbspg4", "z2"),
+                       failed("z2_gas1_tmbspg5", "z2", Outcome::kFailed)},
+                      Metric::kThroughput);
+  ASSERT_EQ(spaces.size(), 1U);
+  EXPECT_EQ(spaces[0].trials, 3);
+  EXPECT_EQ(spaces[0].bestValue, 77);
+  EXPECT_EQ(spaces[0].bestTrial, "z2_gas1_tmbspg3");
+}
+
+TEST(SummarizeSpaces, SpaceWhereEveryTrialFailedHasNoBest) {
+  const auto spaces =
+      summarizeSpaces({failed("z0_gas1_tmbspg1", "z0"), succeeded("z1_gas1_tmbspg1", "z1", 40)},
+                      Metric::kThroughput);
+  ASSERT_EQ(spaces.size(), 2U);
+  EXPECT_EQ(spaces[0].trials, 1);
+  EXPECT_TRUE(spaces[0].bestTrial.empty());
+}
+
+TEST(SummarizeSpaces, LatencyPicksTheSmallestValue) {
+  const auto spaces = summarizeSpaces(
+      {succeeded("z1_gas1_tmbspg1", "z1", 0.30), succeeded("z1_gas1_tmbspg2", "z1", 0.20),
+       succeeded("z1_gas1_tmbspg3", "z1", 0.25)},
+      Metric::kLatency);
+  ASSERT_EQ(spaces.size(), 1U);
+  EXPECT_EQ(spaces[0].bestValue, 0.20);
+  EXPECT_EQ(spaces[0].bestTrial, "z1_gas1_tmbspg2");
+}
+
+TEST(SummarizeSpaces, ThroughputPicksTheLargestValue) {
+  const auto spaces = summarizeSpaces(
+      {succeeded("z1_gas1_tmbspg1", "z1", 30), succeeded("z1_gas1_tmbspg2", "z1", 50),
+       succeeded("z1_gas1_tmbspg3", "z1", 40)},
+      Metric::kThroughput);
+  ASSERT_EQ(spaces.size(), 1U);
+  EXPECT_EQ(spaces[0].bestTrial, "z1_gas1_tmbspg2");
+}
+
+TEST(SummarizeSpaces, TheProfilingTrialIsNotASpace) {
+  const auto spaces =
+      summarizeSpaces({profile(), succeeded("z1_gas1_tmbspg3", "z1", 87)}, Metric::kThroughput);
+  ASSERT_EQ(spaces.size(), 1U);
+  EXPECT_EQ(spaces[0].name, "z1");
+  EXPECT_EQ(spaces[0].trials, 1);
+}
+
+// --- summaryTable -------------------------------------------------------------------------------
+
+TEST(SummaryTable, ListsEverySpaceAGlobalRowAndTheTotal) {
+  const std::vector<SpaceSummary> spaces = {{"z0", 3, 59.0229, "z0_gas1_tmbspg2"},
+                                            {"z1", 4, 87.3017, "z1_gas1_tmbspg3"},
+                                            {"z2", 2, 77.8338, "z2_gas1_tmbspg3"}};
+  const std::string table = summaryTable(spaces, Metric::kThroughput, 3723);
+  EXPECT_EQ(row(table, "tuning_space"),
+            (std::vector<std::string>{"tuning_space", "num_experiments", "best_metric_val",
+                                      "best_exp_name"}))
+      << table;
+  EXPECT_EQ(row(table, "z0"), (std::vector<std::string>{"z0", "3", "59.0229", "z0_gas1_tmbspg2"}))
+      << table;
+  EXPECT_EQ(row(table, "z1"), (std::vector<std::string>{"z1", "4", "87.3017", "z1_gas1_tmbspg3"}))
+      << table;
+  EXPECT_EQ(row(table, "z2"), (std::vector<std::string>{"z2", "2", "77.8338", "z2_gas1_tmbspg3"}))
+      << table;
+  EXPECT_EQ(row(table, "global"),
+            (std::vector<std::string>{"global", "9", "87.3017", "z1_gas1_tmbspg3"}))
+      << table;
+  EXPECT_TRUE(contains(table, "Total number of experiments: 9.")) << table;
+  EXPECT_TRUE(contains(table, "1:02:03")) << table;
+}
+
+TEST(SummaryTable, SpacesComeBeforeTheGlobalRow) {
+  const std::vector<SpaceSummary> spaces = {{"z1", 1, 40, "z1_gas1_tmbspg1"},
+                                            {"z0", 1, 30, "z0_gas1_tmbspg1"}};
+  const std::string table = summaryTable(spaces, Metric::kThroughput, 0);
+  EXPECT_LT(table.find("| tuning_space"), table.find("| z1 "));
+  EXPECT_LT(table.find("| z1 "), table.find("| z0 "));
+  EXPECT_LT(table.find("| z0 "), table.find("| global"));
+}
+
+TEST(SummaryTable, GlobalBestForLatencyIsTheSmallest) {
+  const std::vector<SpaceSummary> spaces = {
+      {"z0", 1, 0.5, "z0_gas1_tmbspg1"}, {"z1", 1, 0.2, "z1_gas1_tmbspg1"}, {"z2", 1, 0, ""}};
+  const std::string table = summaryTable(spaces, Metric::kLatency, 0);
+  EXPECT_EQ(row(table, "global"),
+            (std::vector<std::string>{"global", "3", "0.2", "z1_gas1_tmbspg1"}))
+      << table;
+  EXPECT_TRUE(contains(table, "Total number of experiments: 3.")) << table;
+}
+
+// --- baseline and best ---------------------------------------------------------------------------
+
+TEST(BaselineValue, IsTheFirstSuccessfulTrial) {
+  EXPECT_EQ(baselineValue({profile(), failed("z0_gas1_tmbspg4", "z0"),
+                           succeeded("z0_gas1_tmbspg2", "z0", 59), succeeded("z1", "z1", 87)}),
+            59);
+}
+
+TEST(BaselineValue, IsUnknownWhenNothingSucceeded) {
+  EXPECT_EQ(baselineValue({failed("z0_gas1_tmbspg4", "z0")}), std::nullopt);
+  EXPECT_EQ(baselineValue({}), std::nullopt);
+}
+
+TEST(BestTrial, ThroughputSpeedupIsValueOverBaseline) {
+  const Spec spec = specWithArgs(json::array());
+  const auto best = bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, 58);
+  EXPECT_EQ(best.trial, "z1_gas1_tmbspg3");
+  EXPECT_EQ(best.zeroStage, 1);
+  EXPECT_EQ(best.microBatchSize, 3);
+  EXPECT_EQ(best.gradientAccumulationSteps, 1);
+  EXPECT_EQ(best.value, 87);
+  ASSERT_TRUE(best.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*best.speedup, 1.5);
+}
+
+TEST(BestTrial, LatencySpeedupIsBaselineOverValue) {
+  const Spec spec = specWithArgs(json::array());
+  const auto best = bestTrial(fastTrial(spec, 2, 4, 1), 0.25, Metric::kLatency, 0.5);
+  ASSERT_TRUE(best.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*best.speedup, 2.0);
+  EXPECT_EQ(best.metric, Metric::kLatency);
+}
+
+TEST(BestTrial, NoBaselineMeansNoSpeedup) {
+  const Spec spec = specWithArgs(json::array());
+  EXPECT_EQ(bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, std::nullopt).speedup,
+            std::nullopt);
+}
+
+// --- optimalConfig ------------------------------------------------------------------------------
+
+TEST(OptimalConfig, DropsTheAutotuningSectionAndKeepsTheTrainBatchConsistent) {
+  Spec spec = specWithArgs(json::array(), 8);
+  spec.deepspeedConfig["autotuning"] = {{"enabled", true}};
+  const TuningSpace space = describeSpace(spec);
+  Trial best = makeFastTrial(space, 2, 4, 3);
+  best.config["autotuning"] = {{"enabled", true}};
+  const json config = optimalConfig(best);
+  EXPECT_FALSE(config.contains("autotuning"));
+  EXPECT_EQ(config["train_micro_batch_size_per_gpu"], 4);
+  EXPECT_EQ(config["gradient_accumulation_steps"], 3);
+  EXPECT_EQ(config["train_batch_size"], 4 * 3 * 8);
+  EXPECT_EQ(config["zero_optimization"]["stage"], 2);
+}
+
+TEST(OptimalConfig, OfTheProfilingTrialHasNoProfilingRequest) {
+  const Spec spec = specWithArgs(json::array());
+  EXPECT_FALSE(optimalConfig(makeProfileTrial(describeSpace(spec))).contains("autotuning"));
+}
+
+// --- trialCommand -------------------------------------------------------------------------------
+
+TEST(TrialCommand, PointsDeepSpeedFlagsAtTheTrialConfig) {
+  const Spec spec =
+      specWithArgs({"--deepspeed", "ds_config.json", "--deepspeed_config", "other.json"});
+  const auto argv = command(spec, fastTrial(spec, 1, 3, 1));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--deepspeed",
+                                            std::string(kConfigPath), "--deepspeed_config",
+                                            std::string(kConfigPath)}));
+}
+
+TEST(TrialCommand, ReplacesAMappedFlagThatIsPresent) {
+  Spec spec = specWithArgs({"--per_device_train_batch_size", "1", "--fp16"});
+  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
+  const auto argv = command(spec, fastTrial(spec, 1, 6, 1));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py",
+                                            "--per_device_train_batch_size", "6", "--fp16"}));
+}
+
+TEST(TrialCommand, AppendsAMappedFlagThatIsAbsent) {
+  Spec spec = specWithArgs({"--fp16"});
+  spec.argMappings = {{"gradient_accumulation_steps", "--gradient_accumulation_steps"}};
+  const auto argv = command(spec, fastTrial(spec, 1, 6, 2));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--fp16",
+                                            "--gradient_accumulation_steps", "2"}));
+}
+
+TEST(TrialCommand, ReplacesAMappedFlagGivenWithEquals) {
+  Spec spec = specWithArgs({"--per_device_train_batch_size=1"});
+  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
+  const auto argv = command(spec, fastTrial(spec, 1, 6, 1));
+  EXPECT_EQ(argv,
+            (std::vector<std::string>{"deepspeed", "train.py", "--per_device_train_batch_size=6"}));
+}
+
+TEST(TrialCommand, FillsInPlaceholders) {
+  const Spec spec = specWithArgs({"--zero_stage", "${zero_optimization.stage}",
+                                  "--output_dir=/out/${job}/${trial}",
+                                  "--batch=${train_micro_batch_size_per_gpu}"});
+  const auto argv = command(spec, fastTrial(spec, 2, 4, 1));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--zero_stage", "2",
+                                            "--output_dir=/out/gpt2-large/z2_gas1_tmbspg4",
+                                            "--batch=4"}));
+}
+
+TEST(TrialCommand, UsesTheNamedPrimaryContainer) {
+  Spec spec = specWithArgs({"--fp16"});
+  spec.podTemplate["spec"]["containers"].insert(
+      spec.podTemplate["spec"]["containers"].begin(),
+      json({{"name", "sidecar"}, {"command", {"sleep", "infinity"}}}));
+  spec.primaryContainer = "trainer";
+  EXPECT_EQ(command(spec, fastTrial(spec, 1, 1, 1)),
+            (std::vector<std::string>{"deepspeed", "train.py", "--fp16"}));
+}
+
+// --- shellJoin ----------------------------------------------------------------------------------
+
+TEST(ShellJoin, LeavesPlainWordsAlone) {
+  EXPECT_EQ(shellJoin({"deepspeed", "train.py", "--deepspeed", "/etc/autotune/ds_config.json"}),
+            "deepspeed train.py --deepspeed /etc/autotune/ds_config.json");
+}
+
+TEST(ShellJoin, QuotesWordsWithSpacesOrQuotes) {
+  EXPECT_EQ(shellJoin({"echo", "hello world", "it's", ""}), "echo 'hello world' 'it'\\''s' ''");
+}
+
+}  // namespace
