@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test unit lint format demo clean
+.PHONY: all deps configure build test unit lint format demo bench clean
 
 all: build
 
@@ -33,6 +33,9 @@ format:
 # The end-to-end demo arrives with the controller; until then it shows the plan for the example.
 demo: deps build
 	$(BUILD_DIR)/bin/autotune plan examples/gpt2-large.yaml
+
+bench: build
+	$(BUILD_DIR)/bin/bench_tuning_efficiency
 
 clean:
 	rm -rf $(BUILD_DIR)

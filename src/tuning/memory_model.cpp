@@ -28,16 +28,6 @@ bool enabled(const nlohmann::json& config, std::string_view section) {
   return found != config.end() && found->is_object() && found->value("enabled", false);
 }
 
-// An offload section moves its states off the GPU when its device is cpu or nvme.
-bool offloaded(const nlohmann::json& zero, std::string_view section) {
-  const auto found = zero.find(section);
-  if (found == zero.end() || !found->is_object()) {
-    return false;
-  }
-  const std::string device = found->value("device", "none");
-  return device == "cpu" || device == "nvme";
-}
-
 }  // namespace
 
 std::optional<double> MemoryEstimate::total(int microBatch) const {
@@ -71,10 +61,10 @@ MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& tria
   estimate.gradients = parametersPerGpu * bytes.gradients / (stage >= 2 ? dataParallel : 1);
   estimate.optimizerStates =
       parametersPerGpu * bytes.optimizerStates / (stage >= 1 ? dataParallel : 1);
-  if (offloaded(zero, "offload_optimizer")) {
+  if (offloads(zero, "offload_optimizer")) {
     estimate.optimizerStates = 0;
   }
-  if (offloaded(zero, "offload_param")) {
+  if (offloads(zero, "offload_param")) {
     estimate.parameters = 0;
   }
   if (model.activationBytesPerSample) {
@@ -92,6 +82,15 @@ std::optional<int> largestMicroBatch(const MemoryEstimate& estimate, std::int64_
     return 0;
   }
   return static_cast<int>(std::floor(room / *estimate.activationsPerSample));
+}
+
+bool offloads(const nlohmann::json& zeroOptimization, std::string_view section) {
+  const auto found = zeroOptimization.find(section);
+  if (found == zeroOptimization.end() || !found->is_object()) {
+    return false;
+  }
+  const std::string device = found->value("device", "none");
+  return device == "cpu" || device == "nvme";
 }
 
 std::string formatBytes(double bytes) {

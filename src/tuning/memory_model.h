@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace autotune::tuning {
 
@@ -50,6 +51,10 @@ MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& tria
 // The largest micro-batch that fits in `gpuMemoryBytes`, 0 when even the model states do not
 // fit, nothing when activations are unknown.
 std::optional<int> largestMicroBatch(const MemoryEstimate& estimate, std::int64_t gpuMemoryBytes);
+
+// Whether a zero_optimization section moves a state off the GPU: its `section` (offload_param or
+// offload_optimizer) names the cpu or nvme device.
+bool offloads(const nlohmann::json& zeroOptimization, std::string_view section);
 
 std::string formatBytes(double bytes);
 

@@ -97,15 +97,6 @@ void setPath(nlohmann::json& config, const std::string& dottedPath, const nlohma
   (*node)[dottedPath.substr(start)] = value;
 }
 
-bool offloadsTo(const nlohmann::json& zero, std::string_view section) {
-  const auto found = zero.find(section);
-  if (found == zero.end() || !found->is_object()) {
-    return false;
-  }
-  const std::string device = found->value("device", "none");
-  return device == "cpu" || device == "nvme";
-}
-
 Trial makeTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation,
                 std::vector<KnobValue> knobs) {
   Trial trial;
@@ -229,10 +220,10 @@ Trial makeProfileTrial(const TuningSpace& space) {
 
 std::optional<std::string> inconsistency(const TuningSpace& space, const Trial& trial) {
   const nlohmann::json zero = trial.config.value("zero_optimization", nlohmann::json::object());
-  if (offloadsTo(zero, "offload_param") && trial.stage != 3) {
+  if (offloads(zero, "offload_param") && trial.stage != 3) {
     return "offload_param needs ZeRO stage 3";
   }
-  if (offloadsTo(zero, "offload_optimizer")) {
+  if (offloads(zero, "offload_optimizer")) {
     if (trial.stage == 0) {
       return "offload_optimizer needs ZeRO stage 1 or higher";
     }

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 
 #include "tuning/strategy.h"
@@ -17,7 +16,6 @@ namespace {
 
 constexpr double kProbeAboveEstimate = 1.05;
 constexpr double kProbeBelowFailure = 0.95;
-constexpr int kMaxSpeculativeWalks = 64;
 constexpr double kDidNotRun = -std::numeric_limits<double>::infinity();
 
 // What a walk of the search knows about one trial.
@@ -272,25 +270,23 @@ class DeepSpeedSearch {
     return {std::nullopt, false, low};
   }
 
-  // Fills free slots with the trials the boundary search would need next under each outcome of
-  // the trials it is waiting for, breadth first.
+  // Fills free slots with the trials the boundary search would need next if the trials it waits
+  // for end as the memory model expects (a micro-batch fits when it is at most the estimate;
+  // without an estimate, when it is the stage's start). A wrong guess costs one trial; a right
+  // one saves a round.
   void speculate(const StageBounds& bounds) {
     const auto budget = static_cast<std::size_t>(std::max(1, context_.wantedSlots));
-    std::deque<Knowledge> walks{Knowledge(context_)};
-    std::set<std::string> listed;
-    for (int count = 0; !walks.empty() && listed.size() < budget && count < kMaxSpeculativeWalks;
-         ++count) {
-      const Knowledge knowledge = walks.front();
-      walks.pop_front();
+    Knowledge knowledge(context_);
+    for (std::size_t listed = 0; listed < budget; ++listed) {
       const BoundaryWalk walk = walkBoundary(bounds, knowledge);
       if (!walk.need) {
-        continue;
+        return;
       }
-      if (listed.insert(walk.need->name).second) {
-        want(*walk.need);
-      }
-      walks.push_back(knowledge.assuming(walk.need->name, true));
-      walks.push_back(knowledge.assuming(walk.need->name, false));
+      want(*walk.need);
+      const int microBatch = walk.need->microBatch;
+      const bool expectedToFit =
+          bounds.estimate ? microBatch <= *bounds.estimate : microBatch == bounds.start;
+      knowledge = knowledge.assuming(walk.need->name, expectedToFit);
     }
   }
 
@@ -334,13 +330,14 @@ class DeepSpeedSearch {
     std::map<int, double> scores;
     StageResult result{bounds.stage, false, {}, {}};
     for (int microBatch = lowest; microBatch <= top; ++microBatch) {
-      const Trial trial = fast(bounds.stage, microBatch, gasFor(microBatch));
-      if (const auto observed = context_.observation(trial.name)) {
-        scores[microBatch] = context_.score(trial.name).value_or(kDidNotRun);
+      const std::string name = fastTrialName(bounds.stage, gasFor(microBatch), microBatch);
+      if (const auto observed = context_.observation(name)) {
+        fast(bounds.stage, microBatch, gasFor(microBatch));
+        scores[microBatch] = context_.score(name).value_or(kDidNotRun);
         if (observed->succeeded() &&
             (!result.bestScore || scores[microBatch] >= *result.bestScore)) {
           result.bestScore = scores[microBatch];
-          result.bestTrial = trial.name;
+          result.bestTrial = name;
         }
       }
     }

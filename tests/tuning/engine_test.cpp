@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <set>
 
-#include "oracle.h"
+#include "support/published_oracle.h"
 #include "tuning/results.h"
 
 namespace autotune::tuning {
@@ -32,6 +32,14 @@ int deepSpeedLaunches(const std::string& model) {
   return launches.at(model);
 }
 
+// Trials run `slots` at a time and finish in launch order (seed 0) or in a seeded random order.
+DriveOptions parallel(int slots, std::uint64_t finishSeed) {
+  DriveOptions options;
+  options.slots = slots;
+  options.finishSeed = finishSeed;
+  return options;
+}
+
 std::string bestName(const SearchRun& run) {
   return run.last.best ? run.last.best->name : "<none>";
 }
@@ -53,7 +61,7 @@ TEST_P(PublishedModelTest, ParallelTrialsFinishingOutOfOrderReachTheSameBest) {
   const PublishedModel& model = GetParam();
   for (const int slots : {2, 3, 4}) {
     for (const std::uint64_t seed : {1U, 2U, 3U, 4U, 5U}) {
-      const SearchRun run = drive(specFor(model), publishedOracle(model), {slots, seed, {}, 2000});
+      const SearchRun run = drive(specFor(model), publishedOracle(model), parallel(slots, seed));
       EXPECT_EQ(bestName(run), model.publishedBest) << "slots " << slots << " seed " << seed;
       EXPECT_FALSE(run.launchedTwice) << "slots " << slots << " seed " << seed;
       EXPECT_EQ(run.last.state, Decision::State::kSucceeded);
@@ -68,7 +76,7 @@ TEST_P(PublishedModelTest, EveryStrategyFindsThePublishedBest) {
     api::Spec spec = specFor(model);
     spec.search.strategy = strategy;
     spec.search.earlyStopping = 0;
-    const SearchRun run = drive(spec, publishedOracle(model), {2, 7, {}, 2000});
+    const SearchRun run = drive(spec, publishedOracle(model), parallel(2, 7));
     EXPECT_EQ(bestName(run), model.publishedBest) << api::toString(strategy);
     EXPECT_FALSE(run.launchedTwice) << api::toString(strategy);
   }
@@ -151,7 +159,7 @@ TEST(Engine, RestartedFromAnyPrefixOfItsHistoryMakesTheSameNextChoices) {
                               api::Strategy::kRandom, api::Strategy::kModelBased}) {
     api::Spec spec = specFor(gpt2Large());
     spec.search.strategy = strategy;
-    const SearchRun run = drive(spec, publishedOracle(gpt2Large()), {2, 3, {}, 2000});
+    const SearchRun run = drive(spec, publishedOracle(gpt2Large()), parallel(2, 3));
     ASSERT_EQ(run.inputs.size(), run.decisions.size());
     for (std::size_t step = 0; step < run.inputs.size(); ++step) {
       const Decision again = decide(run.inputs[step]);
@@ -165,6 +173,28 @@ TEST(Engine, RestartedFromAnyPrefixOfItsHistoryMakesTheSameNextChoices) {
       }
       EXPECT_EQ(before, after) << api::toString(strategy) << " step " << step;
       EXPECT_EQ(run.decisions[step].state, again.state);
+    }
+  }
+}
+
+// An operator killed at any point comes back with nothing but the spec and status.results, every
+// trial Pod gone: it goes on to the same best and never runs a recorded trial again.
+TEST(Engine, RestartedWithOnlyItsRecordedResultsItNeverRerunsAFinishedTrial) {
+  for (const auto strategy : {api::Strategy::kDeepSpeed, api::Strategy::kGrid,
+                              api::Strategy::kRandom, api::Strategy::kModelBased}) {
+    api::Spec spec = specFor(gpt2Large());
+    spec.search.strategy = strategy;
+    spec.search.earlyStopping = 0;
+    const SearchRun uninterrupted = drive(spec, publishedOracle(gpt2Large()), parallel(2, 0));
+    for (std::size_t kept = 0; kept <= uninterrupted.records.size(); ++kept) {
+      DriveOptions restart = parallel(2, 0);
+      restart.alreadyFinished.assign(
+          uninterrupted.records.begin(),
+          uninterrupted.records.begin() + static_cast<std::ptrdiff_t>(kept));
+      const SearchRun resumed = drive(spec, publishedOracle(gpt2Large()), restart);
+      EXPECT_FALSE(resumed.launchedTwice) << api::toString(strategy) << " after " << kept;
+      EXPECT_EQ(bestName(resumed), bestName(uninterrupted))
+          << api::toString(strategy) << " after " << kept;
     }
   }
 }
@@ -234,7 +264,7 @@ TEST(Engine, NeverLaunchesMoreThanMaxTrials) {
     api::Spec spec = specFor(gpt2Large());
     spec.search.strategy = strategy;
     spec.search.maxTrials = 3;
-    const SearchRun run = drive(spec, publishedOracle(gpt2Large()), {2, 1, {}, 2000});
+    const SearchRun run = drive(spec, publishedOracle(gpt2Large()), parallel(2, 1));
     EXPECT_EQ(run.launched.size(), 3U);
     EXPECT_EQ(run.last.state, Decision::State::kSucceeded);
     EXPECT_NE(run.last.message.find("maxTrials"), std::string::npos) << run.last.message;

@@ -114,16 +114,21 @@ struct DriveOptions {
   std::uint64_t finishSeed = 0;  // 0: trials finish in launch order; else in a random order
   std::optional<api::MeasuredModel> profileMeasures;
   int maxSteps = 2000;
+  std::vector<api::TrialRecord> alreadyFinished;  // results recorded before a restart
 };
 
 // Runs the engine to its end against the oracle.
 inline SearchRun drive(const api::Spec& spec, const Oracle& oracle,
                        const DriveOptions& options = {}) {
   SearchRun run;
+  run.records = options.alreadyFinished;
+  for (const auto& record : run.records) {
+    run.launched.push_back(record.name);
+  }
   std::vector<tuning::Trial> inFlight;
   std::optional<api::MeasuredModel> measured;
   std::mt19937_64 random(options.finishSeed);
-  std::set<std::string> seen;
+  std::set<std::string> seen(run.launched.begin(), run.launched.end());
   for (int step = 0; step < options.maxSteps; ++step) {
     tuning::EngineInput input;
     input.spec = spec;

@@ -1,0 +1,21 @@
+#pragma once
+// Reading what a trial measured: the JSON DeepSpeed's engine writes to autotuning.metric_path,
+// e.g. {"throughput": 87.3, "latency": 5865000.0, "FLOPS_per_gpu": 1.2e13, ...}.
+
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+#include "api/job.h"
+
+namespace autotune::tuning {
+
+// The key that holds a search metric. `flops` is FLOPS_per_gpu, the key DeepSpeed writes (its
+// own autotuner looked for "flops" and failed).
+std::string_view metricsFileKey(api::Metric metric);
+
+// The metric's value from a metrics file, or why there is none (not JSON, no such key, not a
+// positive finite number).
+tl::expected<double, std::string> readMetric(std::string_view metricsFile, api::Metric metric);
+
+}  // namespace autotune::tuning

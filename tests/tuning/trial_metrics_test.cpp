@@ -1,0 +1,43 @@
+#include "tuning/trial_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace autotune::tuning {
+namespace {
+
+constexpr std::string_view kDeepSpeedMetrics =
+    R"({"fwd": 1200.5, "bwd": 2400.25, "step": 300.0, "latency": 3900.75,
+        "FLOPS_per_gpu": 12500000000000.0, "throughput": 87.3017, "rank": 0})";
+
+TEST(TrialMetrics, EachSearchMetricReadsItsOwnKey) {
+  EXPECT_DOUBLE_EQ(*readMetric(kDeepSpeedMetrics, api::Metric::kThroughput), 87.3017);
+  EXPECT_DOUBLE_EQ(*readMetric(kDeepSpeedMetrics, api::Metric::kLatency), 3900.75);
+}
+
+// DeepSpeed's autotuner read "flops", a key its engine never writes (defect B4).
+TEST(TrialMetrics, FlopsComesFromFlopsPerGpu) {
+  EXPECT_EQ(metricsFileKey(api::Metric::kFlops), "FLOPS_per_gpu");
+  EXPECT_DOUBLE_EQ(*readMetric(kDeepSpeedMetrics, api::Metric::kFlops), 1.25e13);
+}
+
+TEST(TrialMetrics, GarbageIsNotAMetric) {
+  const auto result = readMetric("Traceback (most recent call last):", api::Metric::kThroughput);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error(), "the metrics file is not a JSON object");
+}
+
+TEST(TrialMetrics, AMissingKeyIsNamed) {
+  const auto result = readMetric(R"({"throughput": 1.0})", api::Metric::kFlops);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error(), "the metrics file has no \"FLOPS_per_gpu\"");
+}
+
+TEST(TrialMetrics, ZeroNegativeOrNonNumericValuesAreRejected) {
+  EXPECT_FALSE(readMetric(R"({"throughput": 0})", api::Metric::kThroughput));
+  EXPECT_FALSE(readMetric(R"({"throughput": -3.5})", api::Metric::kThroughput));
+  EXPECT_FALSE(readMetric(R"({"throughput": "fast"})", api::Metric::kThroughput));
+  EXPECT_FALSE(readMetric(R"({"throughput": null})", api::Metric::kThroughput));
+}
+
+}  // namespace
+}  // namespace autotune::tuning
