@@ -28,8 +28,8 @@ tl::expected<double, std::string> readMetric(std::string_view metricsFile, api::
     return tl::unexpected("the metrics file has no \"" + key + "\"");
   }
   if (!found->is_number() || !std::isfinite(found->get<double>()) || found->get<double>() <= 0) {
-    return tl::unexpected("\"" + key + "\" in the metrics file is not a positive number: " +
-                          found->dump());
+    return tl::unexpected("\"" + key +
+                          "\" in the metrics file is not a positive number: " + found->dump());
   }
   return found->get<double>();
 }
