@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test unit lint format demo bench clean
+.PHONY: all deps configure build test unit integration images lint format demo bench clean
 
 all: build
 
@@ -17,11 +17,18 @@ build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 # Every test tier that exists, after installing what they need.
-test: deps build lint
+test: deps build lint images
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
 
 unit: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit -j$(JOBS)
+
+integration: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration -j$(JOBS)
+
+# The build steps of each image's Dockerfile, run here so they cannot rot without a Docker engine.
+images:
+	images/trial-sim/build.sh $(BUILD_DIR)/images/trial-sim
 
 lint:
 	clang-format --dry-run -Werror $(SOURCES)
@@ -30,9 +37,13 @@ lint:
 format:
 	clang-format -i $(SOURCES)
 
-# The end-to-end demo arrives with the controller; until then it shows the plan for the example.
+# The operator's end-to-end demo arrives with the controller; until then the demo plans the example
+# and runs its search locally, with trial-sim standing in for DeepSpeed.
 demo: deps build
 	$(BUILD_DIR)/bin/autotune plan examples/gpt2-large.yaml
+	rm -rf $(BUILD_DIR)/demo-results
+	$(BUILD_DIR)/bin/autotune run examples/gpt2-large-local.yaml --gpus 0-31 \
+	  --results $(BUILD_DIR)/demo-results
 
 bench: build
 	$(BUILD_DIR)/bin/bench_tuning_efficiency

@@ -1,8 +1,12 @@
 // autotune: the command-line face of the tuning engine.
 //   autotune plan FILE   the trials a job would run, with memory estimates and what is pruned
+//   autotune run FILE    the search with trials as local processes (see executor/local_run.h)
+
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "executor/local_run.h"
 #include "tuning/engine.h"
 #include "tuning/memory_model.h"
 #include "tuning/naming.h"
@@ -25,9 +30,15 @@ constexpr int kExitInvalid = 2;
 
 constexpr std::string_view kUsage =
     "usage: autotune plan FILE\n"
+    "       autotune run FILE [--gpus LIST] [--results DIR] [--resume]\n"
     "\n"
     "  plan FILE   print the memory estimate per ZeRO stage, the largest micro-batch each is\n"
-    "              expected to fit, and the trials the job's strategy would launch first\n";
+    "              expected to fit, and the trials the job's strategy would launch first\n"
+    "  run FILE    run the search with each trial a local process on its own GPUs\n"
+    "    --gpus LIST     GPUs to use, e.g. 0-15 or 0,1,2 (default: CUDA_VISIBLE_DEVICES)\n"
+    "    --results DIR   results directory (default: autotune_results); re-running on the same\n"
+    "                    directory resumes without running a finished trial again\n"
+    "    --resume        fail unless DIR already holds finished trials of this job\n";
 
 std::string precisionName(tuning::Precision precision) {
   switch (precision) {
@@ -178,6 +189,40 @@ int plan(const std::string& path) {
   return 0;
 }
 
+// The directory of this executable: tools installed beside it (trial-sim) are put on the trials'
+// PATH.
+std::string ownDirectory() {
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string() : self.parent_path().string();
+}
+
+int run(const std::vector<std::string>& args) {
+  autotune::executor::RunOptions options;
+  options.toolsDirectory = ownDirectory();
+  options.terminal = isatty(STDOUT_FILENO) != 0;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const bool hasValue = i + 1 < args.size();
+    if (args[i] == "--gpus" && hasValue) {
+      options.gpus = args[++i];
+    } else if (args[i] == "--results" && hasValue) {
+      options.resultsDirectory = args[++i];
+    } else if (args[i] == "--resume") {
+      options.resume = true;
+    } else if (options.jobFile.empty() && !args[i].starts_with("-")) {
+      options.jobFile = args[i];
+    } else {
+      std::cerr << "autotune run: unexpected argument \"" << args[i] << "\"\n" << kUsage;
+      return kExitUsage;
+    }
+  }
+  if (options.jobFile.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  return autotune::executor::runLocally(options, std::cout, std::cerr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,6 +233,9 @@ int main(int argc, char** argv) {
   }
   if (args.size() == 2 && args[0] == "plan") {
     return plan(args[1]);
+  }
+  if (!args.empty() && args[0] == "run") {
+    return run(args);
   }
   std::cerr << kUsage;
   return kExitUsage;

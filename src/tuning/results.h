@@ -12,9 +12,6 @@
 
 namespace autotune::tuning {
 
-// Where every trial finds its DeepSpeed config (the trial protocol).
-inline constexpr std::string_view kTrialConfigPath = "/etc/autotune/ds_config.json";
-
 // One row per tuning space, in the order spaces first appear; trials that did not succeed count
 // as trials with no value. The profiling trial is not a space.
 std::vector<api::SpaceSummary> summarizeSpaces(const std::vector<api::TrialRecord>& finished,
@@ -32,14 +29,5 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
 
 // The best trial's DeepSpeed config as the real training job should use it.
 nlohmann::json optimalConfig(const Trial& best);
-
-// The primary container's command and args for a trial: `--deepspeed X` / `--deepspeed_config X`
-// pointed at `configPath`, argMappings flags replaced or appended, and ${key}, ${trial} and
-// ${job} placeholders filled in.
-std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jobName,
-                                      const Trial& trial, std::string_view configPath);
-
-// A command line as one shell-quoted string.
-std::string shellJoin(const std::vector<std::string>& argv);
 
 }  // namespace autotune::tuning

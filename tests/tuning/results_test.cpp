@@ -24,15 +24,11 @@ using autotune::tuning::describeSpace;
 using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::optimalConfig;
-using autotune::tuning::shellJoin;
 using autotune::tuning::summarizeSpaces;
 using autotune::tuning::summaryTable;
 using autotune::tuning::Trial;
-using autotune::tuning::trialCommand;
 using autotune::tuning::TuningSpace;
 using nlohmann::json;
-
-constexpr std::string_view kConfigPath = "/etc/autotune/ds_config.json";
 
 TrialRecord succeeded(std::string name, std::string space, double value) {
   TrialRecord record;
@@ -66,10 +62,6 @@ Spec specWithArgs(json args, int gpus = 1) {
 
 Trial fastTrial(const Spec& spec, int stage, int microBatch, int gradientAccumulation) {
   return makeFastTrial(describeSpace(spec), stage, microBatch, gradientAccumulation);
-}
-
-std::vector<std::string> command(const Spec& spec, const Trial& trial) {
-  return trialCommand(spec, "gpt2-large", trial, kConfigPath);
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -258,72 +250,6 @@ TEST(OptimalConfig, DropsTheAutotuningSectionAndKeepsTheTrainBatchConsistent) {
 TEST(OptimalConfig, OfTheProfilingTrialHasNoProfilingRequest) {
   const Spec spec = specWithArgs(json::array());
   EXPECT_FALSE(optimalConfig(makeProfileTrial(describeSpace(spec))).contains("autotuning"));
-}
-
-// --- trialCommand -------------------------------------------------------------------------------
-
-TEST(TrialCommand, PointsDeepSpeedFlagsAtTheTrialConfig) {
-  const Spec spec =
-      specWithArgs({"--deepspeed", "ds_config.json", "--deepspeed_config", "other.json"});
-  const auto argv = command(spec, fastTrial(spec, 1, 3, 1));
-  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--deepspeed",
-                                            std::string(kConfigPath), "--deepspeed_config",
-                                            std::string(kConfigPath)}));
-}
-
-TEST(TrialCommand, ReplacesAMappedFlagThatIsPresent) {
-  Spec spec = specWithArgs({"--per_device_train_batch_size", "1", "--fp16"});
-  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
-  const auto argv = command(spec, fastTrial(spec, 1, 6, 1));
-  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py",
-                                            "--per_device_train_batch_size", "6", "--fp16"}));
-}
-
-TEST(TrialCommand, AppendsAMappedFlagThatIsAbsent) {
-  Spec spec = specWithArgs({"--fp16"});
-  spec.argMappings = {{"gradient_accumulation_steps", "--gradient_accumulation_steps"}};
-  const auto argv = command(spec, fastTrial(spec, 1, 6, 2));
-  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--fp16",
-                                            "--gradient_accumulation_steps", "2"}));
-}
-
-TEST(TrialCommand, ReplacesAMappedFlagGivenWithEquals) {
-  Spec spec = specWithArgs({"--per_device_train_batch_size=1"});
-  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
-  const auto argv = command(spec, fastTrial(spec, 1, 6, 1));
-  EXPECT_EQ(argv,
-            (std::vector<std::string>{"deepspeed", "train.py", "--per_device_train_batch_size=6"}));
-}
-
-TEST(TrialCommand, FillsInPlaceholders) {
-  const Spec spec = specWithArgs({"--zero_stage", "${zero_optimization.stage}",
-                                  "--output_dir=/out/${job}/${trial}",
-                                  "--batch=${train_micro_batch_size_per_gpu}"});
-  const auto argv = command(spec, fastTrial(spec, 2, 4, 1));
-  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--zero_stage", "2",
-                                            "--output_dir=/out/gpt2-large/z2_gas1_tmbspg4",
-                                            "--batch=4"}));
-}
-
-TEST(TrialCommand, UsesTheNamedPrimaryContainer) {
-  Spec spec = specWithArgs({"--fp16"});
-  spec.podTemplate["spec"]["containers"].insert(
-      spec.podTemplate["spec"]["containers"].begin(),
-      json({{"name", "sidecar"}, {"command", {"sleep", "infinity"}}}));
-  spec.primaryContainer = "trainer";
-  EXPECT_EQ(command(spec, fastTrial(spec, 1, 1, 1)),
-            (std::vector<std::string>{"deepspeed", "train.py", "--fp16"}));
-}
-
-// --- shellJoin ----------------------------------------------------------------------------------
-
-TEST(ShellJoin, LeavesPlainWordsAlone) {
-  EXPECT_EQ(shellJoin({"deepspeed", "train.py", "--deepspeed", "/etc/autotune/ds_config.json"}),
-            "deepspeed train.py --deepspeed /etc/autotune/ds_config.json");
-}
-
-TEST(ShellJoin, QuotesWordsWithSpacesOrQuotes) {
-  EXPECT_EQ(shellJoin({"echo", "hello world", "it's", ""}), "echo 'hello world' 'it'\\''s' ''");
 }
 
 }  // namespace

@@ -1,0 +1,215 @@
+// trial-sim: one DeepSpeed training launch under autotuning, simulated. It reads the config the
+// way DeepSpeed does, sleeps like a launch, and ends the way the run would: a model report, the
+// metrics file, or PyTorch's out-of-memory error. The decisions are in the library; this file
+// only reads and writes.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "deepspeed_config.h"
+#include "options.h"
+#include "profile.h"
+#include "simulation.h"
+
+namespace {
+
+using autotune::trialsim::CheckedConfig;
+using autotune::trialsim::Environment;
+using autotune::trialsim::LaunchResult;
+using autotune::trialsim::Options;
+using autotune::trialsim::Profile;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+std::optional<std::string> variable(const char* name) {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before any thread
+  return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+}
+
+Environment processEnvironment() {
+  return {variable("AUTOTUNE_DS_CONFIG"), variable("CUDA_VISIBLE_DEVICES"),
+          variable("AUTOTUNE_SIM_LAUNCH_LOG"), variable("AUTOTUNE_TRIAL"),
+          variable("AUTOTUNE_SIM_SEED")};
+}
+
+std::string systemError() {
+  return std::strerror(errno);  // NOLINT(concurrency-mt-unsafe): single-threaded
+}
+
+tl::expected<std::string, std::string> readFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return tl::unexpected("cannot read " + path + ": " + systemError());
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+tl::expected<void, std::string> writeFile(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) {
+    return tl::unexpected("cannot write " + path + ": " + systemError());
+  }
+  return {};
+}
+
+// One write() on an O_APPEND descriptor: concurrent launches never interleave their lines.
+tl::expected<void, std::string> appendLine(const std::string& path, const std::string& line) {
+  const int file = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (file < 0) {
+    return tl::unexpected("cannot open launch log " + path + ": " + systemError());
+  }
+  const ssize_t written = ::write(file, line.data(), line.size());
+  ::close(file);
+  if (written != static_cast<ssize_t>(line.size())) {
+    return tl::unexpected("cannot append to launch log " + path);
+  }
+  return {};
+}
+
+void sleepSeconds(double seconds) {
+  if (seconds > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
+}
+
+tl::expected<Profile, std::string> loadProfile(const Options& options) {
+  if (!options.profileFile) {
+    return autotune::trialsim::builtInProfile(options.profileName.value_or("gpt2-large"));
+  }
+  const auto text = readFile(*options.profileFile);
+  if (!text) {
+    return tl::unexpected(text.error());
+  }
+  const nlohmann::json document = nlohmann::json::parse(*text, nullptr, false);
+  if (document.is_discarded()) {
+    return tl::unexpected(*options.profileFile + ": not valid JSON");
+  }
+  auto profile = autotune::trialsim::profileFromJson(document);
+  if (!profile) {
+    return tl::unexpected(*options.profileFile + ": " + profile.error());
+  }
+  return profile;
+}
+
+tl::expected<nlohmann::json, std::string> loadConfig(const Options& options,
+                                                     const Environment& environment) {
+  const auto path = autotune::trialsim::configPath(options, environment);
+  if (!path) {
+    return tl::unexpected(
+        std::string("no DeepSpeed config: pass --deepspeed FILE or --deepspeed_config FILE, or set "
+                    "AUTOTUNE_DS_CONFIG"));
+  }
+  const auto text = readFile(*path);
+  if (!text) {
+    return tl::unexpected(text.error());
+  }
+  try {
+    return nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& error) {
+    return tl::unexpected("json.decoder.JSONDecodeError: " + *path + ": " + error.what());
+  }
+}
+
+int fail(const std::string& message, int status) {
+  std::cerr << message << "\n";
+  return status;
+}
+
+// Writes what the launch ended with, and returns its exit status.
+int finish(const LaunchResult& result, const CheckedConfig& config, const Options& options) {
+  if (const auto* outOfMemory = std::get_if<autotune::trialsim::OutOfMemory>(&result)) {
+    return fail(outOfMemory->message, kExitFailed);
+  }
+  if (const auto* report = std::get_if<autotune::trialsim::ModelReport>(&result)) {
+    const auto written = writeFile(config.outputs.modelInfoPath, toJson(*report).dump() + "\n");
+    if (!written) {
+      return fail(written.error(), kExitFailed);
+    }
+    std::cout << "Autotuning: model info written to " << config.outputs.modelInfoPath << "\n";
+    return 0;
+  }
+  const auto& measurement = std::get<autotune::trialsim::Measurement>(result);
+  const std::string metrics = options.garbageMetrics ? std::string("<<< not a metrics file >>>\n")
+                                                     : toJson(measurement).dump() + "\n";
+  if (const auto written = writeFile(config.outputs.metricPath, metrics); !written) {
+    return fail(written.error(), kExitFailed);
+  }
+  std::cout << "Autotuning: done with running current ds config.\n";
+  return 0;
+}
+
+std::string helpText() {
+  std::string names;
+  for (const auto& profile : autotune::trialsim::builtInProfiles()) {
+    names += (names.empty() ? "" : ", ") + profile.name;
+  }
+  return autotune::trialsim::usage() + "\nBuilt-in profiles: " + names + "\n";
+}
+
+int run(const std::vector<std::string>& arguments) {
+  const Environment environment = processEnvironment();
+  const auto options = autotune::trialsim::parseArguments(arguments);
+  if (!options) {
+    return fail(options.error() + "\n(trial-sim --help shows the usage)", kExitUsage);
+  }
+  if (options->help) {
+    std::cout << helpText();
+    return 0;
+  }
+  if (const auto log = autotune::trialsim::launchLogPath(*options, environment)) {
+    if (const auto appended = appendLine(*log, autotune::trialsim::launchLine(environment));
+        !appended) {
+      return fail(appended.error(), kExitUsage);
+    }
+  }
+  const auto profile = loadProfile(*options);
+  if (!profile) {
+    return fail(profile.error(), kExitUsage);
+  }
+  const auto seed = autotune::trialsim::environmentSeed(environment);
+  if (!seed) {
+    return fail(seed.error(), kExitUsage);
+  }
+  sleepSeconds(options->startupSeconds);
+  if (options->failWith) {
+    return fail(*options->failWith, kExitFailed);
+  }
+  const auto document = loadConfig(*options, environment);
+  if (!document) {
+    return fail(document.error(), kExitFailed);
+  }
+  const autotune::trialsim::Parallelism parallelism{
+      autotune::trialsim::worldSize(*options, environment, *profile), options->modelParallelSize};
+  const auto config = autotune::trialsim::checkConfig(*document, parallelism);
+  if (!config) {
+    return fail(config.error(), kExitFailed);
+  }
+  const LaunchResult result = autotune::trialsim::simulate(*profile, *config, *seed);
+  sleepSeconds(options->stepSeconds);
+  return finish(result, *config, *options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-bounds-pointer-arithmetic): argv is an array
+  const std::vector<std::string> arguments(argv + 1, argv + argc);
+  return run(arguments);
+}

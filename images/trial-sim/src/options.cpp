@@ -1,0 +1,196 @@
+#include "options.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+namespace autotune::trialsim {
+namespace {
+
+using UsageError = tl::unexpected<std::string>;
+
+bool isFlag(std::string_view token) { return token.starts_with("--"); }
+
+tl::expected<int, std::string> positiveInteger(std::string_view flag, std::string_view text) {
+  int value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || value < 1) {
+    return UsageError(std::string(flag) + ": expected a positive integer, got \"" +
+                      std::string(text) + "\"");
+  }
+  return value;
+}
+
+tl::expected<double, std::string> seconds(std::string_view flag, const std::string& text) {
+  char* stop = nullptr;
+  const double value = std::strtod(text.c_str(), &stop);
+  if (text.empty() || stop != text.c_str() + text.size() || !std::isfinite(value) || value < 0) {
+    return UsageError(std::string(flag) + ": expected a number of seconds, got \"" + text + "\"");
+  }
+  return value;
+}
+
+// Applies one of the simulator's flags that takes a value; false when `flag` is not one of them.
+tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_view flag,
+                                               const std::string& value) {
+  const auto assign = [](auto& target, auto parsed) -> tl::expected<bool, std::string> {
+    if (!parsed) {
+      return UsageError(parsed.error());
+    }
+    target = *parsed;
+    return true;
+  };
+  if (flag == "--deepspeed" || flag == "--deepspeed_config") {
+    options.configPath = value;
+  } else if (flag == "--num_gpus") {
+    return assign(options.numGpus, positiveInteger(flag, value));
+  } else if (flag == "--model_parallel_size") {
+    return assign(options.modelParallelSize, positiveInteger(flag, value));
+  } else if (flag == "--startup-seconds") {
+    return assign(options.startupSeconds, seconds(flag, value));
+  } else if (flag == "--step-seconds") {
+    return assign(options.stepSeconds, seconds(flag, value));
+  } else if (flag == "--launch-log") {
+    options.launchLog = value;
+  } else if (flag == "--profile") {
+    options.profileName = value;
+  } else if (flag == "--profile-file") {
+    options.profileFile = value;
+  } else if (flag == "--fail-with") {
+    options.failWith = value;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool takesValue(std::string_view flag) {
+  constexpr std::array<std::string_view, 9> kValueFlags = {
+      "--deepspeed_config", "--num_gpus",     "--model_parallel_size",
+      "--startup-seconds",  "--step-seconds", "--launch-log",
+      "--profile",          "--profile-file", "--fail-with"};
+  return std::ranges::find(kValueFlags, flag) != kValueFlags.end();
+}
+
+std::optional<std::string> nonEmpty(const std::optional<std::string>& value) {
+  return value && !value->empty() ? value : std::nullopt;
+}
+
+}  // namespace
+
+tl::expected<Options, std::string> parseArguments(const std::vector<std::string>& arguments) {
+  Options options;
+  for (std::size_t index = 0; index < arguments.size(); ++index) {
+    const std::string& token = arguments[index];
+    if (!isFlag(token)) {
+      continue;  // a value of a flag the simulator does not know
+    }
+    const auto equals = token.find('=');
+    const std::string flag = token.substr(0, equals);
+    std::optional<std::string> value;
+    if (equals != std::string::npos) {
+      value = token.substr(equals + 1);
+    }
+    if (flag == "--help") {
+      options.help = true;
+    } else if (flag == "--garbage-metrics") {
+      options.garbageMetrics = true;
+    } else if (flag == "--deepspeed" && !value) {
+      // Hugging Face's --deepspeed takes the config path; DeepSpeed's own is a switch used
+      // together with --deepspeed_config.
+      const bool pathFollows = index + 1 < arguments.size() && !isFlag(arguments[index + 1]);
+      if (pathFollows) {
+        options.configPath = arguments[++index];
+      }
+    } else if (takesValue(flag) || flag == "--deepspeed") {
+      if (!value) {
+        if (index + 1 >= arguments.size()) {
+          return UsageError(flag + ": expected a value");
+        }
+        value = arguments[++index];
+      }
+      if (const auto applied = applyValueFlag(options, flag, *value); !applied) {
+        return UsageError(applied.error());
+      }
+    }
+  }
+  if (options.profileName && options.profileFile) {
+    return UsageError(std::string("--profile and --profile-file: give one of them"));
+  }
+  return options;
+}
+
+std::optional<std::string> configPath(const Options& options, const Environment& environment) {
+  return options.configPath ? options.configPath : nonEmpty(environment.deepspeedConfig);
+}
+
+std::optional<std::string> launchLogPath(const Options& options, const Environment& environment) {
+  return options.launchLog ? options.launchLog : nonEmpty(environment.launchLog);
+}
+
+std::string launchLine(const Environment& environment) {
+  return nonEmpty(environment.trial).value_or("-") + "\n";
+}
+
+int worldSize(const Options& options, const Environment& environment, const Profile& profile) {
+  if (options.numGpus) {
+    return *options.numGpus;
+  }
+  int devices = 0;
+  if (const auto visible = nonEmpty(environment.cudaVisibleDevices)) {
+    std::string_view rest = *visible;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      devices += rest.substr(0, comma).empty() ? 0 : 1;
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  return devices > 0 ? devices : profile.gpus;
+}
+
+tl::expected<std::uint64_t, std::string> environmentSeed(const Environment& environment) {
+  const auto text = nonEmpty(environment.seed);
+  if (!text) {
+    return 0;
+  }
+  std::uint64_t seed = 0;
+  const auto* end = text->data() + text->size();
+  const auto [stop, error] = std::from_chars(text->data(), end, seed);
+  if (error != std::errc() || stop != end) {
+    return UsageError("AUTOTUNE_SIM_SEED: expected a non-negative integer, got \"" + *text + "\"");
+  }
+  return seed;
+}
+
+std::string usage() {
+  return R"(Usage: trial-sim [--profile NAME | --profile-file FILE] [--deepspeed CONFIG] [options]
+                 [any other training-script arguments, ignored]
+
+Behaves like one DeepSpeed training launch under autotuning, without GPUs: checks the config as
+DeepSpeed does, then writes the model report (autotuning.model_info.profile) or the metrics of the
+profiled steps to autotuning.metric_path, or fails with PyTorch's out-of-memory error.
+
+  --deepspeed FILE, --deepspeed_config FILE
+                          the DeepSpeed config (else $AUTOTUNE_DS_CONFIG)
+  --profile NAME          a built-in model/hardware profile (default gpt2-large)
+  --profile-file FILE     a custom profile (JSON, see README.md)
+  --num_gpus N            world size (else the devices in $CUDA_VISIBLE_DEVICES, else the profile's)
+  --model_parallel_size N tensor/pipeline parallel degree (default 1)
+  --startup-seconds S     sleep S seconds first: process start and model load (default 0)
+  --step-seconds S        sleep S more seconds after the simulated steps
+  --launch-log FILE       append this launch's $AUTOTUNE_TRIAL to FILE (else $AUTOTUNE_SIM_LAUNCH_LOG)
+  --fail-with TEXT        print TEXT on stderr and exit 1, like a broken script
+  --garbage-metrics       write a metrics file that is not JSON and exit 0
+  --help                  this text
+
+Environment: AUTOTUNE_DS_CONFIG, AUTOTUNE_TRIAL, CUDA_VISIBLE_DEVICES, AUTOTUNE_SIM_LAUNCH_LOG,
+AUTOTUNE_SIM_SEED (changes the measurement noise; default 0).
+Exit status: 0 done, 1 the launch failed (config, out of memory, --fail-with), 2 usage error.
+)";
+}
+
+}  // namespace autotune::trialsim

@@ -1,0 +1,247 @@
+// The trial-sim executable as a trial runs it: files in, files and exit status out.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Launch {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string readText(const fs::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class TrialSim : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    directory_ = fs::temp_directory_path() /
+                 ("trial-sim-" + std::string(test->name()) + "-" + std::to_string(getpid()));
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  fs::path write(const std::string& name, const std::string& text) const {
+    fs::path path = directory_ / name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // A config for 16 GPUs whose results land in this test's directory.
+  fs::path config(json settings) const {
+    settings["autotuning"] = {{"enabled", true},
+                              {"metric_path", (directory_ / "metrics.json").string()},
+                              {"model_info_path", (directory_ / "model_info.json").string()}};
+    return write("ds_config.json", settings.dump());
+  }
+
+  // Runs trial-sim in this test's directory with only the given variables of the protocol set.
+  Launch launch(const std::string& arguments, const std::string& environment = "") const {
+    const std::string command =
+        "cd " + directory_.string() +
+        " && env -u AUTOTUNE_DS_CONFIG -u AUTOTUNE_TRIAL -u CUDA_VISIBLE_DEVICES"
+        " -u AUTOTUNE_SIM_LAUNCH_LOG -u AUTOTUNE_SIM_SEED " +
+        environment + " " + TRIAL_SIM_BINARY + " " + arguments + " >stdout.txt 2>stderr.txt";
+    const int status = std::system(command.c_str());  // NOLINT(concurrency-mt-unsafe)
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, readText(directory_ / "stdout.txt"),
+            readText(directory_ / "stderr.txt")};
+  }
+
+  json metrics() const { return json::parse(readText(directory_ / "metrics.json")); }
+
+  fs::path directory_;
+};
+
+const json kGpt2LargeBest = {{"train_micro_batch_size_per_gpu", 3},
+                             {"gradient_accumulation_steps", 1},
+                             {"fp16", {{"enabled", true}}},
+                             {"zero_optimization", {{"stage", 1}}}};
+
+TEST_F(TrialSim, WritesTheMetricsOfTheProfiledStepsAndSaysItIsDone) {
+  const Launch done = launch("--profile gpt2-large --deepspeed " + config(kGpt2LargeBest).string());
+  ASSERT_EQ(done.exitCode, 0) << done.err;
+  EXPECT_TRUE(contains(done.out, "Autotuning: done with running current ds config.")) << done.out;
+  const json measured = metrics();
+  EXPECT_NEAR(measured.at("throughput").get<double>(), 87.3017, 0.05 * 87.3017);
+  EXPECT_NEAR(measured.at("latency").get<double>(),
+              48 * 1e6 / measured.at("throughput").get<double>(), 1e-6);
+  for (const auto* key : {"fwd", "bwd", "step", "FLOPS_per_gpu"}) {
+    EXPECT_GT(measured.at(key).get<double>(), 0) << key;
+  }
+  EXPECT_EQ(measured.at("rank"), 0);
+}
+
+TEST_F(TrialSim, TheSameConfigMeasuresTheSameAndTheSeedChangesIt) {
+  const std::string arguments = "--deepspeed " + config(kGpt2LargeBest).string();
+  ASSERT_EQ(launch(arguments).exitCode, 0);
+  const double first = metrics().at("throughput").get<double>();
+  ASSERT_EQ(launch(arguments).exitCode, 0);
+  EXPECT_EQ(metrics().at("throughput").get<double>(), first);
+  ASSERT_EQ(launch(arguments, "AUTOTUNE_SIM_SEED=5").exitCode, 0);
+  EXPECT_NE(metrics().at("throughput").get<double>(), first);
+}
+
+TEST_F(TrialSim, AMicroBatchThatDoesNotFitIsPyTorchsOutOfMemoryError) {
+  json settings = kGpt2LargeBest;
+  settings["train_micro_batch_size_per_gpu"] = 4;
+  const Launch failed = launch("--deepspeed " + config(settings).string());
+  EXPECT_EQ(failed.exitCode, 1);
+  EXPECT_TRUE(contains(failed.err,
+                       "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to "
+                       "allocate"))
+      << failed.err;
+  EXPECT_TRUE(contains(failed.err, "32.00 GiB total capacity")) << failed.err;
+  EXPECT_FALSE(fs::exists(directory_ / "metrics.json"));
+}
+
+TEST_F(TrialSim, TheProfilingRunWritesTheModelReport) {
+  json settings = {{"train_micro_batch_size_per_gpu", 1}, {"zero_optimization", {{"stage", 3}}}};
+  settings["autotuning"] = {{"enabled", true},
+                            {"model_info", {{"profile", true}}},
+                            {"model_info_path", (directory_ / "model_info.json").string()}};
+  const fs::path file = write("profile.json", settings.dump());
+  const Launch done = launch("--profile gpt2-large --deepspeed " + file.string());
+  ASSERT_EQ(done.exitCode, 0) << done.err;
+  EXPECT_EQ(json::parse(readText(directory_ / "model_info.json")),
+            json::parse(R"({"num_params": 774000000, "trainable_num_params": 774000000,
+                            "activation_mem_per_gpu": 9600000000, "rank": 0})"));
+}
+
+TEST_F(TrialSim, WithoutPathsTheResultsLandInTheWorkingDirectory) {
+  const fs::path file = write("plain.json", kGpt2LargeBest.dump());
+  ASSERT_EQ(launch("--deepspeed_config " + file.string()).exitCode, 0);
+  EXPECT_TRUE(fs::exists(directory_ / "autotuning_metric.json"));
+}
+
+TEST_F(TrialSim, TheConfigComesFromTheEnvironmentWhenNoFlagNamesIt) {
+  const Launch done = launch("--model_name_or_path gpt2-large --per_device_train_batch_size 3",
+                             "AUTOTUNE_DS_CONFIG=" + config(kGpt2LargeBest).string());
+  EXPECT_EQ(done.exitCode, 0) << done.err;
+  EXPECT_TRUE(fs::exists(directory_ / "metrics.json"));
+}
+
+TEST_F(TrialSim, ABatchThatDoesNotAddUpOnTheVisibleGpusIsDeepSpeedsAssertion) {
+  json settings = kGpt2LargeBest;
+  settings["train_batch_size"] = 48;
+  const Launch failed =
+      launch("--deepspeed " + config(settings).string(), "CUDA_VISIBLE_DEVICES=0,1,2,3");
+  EXPECT_EQ(failed.exitCode, 1);
+  EXPECT_EQ(failed.err,
+            "AssertionError: Check batch related parameters. train_batch_size is not equal to "
+            "micro_batch_per_gpu * gradient_acc_step * world_size 48 != 3 * 1 * 4\n");
+}
+
+TEST_F(TrialSim, AnAutoMicroBatchIsRefusedLikeDeepSpeedWould) {
+  json settings = kGpt2LargeBest;
+  settings["train_micro_batch_size_per_gpu"] = "auto";
+  const Launch failed = launch("--deepspeed " + config(settings).string());
+  EXPECT_EQ(failed.exitCode, 1);
+  EXPECT_EQ(failed.err,
+            "AssertionError: train_micro_batch_size_per_gpu must be an integer, got \"auto\"\n");
+}
+
+TEST_F(TrialSim, AMissingOrBrokenConfigFailsTheLaunch) {
+  const Launch missing = launch("");
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_TRUE(contains(missing.err, "no DeepSpeed config")) << missing.err;
+  const Launch unreadable = launch("--deepspeed " + (directory_ / "absent.json").string());
+  EXPECT_EQ(unreadable.exitCode, 1);
+  EXPECT_TRUE(contains(unreadable.err, "cannot read")) << unreadable.err;
+  const Launch broken = launch("--deepspeed " + write("broken.json", "{").string());
+  EXPECT_EQ(broken.exitCode, 1);
+  EXPECT_TRUE(contains(broken.err, "JSONDecodeError")) << broken.err;
+}
+
+TEST_F(TrialSim, AnUnknownProfileIsAUsageErrorThatListsTheBuiltInOnes) {
+  const Launch refused = launch("--profile gpt5 --deepspeed " + config(kGpt2LargeBest).string());
+  EXPECT_EQ(refused.exitCode, 2);
+  EXPECT_TRUE(contains(refused.err,
+                       "distilbert, bert-base, bert-large, gpt2, gpt2-medium, "
+                       "gpt2-large, gpt2-xl, deberta"))
+      << refused.err;
+}
+
+TEST_F(TrialSim, ACustomProfileFileDescribesAnotherModel) {
+  const fs::path profile = write("tiny.json", R"({"name": "tiny", "numParameters": 1000000,
+      "gpus": 16, "activationBytesPerSample": 1e9, "microsPerSample": 1000, "noise": 0})");
+  json settings = kGpt2LargeBest;
+  settings["train_micro_batch_size_per_gpu"] = 20;
+  const Launch done =
+      launch("--profile-file " + profile.string() + " --deepspeed " + config(settings).string());
+  ASSERT_EQ(done.exitCode, 0) << done.err;
+  // 20 samples per GPU at 1 ms each, 320 samples per step of 20 ms.
+  EXPECT_NEAR(metrics().at("throughput").get<double>(), 16000, 1e-6);
+
+  const fs::path wrong = write("wrong.json", R"({"name": "tiny"})");
+  const Launch refused = launch("--profile-file " + wrong.string());
+  EXPECT_EQ(refused.exitCode, 2);
+  EXPECT_TRUE(contains(refused.err, "numParameters: is required")) << refused.err;
+}
+
+TEST_F(TrialSim, FailWithActsAsABrokenScript) {
+  const Launch failed = launch("--fail-with 'ModuleNotFoundError: No module named transformers'");
+  EXPECT_EQ(failed.exitCode, 1);
+  EXPECT_EQ(failed.err, "ModuleNotFoundError: No module named transformers\n");
+}
+
+TEST_F(TrialSim, GarbageMetricsAreWrittenAndTheLaunchStillSucceeds) {
+  const Launch done = launch("--garbage-metrics --deepspeed " + config(kGpt2LargeBest).string());
+  ASSERT_EQ(done.exitCode, 0) << done.err;
+  EXPECT_TRUE(json::parse(readText(directory_ / "metrics.json"), nullptr, false).is_discarded());
+}
+
+TEST_F(TrialSim, EveryLaunchAppendsItsTrialToTheLaunchLogWithoutInterleaving) {
+  const fs::path log = directory_ / "launches.log";
+  ASSERT_EQ(
+      launch("--launch-log " + log.string() + " --fail-with x", "AUTOTUNE_TRIAL=first").exitCode,
+      1);
+  ASSERT_EQ(launch("--fail-with x", "AUTOTUNE_SIM_LAUNCH_LOG=" + log.string()).exitCode, 1);
+  EXPECT_EQ(readText(log), "first\n-\n");
+
+  const fs::path parallel = directory_ / "parallel.log";
+  std::string many;
+  for (int trial = 0; trial < 20; ++trial) {
+    many += "AUTOTUNE_TRIAL=z1_gas1_tmbspg" + std::to_string(trial) + " " + TRIAL_SIM_BINARY +
+            " --launch-log " + parallel.string() + " --fail-with x 2>/dev/null & ";
+  }
+  const std::string command = many + "wait";
+  ASSERT_EQ(std::system(command.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+  std::istringstream lines(readText(parallel));
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    EXPECT_TRUE(line.starts_with("z1_gas1_tmbspg")) << line;
+  }
+  EXPECT_EQ(count, 20);
+}
+
+TEST_F(TrialSim, HelpListsTheFlagsAndTheBuiltInProfiles) {
+  const Launch help = launch("--help");
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_TRUE(contains(help.out, "--startup-seconds")) << help.out;
+  EXPECT_TRUE(contains(help.out, "Built-in profiles: distilbert")) << help.out;
+}
+
+}  // namespace

@@ -1,0 +1,429 @@
+#include "executor/local_run.h"
+
+#include <algorithm>
+#include <array>
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "api/codec.h"
+#include "executor/gpu_slots.h"
+#include "executor/process.h"
+#include "executor/progress.h"
+#include "executor/results_directory.h"
+#include "tuning/engine.h"
+#include "tuning/protocol.h"
+#include "tuning/results.h"
+
+namespace autotune::executor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPollInterval = std::chrono::milliseconds(20);
+constexpr auto kStopGrace = std::chrono::seconds(5);
+constexpr std::size_t kMessageBytes = 4096;
+
+volatile std::sig_atomic_t stopSignal = 0;
+
+extern "C" void requestStop(int signal) { stopSignal = signal; }
+
+void installStopHandlers() {
+  stopSignal = 0;
+  struct sigaction action {};
+  action.sa_handler = requestStop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// RFC 3339 with milliseconds, so that the intervals of short trials can be compared.
+std::string utcNow() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  std::array<char, 32> text{};
+  const std::size_t length = std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text.data() + length, text.size() - length, ".%03dZ", static_cast<int>(millis));
+  return text.data();
+}
+
+std::optional<std::string> readFile(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string formatValue(double value) {
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%.6g", value);
+  return text.data();
+}
+
+struct RunningTrial {
+  tuning::Trial trial;
+  ChildProcess process;
+  std::vector<int> gpus;
+  TrialPaths paths;
+  int launchIndex = 0;
+  Clock::time_point started;
+  std::string startTime;
+  bool timedOut = false;
+};
+
+// The primary container of the template, with its index for error paths.
+std::optional<std::pair<std::size_t, nlohmann::json>> primaryContainer(const api::Spec& spec) {
+  const auto containers = spec.podTemplate.value("spec", nlohmann::json::object())
+                              .value("containers", nlohmann::json::array());
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    if (containers[i].value("name", "") == spec.primaryContainer) {
+      return std::pair{i, containers[i]};
+    }
+  }
+  return std::nullopt;
+}
+
+class LocalRun {
+ public:
+  LocalRun(api::AutotuneJob job, ResultsDirectory results, GpuSlots slots, std::string searchPath,
+           Progress& progress)
+      : job_(std::move(job)),
+        results_(std::move(results)),
+        slots_(std::move(slots)),
+        searchPath_(std::move(searchPath)),
+        progress_(progress) {}
+
+  int execute(std::ostream& out) {
+    installStopHandlers();
+    if (!results_.records().empty()) {
+      progress_.log("Resuming with " + std::to_string(results_.records().size()) +
+                    " finished trials from " + results_.root().string());
+    }
+    bool changed = true;
+    tuning::Decision decision;
+    while (stopSignal == 0) {
+      changed |= reapFinished();
+      enforceTimeouts();
+      if (!changed) {
+        std::this_thread::sleep_for(kPollInterval);
+        continue;
+      }
+      changed = false;
+      decision = tuning::decide(question());
+      for (const auto& trial : decision.launch) {
+        launch(trial);
+        changed = true;
+      }
+      report(decision);
+      if (decision.state != tuning::Decision::State::kContinue && running_.empty()) {
+        return conclude(decision, out);
+      }
+    }
+    return stop();
+  }
+
+ private:
+  tuning::EngineInput question() const {
+    tuning::EngineInput input;
+    input.spec = job_.spec;
+    input.jobUid = job_.uid().empty() ? job_.name() : job_.uid();
+    input.measured = results_.measured();
+    input.finished = results_.records();
+    for (const auto& running : running_) {
+      input.inFlight.push_back(running.trial.name);
+    }
+    const int byParallelism = job_.spec.parallelism - static_cast<int>(running_.size());
+    const int byGpus = slots_.free() / job_.spec.resources.gpusPerTrial;
+    input.freeSlots = std::max(0, std::min(byParallelism, byGpus));
+    return input;
+  }
+
+  std::vector<std::pair<std::string, std::string>> environment(const tuning::Trial& trial,
+                                                               const TrialPaths& paths,
+                                                               const std::vector<int>& gpus) {
+    std::vector<std::pair<std::string, std::string>> variables;
+    if (const auto container = primaryContainer(job_.spec)) {
+      for (const auto& variable : container->second.value("env", nlohmann::json::array())) {
+        if (variable.contains("value")) {
+          variables.emplace_back(
+              variable.value("name", ""),
+              tuning::substitutePlaceholders(variable.value("value", ""), trial, job_.name()));
+        } else if (warnedValueFrom_.insert(variable.value("name", "")).second) {
+          progress_.log("Skipped env " + variable.value("name", "") +
+                        ": valueFrom is resolved only on Kubernetes");
+        }
+      }
+    }
+    for (auto& variable : tuning::protocolEnvironment(job_.name(), trial, paths.protocol)) {
+      variables.push_back(std::move(variable));
+    }
+    variables.emplace_back("CUDA_VISIBLE_DEVICES", deviceList(gpus));
+    variables.emplace_back("PATH", searchPath_);
+    return variables;
+  }
+
+  void launch(const tuning::Trial& trial) {
+    auto gpus = slots_.acquire(job_.spec.resources.gpusPerTrial);
+    if (!gpus) {
+      return;
+    }
+    const int launchIndex = nextLaunchIndex_++;
+    const std::string devices = rangeList(*gpus);
+    std::vector<std::string> command;
+    auto paths = results_.prepareTrial(trial, nlohmann::json::object(), {}, devices);
+    if (paths) {
+      command = tuning::trialCommand(job_.spec, job_.name(), trial, paths->protocol.config);
+      paths = results_.prepareTrial(trial, tuning::launchConfig(job_.spec, trial, paths->protocol),
+                                    command, devices);
+    }
+    if (!paths) {
+      slots_.release(*gpus);
+      failToStart(trial, launchIndex, paths.error());
+      return;
+    }
+    LaunchSpec spec{command, environment(trial, *paths, *gpus), "", paths->stdoutLog.string(),
+                    paths->stderrLog.string()};
+    auto process = ChildProcess::start(spec);
+    if (!process) {
+      slots_.release(*gpus);
+      failToStart(trial, launchIndex, process.error());
+      return;
+    }
+    progress_.log("Launched trial " + trial.name + " gpus=" + devices);
+    running_.push_back({trial, *process, std::move(*gpus), std::move(*paths), launchIndex,
+                        Clock::now(), utcNow(), false});
+  }
+
+  void failToStart(const tuning::Trial& trial, int launchIndex, const std::string& reason) {
+    finish({trial.name, trial.space, api::Outcome::kFailed, std::nullopt, reason, utcNow(), 0},
+           launchIndex, std::nullopt);
+  }
+
+  bool reapFinished() {
+    bool any = false;
+    for (auto it = running_.begin(); it != running_.end();) {
+      const auto status = it->process.poll();
+      if (!status) {
+        ++it;
+        continue;
+      }
+      any = true;
+      slots_.release(it->gpus);
+      tuning::TrialExit exit;
+      exit.exitCode = status->exitCode;
+      exit.signal = status->signal;
+      exit.timedOut = it->timedOut;
+      exit.message = tuning::tail(readFile(it->paths.stderrLog).value_or(""), kMessageBytes);
+      exit.metrics = readFile(it->paths.protocol.metrics);
+      const tuning::Classification result =
+          tuning::classify(exit, job_.spec.search.metric, it->trial.profile);
+      const double seconds = std::chrono::duration<double>(Clock::now() - it->started).count();
+      finish({it->trial.name, it->trial.space, result.outcome, result.value, result.reason,
+              it->startTime, seconds},
+             it->launchIndex, result.measured);
+      it = running_.erase(it);
+    }
+    return any;
+  }
+
+  void finish(const api::TrialRecord& record, int launchIndex,
+              const std::optional<api::MeasuredModel>& measured) {
+    if (auto saved = results_.record(record, launchIndex, measured); !saved) {
+      progress_.log("Could not record trial " + record.name + ": " + saved.error());
+    }
+    std::string line =
+        "Finished trial " + record.name + " outcome=" + std::string(api::toString(record.outcome));
+    if (record.value) {
+      line += " " + std::string(api::toString(job_.spec.search.metric)) + "=" +
+              formatValue(*record.value);
+    }
+    line += " duration=" + formatValue(record.durationSeconds) + "s";
+    if (!record.reason.empty() && record.outcome != api::Outcome::kSucceeded) {
+      line += " reason=\"" + tuning::tail(record.reason, 160) + "\"";
+    }
+    progress_.log(line);
+  }
+
+  void enforceTimeouts() {
+    const auto limit = job_.spec.trialTimeout.value();
+    for (auto& running : running_) {
+      if (!running.timedOut && Clock::now() - running.started > limit) {
+        running.timedOut = true;
+        running.process.signalGroup(SIGKILL);
+      }
+    }
+  }
+
+  void report(const tuning::Decision& decision) {
+    ProgressState state;
+    state.finished = static_cast<int>(results_.records().size());
+    state.running = static_cast<int>(running_.size());
+    state.planned = std::min(
+        job_.spec.search.maxTrials,
+        std::max(static_cast<int>(decision.trials.size()), state.finished + state.running));
+    if (decision.best) {
+      state.bestTrial = decision.best->name;
+      state.bestValue = decision.bestValue;
+    }
+    progress_.update(state);
+  }
+
+  int conclude(const tuning::Decision& decision, std::ostream& out) {
+    progress_.finish();
+    const auto spaces = tuning::summarizeSpaces(results_.records(), job_.spec.search.metric);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+    const std::string summary = tuning::summaryTable(spaces, job_.spec.search.metric, elapsed);
+    out << summary << "\n";
+    if (decision.state != tuning::Decision::State::kSucceeded || !decision.best) {
+      out << "Search failed: " << decision.message << "\n";
+      return kExitSearchFailed;
+    }
+    const tuning::Trial& best = *decision.best;
+    const std::string command = tuning::shellJoin(
+        tuning::trialCommand(job_.spec, job_.name(), best,
+                             std::filesystem::absolute(results_.optimalConfigPath()).string()));
+    if (auto written = results_.writeOutcome(summary, tuning::optimalConfig(best), command);
+        !written) {
+      out << "Could not write the outcome: " << written.error() << "\n";
+      return kExitSearchFailed;
+    }
+    const auto record =
+        tuning::bestTrial(best, decision.bestValue.value_or(0), job_.spec.search.metric,
+                          tuning::baselineValue(results_.records()));
+    out << "Best trial: " << best.name << " (" << api::toString(job_.spec.search.metric) << " "
+        << formatValue(record.value);
+    if (record.speedup) {
+      std::array<char, 32> speedup{};
+      std::snprintf(speedup.data(), speedup.size(), "%.2f", *record.speedup);
+      out << ", " << speedup.data() << "x the first trial";
+    }
+    out << "; " << decision.message << ")\n"
+        << "Optimal config: " << results_.optimalConfigPath().string() << "\n"
+        << "Command: " << command << "\n";
+    return 0;
+  }
+
+  int stop() {
+    const int signal = stopSignal;
+    for (auto& running : running_) {
+      running.process.signalGroup(SIGTERM);
+    }
+    const auto deadline = Clock::now() + kStopGrace;
+    while (Clock::now() < deadline &&
+           std::any_of(running_.begin(), running_.end(),
+                       [](RunningTrial& r) { return !r.process.poll(); })) {
+      std::this_thread::sleep_for(kPollInterval);
+    }
+    for (auto& running : running_) {
+      running.process.signalGroup(SIGKILL);
+      running.process.wait();
+    }
+    progress_.finish();
+    progress_.log("Stopped by signal " + std::to_string(signal) + "; " +
+                  std::to_string(running_.size()) +
+                  " interrupted trials were not recorded and will run again when resumed");
+    return 128 + signal;
+  }
+
+  api::AutotuneJob job_;
+  ResultsDirectory results_;
+  GpuSlots slots_;
+  std::string searchPath_;
+  Progress& progress_;
+  std::vector<RunningTrial> running_;
+  std::set<std::string> warnedValueFrom_;
+  int nextLaunchIndex_ = results_.nextLaunchIndex();
+  Clock::time_point started_ = Clock::now();
+};
+
+std::optional<std::string> readJob(const std::string& path, std::ostream& err) {
+  auto text = readFile(path);
+  if (!text) {
+    err << path << ": cannot be read\n";
+  }
+  return text;
+}
+
+// Checks the primary container's command can run here, before anything starts.
+bool commandRuns(const api::AutotuneJob& job, const std::string& searchPath, std::ostream& err) {
+  const auto container = primaryContainer(job.spec);
+  const std::string path =
+      "spec.template.spec.containers[" + std::to_string(container ? container->first : 0) + "]";
+  const tuning::TuningSpace space = tuning::describeSpace(job.spec);
+  const auto argv =
+      tuning::trialCommand(job.spec, job.name(), tuning::makeProfileTrial(space), "ds_config.json");
+  if (argv.empty()) {
+    err << path << ".command: a local run needs a command (the image's entrypoint is not known)\n";
+    return false;
+  }
+  if (!findExecutable(argv.front(), searchPath)) {
+    err << path << ".command[0]: \"" << argv.front() << "\" is not found on PATH\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int runLocally(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  const auto text = readJob(options.jobFile, err);
+  if (!text) {
+    return kExitBadInput;
+  }
+  auto job = api::decodeJobYaml(*text);
+  if (!job) {
+    for (const auto& error : job.error()) {
+      err << api::format(error) << "\n";
+    }
+    return kExitBadInput;
+  }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up; nothing here sets variables
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string gpuText = options.gpus.value_or(visible != nullptr ? visible : "");
+  if (gpuText.empty()) {
+    err << "no GPUs given: pass --gpus (e.g. --gpus 0-15) or set CUDA_VISIBLE_DEVICES\n";
+    return kExitBadInput;
+  }
+  auto gpus = parseGpuList(gpuText);
+  if (!gpus) {
+    err << "--gpus: " << gpus.error() << "\n";
+    return kExitBadInput;
+  }
+  if (static_cast<int>(gpus->size()) < job->spec.resources.gpusPerTrial) {
+    err << "a trial needs " << job->spec.resources.gpusPerTrial
+        << " GPUs (spec.resources.gpusPerTrial) but only " << gpus->size() << " are given\n";
+    return kExitBadInput;
+  }
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up; nothing here sets variables
+  const char* path = std::getenv("PATH");
+  const std::string searchPath =
+      options.toolsDirectory + ":" + (path != nullptr ? path : "/usr/bin:/bin");
+  if (!commandRuns(*job, searchPath, err)) {
+    return kExitBadInput;
+  }
+  auto results = ResultsDirectory::open(options.resultsDirectory, *job);
+  if (!results) {
+    err << results.error() << "\n";
+    return kExitBadInput;
+  }
+  if (options.resume && results->records().empty()) {
+    err << "--resume: " << options.resultsDirectory << " holds no finished trials to resume\n";
+    return kExitBadInput;
+  }
+  Progress progress(out, options.terminal, job->spec.search.metric);
+  LocalRun run(std::move(*job), std::move(*results), GpuSlots(std::move(*gpus)), searchPath,
+               progress);
+  return run.execute(out);
+}
+
+}  // namespace autotune::executor

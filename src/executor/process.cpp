@@ -1,0 +1,203 @@
+#include "executor/process.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX names it so
+
+namespace autotune::executor {
+namespace {
+
+std::vector<std::string> mergedEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& added) {
+  std::map<std::string, std::string> variables;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const auto equals = text.find('=');
+    if (equals != std::string::npos) {
+      variables[text.substr(0, equals)] = text.substr(equals + 1);
+    }
+  }
+  for (const auto& [name, value] : added) {
+    variables[name] = value;
+  }
+  std::vector<std::string> result;
+  result.reserve(variables.size());
+  for (const auto& [name, value] : variables) {
+    result.push_back(name);
+    result.back() += '=';
+    result.back() += value;
+  }
+  return result;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> result;
+  result.reserve(strings.size() + 1);
+  for (auto& text : strings) {
+    result.push_back(text.data());
+  }
+  result.push_back(nullptr);
+  return result;
+}
+
+// What the child was doing when it failed, reported to the parent with errno.
+enum class ChildStep : int { kOutput, kWorkingDirectory, kExec };
+
+struct ChildFailure {
+  ChildStep step;
+  int error;
+};
+
+// In the child, between fork and exec: only async-signal-safe calls. Reports what failed through
+// the close-on-exec pipe, so the parent can say why.
+[[noreturn]] void becomeTrial(const LaunchSpec& spec, pid_t parent, int errorPipe, char** argv,
+                              char** envp) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) {
+    _exit(127);  // autotune died before the child could ask to follow it
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);  // NOLINT(concurrency-mt-unsafe): one thread after fork
+  ChildFailure failure{ChildStep::kOutput, 0};
+  const int out = open(spec.stdoutPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err = open(spec.stderrPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int input = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (out >= 0 && err >= 0 && input >= 0 && dup2(input, STDIN_FILENO) >= 0 &&
+      dup2(out, STDOUT_FILENO) >= 0 && dup2(err, STDERR_FILENO) >= 0) {
+    failure.step = ChildStep::kWorkingDirectory;
+    if (spec.workingDirectory.empty() || chdir(spec.workingDirectory.c_str()) == 0) {
+      failure.step = ChildStep::kExec;
+      execve(argv[0], argv, envp);
+    }
+  }
+  failure.error = errno;
+  [[maybe_unused]] const auto written = write(errorPipe, &failure, sizeof(failure));
+  _exit(127);
+}
+
+std::string errorText(int error) { return std::generic_category().message(error); }
+
+ExitStatus statusOf(int status) {
+  if (WIFSIGNALED(status)) {
+    return {std::nullopt, WTERMSIG(status)};
+  }
+  return {WEXITSTATUS(status), std::nullopt};
+}
+
+}  // namespace
+
+tl::expected<ChildProcess, std::string> ChildProcess::start(const LaunchSpec& spec) {
+  if (spec.argv.empty()) {
+    return tl::unexpected(std::string("the command is empty"));
+  }
+  std::vector<std::string> arguments = spec.argv;
+  std::vector<std::string> environment = mergedEnvironment(spec.environment);
+  // The command is looked up on the trial's own PATH, not on this process's.
+  const auto path =
+      std::find_if(environment.begin(), environment.end(),
+                   [](const std::string& entry) { return entry.starts_with("PATH="); });
+  const auto executable = findExecutable(
+      arguments.front(), path == environment.end() ? "/usr/bin:/bin" : path->substr(5));
+  if (!executable) {
+    return tl::unexpected("cannot run " + arguments.front() + ": not found on PATH");
+  }
+  arguments.front() = *executable;
+  std::vector<char*> argv = pointers(arguments);
+  std::vector<char*> envp = pointers(environment);
+  std::array<int, 2> errorPipe{};
+  if (pipe2(errorPipe.data(), O_CLOEXEC) != 0) {
+    return tl::unexpected("cannot create a pipe: " + errorText(errno));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(errorPipe[0]);
+    close(errorPipe[1]);
+    return tl::unexpected("cannot fork: " + errorText(errno));
+  }
+  if (pid == 0) {
+    close(errorPipe[0]);
+    becomeTrial(spec, parent, errorPipe[1], argv.data(), envp.data());
+  }
+  setpgid(pid, pid);  // also here, so the group exists before anyone signals it
+  close(errorPipe[1]);
+  ChildFailure failure{};
+  const auto got = read(errorPipe[0], &failure, sizeof(failure));
+  close(errorPipe[0]);
+  if (got == sizeof(failure)) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const std::string cause = errorText(failure.error);
+    switch (failure.step) {
+      case ChildStep::kOutput:
+        return tl::unexpected("cannot open " + spec.stdoutPath + " or " + spec.stderrPath + ": " +
+                              cause);
+      case ChildStep::kWorkingDirectory:
+        return tl::unexpected("cannot enter " + spec.workingDirectory + ": " + cause);
+      case ChildStep::kExec:
+        break;
+    }
+    return tl::unexpected("cannot run " + spec.argv.front() + ": " + cause);
+  }
+  return ChildProcess(pid);
+}
+
+std::optional<ExitStatus> ChildProcess::poll() const {
+  int status = 0;
+  const pid_t done = waitpid(pid_, &status, WNOHANG);
+  if (done != pid_) {
+    return std::nullopt;
+  }
+  return statusOf(status);
+}
+
+ExitStatus ChildProcess::wait() const {
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  return statusOf(status);
+}
+
+void ChildProcess::signalGroup(int signal) const { kill(-pid_, signal); }
+
+std::optional<std::string> findExecutable(const std::string& command,
+                                          const std::string& searchPath) {
+  const auto executable = [](const std::filesystem::path& path) {
+    return access(path.c_str(), X_OK) == 0 && !std::filesystem::is_directory(path);
+  };
+  if (command.find('/') != std::string::npos) {
+    return executable(command) ? std::optional(command) : std::nullopt;
+  }
+  std::size_t start = 0;
+  while (start <= searchPath.size()) {
+    const auto colon = searchPath.find(':', start);
+    const std::string directory = searchPath.substr(start, colon - start);
+    const std::filesystem::path candidate =
+        std::filesystem::path(directory.empty() ? "." : directory) / command;
+    if (executable(candidate)) {
+      return candidate.string();
+    }
+    if (colon == std::string::npos) {
+      break;
+    }
+    start = colon + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace autotune::executor

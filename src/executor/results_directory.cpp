@@ -1,0 +1,268 @@
+#include "executor/results_directory.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "api/codec.h"
+#include "tuning/results.h"
+
+namespace autotune::executor {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kResultsFile = "results.json";
+constexpr std::string_view kLockFile = ".lock";
+
+std::string systemError(const std::string& what) {
+  return what + ": " + std::generic_category().message(errno);
+}
+
+std::string hexHash(const std::string& text) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(hash));
+  return hex.data();
+}
+
+tl::expected<std::string, std::string> readFile(const fs::path& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return tl::unexpected(path.string() + " cannot be read");
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+nlohmann::json recordJson(const api::TrialRecord& record, int launchIndex) {
+  api::Status status;
+  status.results = {record};
+  nlohmann::json encoded = api::encode(status)["results"][0];
+  encoded["launchIndex"] = launchIndex;
+  return encoded;
+}
+
+}  // namespace
+
+std::string specIdentity(const api::Spec& spec) {
+  nlohmann::json identity = api::encode(spec);
+  for (const auto* field :
+       {"parallelism", "maxFailedTrials", "trialTimeout", "schedulingTimeout"}) {
+    identity.erase(field);
+  }
+  identity["search"].erase("maxTrials");
+  return hexHash(identity.dump());
+}
+
+tl::expected<void, std::string> writeFileAtomically(const fs::path& path,
+                                                    const std::string& content) {
+  const fs::path temporary = path.string() + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return tl::unexpected(systemError("cannot write " + temporary.string()));
+  }
+  std::size_t written = 0;
+  while (written < content.size()) {
+    const auto count = ::write(fd, content.data() + written, content.size() - written);
+    if (count < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      ::close(fd);
+      return tl::unexpected(systemError("cannot write " + temporary.string()));
+    }
+    written += static_cast<std::size_t>(count);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    return tl::unexpected(systemError("cannot flush " + temporary.string()));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return tl::unexpected(systemError("cannot replace " + path.string()));
+  }
+  return {};
+}
+
+tl::expected<ResultsDirectory, std::string> ResultsDirectory::open(const fs::path& root,
+                                                                   const api::AutotuneJob& job) {
+  std::error_code error;
+  fs::create_directories(root / "results", error);
+  if (!error) {
+    fs::create_directories(root / "exps", error);
+  }
+  if (error) {
+    return tl::unexpected("cannot create results directory " + root.string() + ": " +
+                          error.message());
+  }
+  const fs::path lockPath = root / kLockFile;
+  const int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lockFd < 0) {
+    return tl::unexpected(systemError("cannot write to results directory " + root.string()));
+  }
+  if (::flock(lockFd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lockFd);
+    return tl::unexpected("results directory " + root.string() +
+                          " is in use by another autotune run");
+  }
+  ResultsDirectory directory(root, lockFd, job.name(), specIdentity(job.spec));
+  if (auto loaded = directory.load(); !loaded) {
+    return tl::unexpected(loaded.error());
+  }
+  return directory;
+}
+
+ResultsDirectory::ResultsDirectory(ResultsDirectory&& other) noexcept
+    : root_(std::move(other.root_)),
+      lockFd_(std::exchange(other.lockFd_, -1)),
+      jobName_(std::move(other.jobName_)),
+      specHash_(std::move(other.specHash_)),
+      records_(std::move(other.records_)),
+      launchIndexes_(std::move(other.launchIndexes_)),
+      measured_(other.measured_),
+      nextLaunchIndex_(other.nextLaunchIndex_) {}
+
+ResultsDirectory::~ResultsDirectory() {
+  if (lockFd_ >= 0) {
+    ::close(lockFd_);  // releases the lock
+  }
+}
+
+tl::expected<void, std::string> ResultsDirectory::load() {
+  const fs::path path = root_ / kResultsFile;
+  if (!fs::exists(path)) {
+    return {};
+  }
+  const auto text = readFile(path);
+  if (!text) {
+    return tl::unexpected(text.error());
+  }
+  const nlohmann::json saved = nlohmann::json::parse(*text, nullptr, false);
+  if (saved.is_discarded() || !saved.is_object()) {
+    return tl::unexpected(path.string() + " is not valid JSON; move it away to start over");
+  }
+  const std::string savedJob = saved.value("job", "");
+  if (savedJob != jobName_ || saved.value("specIdentity", "") != specHash_) {
+    return tl::unexpected("results directory " + root_.string() + " holds the results of " +
+                          (savedJob == jobName_ ? "a different spec of job " : "job ") + savedJob +
+                          "; use another --results directory");
+  }
+  nlohmann::json status = {{"results", saved.value("trials", nlohmann::json::array())}};
+  for (auto& trial : status["results"]) {
+    launchIndexes_.push_back(trial.value("launchIndex", 0));
+    trial.erase("launchIndex");
+  }
+  if (saved.contains("model")) {
+    status["model"] = saved["model"];
+  }
+  auto decoded = api::decodeStatus(status);
+  if (!decoded) {
+    return tl::unexpected(path.string() + ": " + api::format(decoded.error().front()));
+  }
+  records_ = std::move(decoded->results);
+  measured_ = decoded->model;
+  nextLaunchIndex_ = launchIndexes_.empty()
+                         ? 0
+                         : *std::max_element(launchIndexes_.begin(), launchIndexes_.end()) + 1;
+  return {};
+}
+
+tl::expected<void, std::string> ResultsDirectory::save() const {
+  nlohmann::json saved = {{"apiVersion", api::kApiVersion},
+                          {"job", jobName_},
+                          {"specIdentity", specHash_},
+                          {"trials", nlohmann::json::array()}};
+  for (std::size_t i = 0; i < records_.size(); ++i) {
+    saved["trials"].push_back(recordJson(records_[i], launchIndexes_[i]));
+  }
+  if (measured_) {
+    api::Status status;
+    status.model = measured_;
+    saved["model"] = api::encode(status)["model"];
+  }
+  return writeFileAtomically(root_ / kResultsFile, saved.dump(2) + "\n");
+}
+
+tl::expected<TrialPaths, std::string> ResultsDirectory::prepareTrial(
+    const tuning::Trial& trial, const nlohmann::json& launchConfig,
+    const std::vector<std::string>& command, const std::string& gpus) {
+  TrialPaths paths;
+  paths.directory = root_ / "results" / trial.name;
+  std::error_code error;
+  fs::remove_all(paths.directory, error);
+  if (!error) {
+    fs::create_directories(paths.directory, error);
+  }
+  if (error) {
+    return tl::unexpected("cannot create " + paths.directory.string() + ": " + error.message());
+  }
+  paths.protocol.config = fs::absolute(paths.directory / "ds_config.json").string();
+  paths.protocol.metrics =
+      fs::absolute(paths.directory / (trial.profile ? "model_info.json" : "metrics.json")).string();
+  paths.stdoutLog = paths.directory / "stdout.log";
+  paths.stderrLog = paths.directory / "stderr.log";
+  nlohmann::json config = launchConfig;
+  const std::string commandLine = [&] {
+    std::string line;
+    for (const auto& word : command) {
+      line += (line.empty() ? "" : " ") + word;
+    }
+    return line;
+  }();
+  const nlohmann::json experiment = {{"name", trial.name},
+                                     {"ds_config", config},
+                                     {"num_gpus", gpus},
+                                     {"command", command},
+                                     {"space", trial.space}};
+  for (const auto& [path, content] : std::vector<std::pair<fs::path, std::string>>{
+           {paths.protocol.config, config.dump(2) + "\n"},
+           {paths.directory / "cmd.txt", commandLine + "\n"},
+           {root_ / "exps" / (trial.name + ".json"), experiment.dump(2) + "\n"}}) {
+    if (auto written = writeFileAtomically(path, content); !written) {
+      return tl::unexpected(written.error());
+    }
+  }
+  return paths;
+}
+
+tl::expected<void, std::string> ResultsDirectory::record(
+    const api::TrialRecord& record, int launchIndex,
+    const std::optional<api::MeasuredModel>& measured) {
+  const auto position = std::upper_bound(launchIndexes_.begin(), launchIndexes_.end(), launchIndex);
+  const auto offset = position - launchIndexes_.begin();
+  launchIndexes_.insert(position, launchIndex);
+  records_.insert(records_.begin() + offset, record);
+  if (measured) {
+    measured_ = measured;
+  }
+  nextLaunchIndex_ = std::max(nextLaunchIndex_, launchIndex + 1);
+  return save();
+}
+
+tl::expected<void, std::string> ResultsDirectory::writeOutcome(const std::string& summary,
+                                                               const nlohmann::json& optimalConfig,
+                                                               const std::string& optimalCommand) {
+  for (const auto& [path, content] : std::vector<std::pair<fs::path, std::string>>{
+           {root_ / "summary.txt", summary},
+           {optimalConfigPath(), optimalConfig.dump(2) + "\n"},
+           {root_ / "cmd_optimal.txt", optimalCommand + "\n"}}) {
+    if (auto written = writeFileAtomically(path, content); !written) {
+      return tl::unexpected(written.error());
+    }
+  }
+  return {};
+}
+
+}  // namespace autotune::executor

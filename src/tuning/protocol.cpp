@@ -1,0 +1,266 @@
+#include "tuning/protocol.h"
+
+#include <algorithm>
+#include <array>
+
+#include "tuning/trial_metrics.h"
+
+namespace autotune::tuning {
+namespace {
+
+constexpr int kDefaultStartProfileStep = 3;
+constexpr int kDefaultEndProfileStep = 5;
+constexpr std::size_t kReasonBytes = 1024;
+
+// Texts that PyTorch, CUDA, cuBLAS and ROCm print when a device allocation fails.
+constexpr std::array<std::string_view, 5> kOutOfMemoryTexts = {
+    "CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
+    "CUBLAS_STATUS_ALLOC_FAILED", "HIP out of memory"};
+
+std::optional<api::MeasuredModel> readModelInfo(const std::string& text) {
+  const nlohmann::json info = nlohmann::json::parse(text, nullptr, false);
+  if (info.is_discarded() || !info.is_object() || !info.contains("num_params") ||
+      !info["num_params"].is_number_integer() || info["num_params"].get<std::int64_t>() <= 0) {
+    return std::nullopt;
+  }
+  api::MeasuredModel measured;
+  measured.numParameters = info["num_params"].get<std::int64_t>();
+  const auto activation = info.find("activation_mem_per_gpu");
+  if (activation != info.end() && activation->is_number()) {
+    measured.activationMemoryPerSample = activation->get<std::int64_t>();
+  }
+  return measured;
+}
+
+Classification exitedCleanly(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
+  if (!exit.metrics) {
+    return {api::Outcome::kMetricsUnavailable, std::nullopt,
+            "exited 0 without writing its metrics file", std::nullopt};
+  }
+  if (profilingTrial) {
+    if (auto measured = readModelInfo(*exit.metrics)) {
+      return {api::Outcome::kSucceeded, std::nullopt, "", measured};
+    }
+    return {api::Outcome::kMetricsUnavailable, std::nullopt,
+            "the model info file has no positive num_params", std::nullopt};
+  }
+  auto value = readMetric(*exit.metrics, metric);
+  if (!value) {
+    return {api::Outcome::kMetricsUnavailable, std::nullopt, value.error(), std::nullopt};
+  }
+  return {api::Outcome::kSucceeded, *value, "", std::nullopt};
+}
+
+// The value of a config key given as a dotted path, or else the first key of that name found
+// anywhere in the config (as DeepSpeed's autotuner looks keys up).
+const nlohmann::json* findKey(const nlohmann::json& config, const std::string& key) {
+  const nlohmann::json::json_pointer pointer("/" + [&] {
+    std::string path = key;
+    std::replace(path.begin(), path.end(), '.', '/');
+    return path;
+  }());
+  if (config.contains(pointer)) {
+    return &config.at(pointer);
+  }
+  if (!config.is_object()) {
+    return nullptr;
+  }
+  if (const auto found = config.find(key); found != config.end()) {
+    return &*found;
+  }
+  for (const auto& [name, value] : config.items()) {
+    if (value.is_object()) {
+      if (const auto* nested = findKey(value, key)) {
+        return nested;
+      }
+    }
+  }
+  return nullptr;
+}
+
+std::string fillPlaceholders(std::string text, const nlohmann::json& config,
+                             std::string_view jobName, const std::string& trialName) {
+  std::size_t start = 0;
+  while ((start = text.find("${", start)) != std::string::npos) {
+    const std::size_t end = text.find('}', start);
+    if (end == std::string::npos) {
+      break;
+    }
+    const std::string key = text.substr(start + 2, end - start - 2);
+    std::string replacement;
+    if (key == "trial") {
+      replacement = trialName;
+    } else if (key == "job") {
+      replacement = jobName;
+    } else if (const auto* value = findKey(config, key)) {
+      replacement = value->is_string() ? value->get<std::string>() : value->dump();
+    } else {
+      start = end + 1;  // validation rejects unknown placeholders; leave it visible
+      continue;
+    }
+    text.replace(start, end - start + 1, replacement);
+    start += replacement.size();
+  }
+  return text;
+}
+
+void setFlag(std::vector<std::string>& argv, const std::string& flag, const std::string& value) {
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == flag && i + 1 < argv.size()) {
+      argv[i + 1] = value;
+      return;
+    }
+    if (argv[i].starts_with(flag + "=")) {
+      argv[i] = flag;
+      argv[i] += "=";
+      argv[i] += value;
+      return;
+    }
+  }
+  argv.push_back(flag);
+  argv.push_back(value);
+}
+
+std::optional<nlohmann::json> primaryContainer(const api::Spec& spec) {
+  const auto containers = spec.podTemplate.value("spec", nlohmann::json::object())
+                              .value("containers", nlohmann::json::array());
+  for (const auto& container : containers) {
+    if (spec.primaryContainer.empty() || container.value("name", "") == spec.primaryContainer) {
+      return container;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+nlohmann::json launchConfig(const api::Spec& spec, const Trial& trial, const TrialFiles& files) {
+  nlohmann::json config = trial.config;
+  const nlohmann::json user = spec.deepspeedConfig.value("autotuning", nlohmann::json::object());
+  nlohmann::json autotuning = {{"enabled", true}};
+  if (trial.profile) {
+    autotuning["model_info"] = {{"profile", true}};
+    autotuning["model_info_path"] = files.metrics;
+  } else {
+    autotuning["metric_path"] = files.metrics;
+    const int start = user.value("start_profile_step", kDefaultStartProfileStep);
+    const int end = user.value("end_profile_step",
+                               std::max(kDefaultEndProfileStep,
+                                        start + kDefaultEndProfileStep - kDefaultStartProfileStep));
+    autotuning["start_profile_step"] = start;
+    autotuning["end_profile_step"] = end;
+  }
+  config["autotuning"] = std::move(autotuning);
+  return config;
+}
+
+std::vector<std::pair<std::string, std::string>> protocolEnvironment(std::string_view jobName,
+                                                                     const Trial& trial,
+                                                                     const TrialFiles& files) {
+  return {{std::string(kJobVariable), std::string(jobName)},
+          {std::string(kTrialVariable), trial.name},
+          {std::string(kConfigVariable), files.config},
+          {std::string(kMetricsVariable), files.metrics}};
+}
+
+Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
+  const std::string message = tail(exit.message, kReasonBytes);
+  if (exit.timedOut) {
+    return {api::Outcome::kTimedOut, std::nullopt, "ran longer than spec.trialTimeout",
+            std::nullopt};
+  }
+  if (exit.oomKilled) {
+    return {api::Outcome::kOOM, std::nullopt, "OOMKilled", std::nullopt};
+  }
+  if (exit.exitCode == 0) {
+    Classification clean = exitedCleanly(exit, metric, profilingTrial);
+    if (clean.outcome == api::Outcome::kSucceeded || !mentionsOutOfMemory(exit.message)) {
+      return clean;
+    }
+  }
+  if (mentionsOutOfMemory(exit.message)) {
+    return {api::Outcome::kOOM, std::nullopt, message, std::nullopt};
+  }
+  std::string reason = exit.signal ? "killed by signal " + std::to_string(*exit.signal)
+                                   : "exited " + std::to_string(exit.exitCode.value_or(-1));
+  if (!message.empty()) {
+    reason += ": " + message;
+  }
+  return {api::Outcome::kFailed, std::nullopt, reason, std::nullopt};
+}
+
+bool mentionsOutOfMemory(std::string_view message) {
+  return std::ranges::any_of(kOutOfMemoryTexts, [&](std::string_view text) {
+    return message.find(text) != std::string_view::npos;
+  });
+}
+
+std::string tail(std::string_view text, std::size_t maxBytes) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+    text.remove_suffix(1);
+  }
+  if (text.size() <= maxBytes) {
+    return std::string(text);
+  }
+  const bool startsAtLine = text[text.size() - maxBytes - 1] == '\n';
+  text = text.substr(text.size() - maxBytes);
+  const auto newline = text.find('\n');
+  if (!startsAtLine && newline != std::string_view::npos && newline + 1 < text.size()) {
+    text.remove_prefix(newline + 1);
+  }
+  return std::string(text);
+}
+
+std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName) {
+  return fillPlaceholders(std::move(text), trial.config, jobName, trial.name);
+}
+
+std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jobName,
+                                      const Trial& trial, std::string_view configPath) {
+  const auto container = primaryContainer(spec);
+  if (!container) {
+    return {};
+  }
+  std::vector<std::string> argv;
+  for (const auto* field : {"command", "args"}) {
+    for (const auto& word : container->value(field, nlohmann::json::array())) {
+      argv.push_back(substitutePlaceholders(word.get<std::string>(), trial, jobName));
+    }
+  }
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--deepspeed" || argv[i] == "--deepspeed_config") {
+      argv[i + 1] = configPath;
+    }
+  }
+  for (const auto& [key, flag] : spec.argMappings) {
+    const auto* value = findKey(trial.config, key);
+    if (value != nullptr && !(value->is_string() && value->get<std::string>() == "auto")) {
+      setFlag(argv, flag, value->is_string() ? value->get<std::string>() : value->dump());
+    }
+  }
+  return argv;
+}
+
+std::string shellJoin(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& word : argv) {
+    if (!line.empty()) {
+      line += ' ';
+    }
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_./=:,+@%") == std::string::npos;
+    if (plain) {
+      line += word;
+    } else {
+      line += '\'';
+      for (const char c : word) {
+        line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      }
+      line += '\'';
+    }
+  }
+  return line;
+}
+
+}  // namespace autotune::tuning

@@ -1,0 +1,78 @@
+#pragma once
+// The trial protocol (DESIGN §3), whatever runs the trial: the config and environment a trial gets,
+// and how the way it ended becomes an outcome. Shared by the local executor and the controller.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/job.h"
+#include "tuning/space.h"
+
+namespace autotune::tuning {
+
+inline constexpr std::string_view kJobVariable = "AUTOTUNE_JOB";
+inline constexpr std::string_view kTrialVariable = "AUTOTUNE_TRIAL";
+inline constexpr std::string_view kConfigVariable = "AUTOTUNE_DS_CONFIG";
+inline constexpr std::string_view kMetricsVariable = "AUTOTUNE_METRICS_PATH";
+
+// Where a trial finds its config and writes what it measured.
+struct TrialFiles {
+  std::string config;
+  std::string metrics;  // autotuning.metric_path, or model_info_path for the profiling trial
+};
+
+// The trial's DeepSpeed config with the protocol's autotuning section: enabled, the metrics path,
+// the profiled steps (3 and 5 unless the user's own autotuning section sets them), and for the
+// profiling trial model_info.profile with model_info_path.
+nlohmann::json launchConfig(const api::Spec& spec, const Trial& trial, const TrialFiles& files);
+
+// AUTOTUNE_JOB, AUTOTUNE_TRIAL, AUTOTUNE_DS_CONFIG and AUTOTUNE_METRICS_PATH.
+std::vector<std::pair<std::string, std::string>> protocolEnvironment(std::string_view jobName,
+                                                                     const Trial& trial,
+                                                                     const TrialFiles& files);
+
+// Where a trial Pod finds its DeepSpeed config.
+inline constexpr std::string_view kTrialConfigPath = "/etc/autotune/ds_config.json";
+
+// The primary container's command and args for a trial: `--deepspeed X` / `--deepspeed_config X`
+// pointed at `configPath`, argMappings flags replaced or appended, and ${key}, ${trial} and
+// ${job} placeholders filled in.
+std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jobName,
+                                      const Trial& trial, std::string_view configPath);
+
+// ${key}, ${trial} and ${job} in one word of the command or the environment, filled in.
+std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName);
+
+// A command line as one shell-quoted string.
+std::string shellJoin(const std::vector<std::string>& argv);
+
+// How a trial's process ended, as far as its runner could tell.
+struct TrialExit {
+  std::optional<int> exitCode;
+  std::optional<int> signal;
+  bool oomKilled = false;              // the kernel or the kubelet reported OOMKilled
+  bool timedOut = false;               // the runner stopped it at spec.trialTimeout
+  std::string message;                 // the tail of its error output or termination message
+  std::optional<std::string> metrics;  // what it wrote to its metrics path, if anything
+};
+
+struct Classification {
+  api::Outcome outcome = api::Outcome::kFailed;
+  std::optional<double> value;
+  std::string reason;
+  std::optional<api::MeasuredModel> measured;  // for a profiling trial that succeeded
+};
+
+Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial);
+
+// Whether a message carries a CUDA / PyTorch out-of-memory error.
+bool mentionsOutOfMemory(std::string_view message);
+
+// The last `maxBytes` of a text, cut at a line start where possible.
+std::string tail(std::string_view text, std::size_t maxBytes);
+
+}  // namespace autotune::tuning

@@ -1,0 +1,347 @@
+// `autotune run` with real processes: trial-sim plays DeepSpeed, autotune plays the user's
+// command line. Each test gets its own directory; nothing waits a fixed time, only on conditions.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "executor/process.h"
+
+namespace autotune::executor {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct JobOptions {
+  std::string name = "gpt2-large";
+  std::string stages = "[0, 1, 2, 3]";
+  std::string microBatch = "auto";
+  int parallelism = 1;
+  std::string trialTimeout = "5m";
+  int maxFailedTrials = 10;
+  std::vector<std::string> simulatorFlags = {"--startup-seconds", "0.1"};
+};
+
+struct Finished {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string readText(const fs::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Seconds since the epoch of an RFC 3339 time with milliseconds, e.g. 2026-11-22T12:46:08.123Z.
+double epochSeconds(const std::string& time) {
+  std::tm parts{};
+  std::istringstream in(time);
+  in >> std::get_time(&parts, "%Y-%m-%dT%H:%M:%S");
+  const double fraction = time.size() > 20 ? std::stod(time.substr(19, time.size() - 20)) : 0;
+  return static_cast<double>(timegm(&parts)) + fraction;
+}
+
+class LocalRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    directory_ = fs::temp_directory_path() /
+                 ("autotune-run-" + std::string(test->name()) + "-" + std::to_string(getpid()));
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  fs::path writeJob(const JobOptions& options) const {
+    std::string command = "[" + std::string(TRIAL_SIM_BINARY) + ", --profile, gpt2-large";
+    for (const auto& flag : options.simulatorFlags) {
+      command += ", \"" + flag + "\"";
+    }
+    command += ", --launch-log, " + launchLog().string() + "]";
+    const fs::path path = directory_ / (options.name + ".yaml");
+    std::ofstream(path) << "apiVersion: autotune.io/v1alpha1\n"
+                        << "kind: AutotuneJob\n"
+                        << "metadata: {name: " << options.name << "}\n"
+                        << "spec:\n"
+                        << "  deepspeedConfig:\n"
+                        << "    train_micro_batch_size_per_gpu: " << options.microBatch << "\n"
+                        << "    gradient_accumulation_steps: 1\n"
+                        << "    fp16: {enabled: true}\n"
+                        << "    zero_optimization: {stage: " << options.stages << "}\n"
+                        << "  model: {numParameters: 774000000, "
+                           "activationMemoryPerSample: 9600000000}\n"
+                        << "  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}\n"
+                        << "  parallelism: " << options.parallelism << "\n"
+                        << "  trialTimeout: " << options.trialTimeout << "\n"
+                        << "  maxFailedTrials: " << options.maxFailedTrials << "\n"
+                        << "  argMappings: {train_micro_batch_size_per_gpu: "
+                           "--per_device_train_batch_size}\n"
+                        << "  template:\n"
+                        << "    spec:\n"
+                        << "      containers:\n"
+                        << "      - name: trainer\n"
+                        << "        command: " << command << "\n"
+                        << "        args: [--deepspeed, /etc/autotune/ds_config.json]\n";
+    return path;
+  }
+
+  fs::path results() const { return directory_ / "results"; }
+  fs::path launchLog() const { return directory_ / "launches.log"; }
+
+  ChildProcess start(const std::vector<std::string>& arguments) const {
+    std::vector<std::string> argv = {AUTOTUNE_BINARY, "run"};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    auto process = ChildProcess::start({argv,
+                                        {},
+                                        directory_.string(),
+                                        (directory_ / "stdout.txt").string(),
+                                        (directory_ / "stderr.txt").string()});
+    EXPECT_TRUE(process) << (process ? "" : process.error());
+    return *process;
+  }
+
+  Finished run(const std::vector<std::string>& arguments) const {
+    ChildProcess process = start(arguments);
+    const ExitStatus status = process.wait();
+    return {status.exitCode.value_or(-1), readText(directory_ / "stdout.txt"),
+            readText(directory_ / "stderr.txt")};
+  }
+
+  json recorded() const {
+    const std::string text = readText(results() / "results.json");
+    return text.empty() ? json::object() : json::parse(text, nullptr, false);
+  }
+
+  std::map<std::string, int> launchCounts() const {
+    std::map<std::string, int> counts;
+    std::istringstream lines(readText(launchLog()));
+    for (std::string line; std::getline(lines, line);) {
+      ++counts[line];
+    }
+    return counts;
+  }
+
+  template <typename Condition>
+  static bool waitFor(Condition condition, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      if (condition()) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return condition();
+  }
+
+  fs::path directory_;
+};
+
+std::vector<std::string> runArguments(const fs::path& job, const fs::path& results,
+                                      const std::string& gpus = "0-15") {
+  return {job.string(), "--gpus", gpus, "--results", results.string()};
+}
+
+std::string outcomeOf(const json& recorded, const std::string& trial) {
+  for (const auto& record : recorded.value("trials", json::array())) {
+    if (record.value("name", "") == trial) {
+      return record.value("outcome", "");
+    }
+  }
+  return "<not recorded>";
+}
+
+TEST_F(LocalRun, TheGpt2LargeExampleEndsAtThePublishedBest) {
+  const fs::path example = fs::path(AUTOTUNE_SOURCE_DIR) / "examples/gpt2-large-local.yaml";
+  const Finished finished = run(runArguments(example, results(), "0-31"));
+  ASSERT_EQ(finished.exitCode, 0) << finished.err << finished.out;
+  EXPECT_NE(finished.out.find("Best trial: z1_gas1_tmbspg3"), std::string::npos) << finished.out;
+
+  const json optimal = json::parse(readText(results() / "ds_config_optimal.json"));
+  EXPECT_EQ(optimal["zero_optimization"]["stage"], 1);
+  EXPECT_EQ(optimal["train_micro_batch_size_per_gpu"], 3);
+  EXPECT_EQ(optimal["train_batch_size"], 48);
+  EXPECT_FALSE(optimal.contains("autotuning"));
+  EXPECT_NE(readText(results() / "cmd_optimal.txt").find("--per_device_train_batch_size 3"),
+            std::string::npos);
+  EXPECT_NE(readText(results() / "summary.txt").find("| global"), std::string::npos);
+
+  const json recorded = this->recorded();
+  EXPECT_EQ(outcomeOf(recorded, "z1_gas1_tmbspg3"), "Succeeded");
+  EXPECT_EQ(outcomeOf(recorded, "z1_gas1_tmbspg4"), "OOM");
+  for (const auto& record : recorded["trials"]) {
+    const fs::path trial = results() / "results" / record["name"].get<std::string>();
+    for (const auto* file : {"ds_config.json", "cmd.txt", "stdout.log", "stderr.log"}) {
+      EXPECT_TRUE(fs::exists(trial / file)) << trial / file;
+    }
+    EXPECT_TRUE(fs::exists(results() / "exps" / (record["name"].get<std::string>() + ".json")));
+    if (record["outcome"] == "Succeeded") {
+      EXPECT_TRUE(fs::exists(trial / "metrics.json")) << trial;
+    }
+  }
+}
+
+// Whether any two recorded trials ran at the same time.
+bool anyOverlap(const json& recorded) {
+  std::vector<std::pair<double, double>> intervals;
+  for (const auto& record : recorded["trials"]) {
+    const double start = epochSeconds(record["startTime"].get<std::string>());
+    intervals.emplace_back(start, start + record["durationSeconds"].get<double>());
+  }
+  for (std::size_t i = 0; i < intervals.size(); ++i) {
+    for (std::size_t j = i + 1; j < intervals.size(); ++j) {
+      if (intervals[i].first < intervals[j].second && intervals[j].first < intervals[i].second) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+TEST_F(LocalRun, TwoTrialsRunAtOnceOnlyWithParallelismAndTheGpusForIt) {
+  JobOptions options;
+  options.simulatorFlags = {"--startup-seconds", "0.3"};
+  options.parallelism = 2;
+  ASSERT_EQ(run(runArguments(writeJob(options), directory_ / "parallel", "0-31")).exitCode, 0);
+  const json parallel = json::parse(readText(directory_ / "parallel/results.json"));
+  EXPECT_TRUE(anyOverlap(parallel));
+
+  options.name = "sequential";
+  options.parallelism = 1;
+  ASSERT_EQ(run(runArguments(writeJob(options), directory_ / "sequential", "0-31")).exitCode, 0);
+  EXPECT_FALSE(anyOverlap(json::parse(readText(directory_ / "sequential/results.json"))));
+
+  options.name = "few-gpus";
+  options.parallelism = 2;
+  ASSERT_EQ(run(runArguments(writeJob(options), directory_ / "few-gpus", "0-15")).exitCode, 0);
+  EXPECT_FALSE(anyOverlap(json::parse(readText(directory_ / "few-gpus/results.json"))));
+}
+
+TEST_F(LocalRun, KilledMidJobAndRunAgainItRunsNoFinishedTrialTwice) {
+  JobOptions options;
+  options.simulatorFlags = {"--startup-seconds", "0.3"};
+  const fs::path job = writeJob(options);
+  ChildProcess first = start(runArguments(job, results()));
+  ASSERT_TRUE(waitFor([&] { return recorded().value("trials", json::array()).size() >= 3; },
+                      std::chrono::seconds(60)));
+  first.signalGroup(SIGKILL);
+  first.wait();
+  std::set<std::string> finishedBeforeKill;
+  for (const auto& record : recorded()["trials"]) {
+    finishedBeforeKill.insert(record["name"].get<std::string>());
+  }
+
+  const Finished second = run(runArguments(job, results()));
+  ASSERT_EQ(second.exitCode, 0) << second.err;
+  EXPECT_NE(second.out.find("Best trial: z1_gas1_tmbspg3"), std::string::npos);
+  const auto counts = launchCounts();
+  for (const auto& name : finishedBeforeKill) {
+    EXPECT_EQ(counts.at(name), 1) << name << " ran again after the restart";
+  }
+  EXPECT_GT(counts.size(), finishedBeforeKill.size());
+}
+
+TEST_F(LocalRun, GarbageMetricsAreMetricsUnavailable) {
+  JobOptions options;
+  options.simulatorFlags = {"--garbage-metrics"};
+  options.maxFailedTrials = 1;
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  EXPECT_EQ(finished.exitCode, 1);
+  EXPECT_EQ(outcomeOf(recorded(), "z0_gas1_tmbspg1"), "MetricsUnavailable");
+}
+
+// The memory model lets ZeRO-3 at micro-batch 2 through; GPT2-large's published ZeRO-3 run failed.
+TEST_F(LocalRun, AConfigThatDoesNotFitIsOOM) {
+  JobOptions options;
+  options.stages = "3";
+  options.microBatch = "[2]";
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  EXPECT_EQ(finished.exitCode, 1) << "no trial can succeed";
+  EXPECT_EQ(outcomeOf(recorded(), "z3_gas1_tmbspg2"), "OOM");
+  EXPECT_NE(readText(results() / "results/z3_gas1_tmbspg2/stderr.log").find("out of memory"),
+            std::string::npos);
+}
+
+TEST_F(LocalRun, ATrialOverItsTimeoutIsStoppedAndTimedOut) {
+  JobOptions options;
+  options.stages = "1";
+  options.microBatch = "[3]";
+  options.trialTimeout = "1s";
+  options.simulatorFlags = {"--step-seconds", "600"};
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  EXPECT_EQ(finished.exitCode, 1);
+  EXPECT_EQ(outcomeOf(recorded(), "z1_gas1_tmbspg3"), "TimedOut");
+}
+
+TEST_F(LocalRun, SigtermStopsEveryTrialAndRecordsNothingFalse) {
+  JobOptions options;
+  options.simulatorFlags = {"--step-seconds", "600"};
+  ChildProcess process = start(runArguments(writeJob(options), results()));
+  ASSERT_TRUE(waitFor([&] { return launchCounts().size() == 1; }, std::chrono::seconds(30)));
+  process.signalGroup(SIGTERM);
+  const ExitStatus status = process.wait();
+  EXPECT_EQ(status.exitCode, 128 + SIGTERM);
+  EXPECT_EQ(outcomeOf(recorded(), "z0_gas1_tmbspg1"), "<not recorded>");
+}
+
+TEST_F(LocalRun, ACommandThatDoesNotExistIsRefusedBeforeAnythingRuns) {
+  const fs::path job = directory_ / "job.yaml";
+  std::string text = readText(writeJob({}));
+  text.replace(text.find(TRIAL_SIM_BINARY), std::string(TRIAL_SIM_BINARY).size(),
+               "no-such-trainer");
+  std::ofstream(job) << text;
+  const Finished finished = run(runArguments(job, results()));
+  EXPECT_EQ(finished.exitCode, 2);
+  EXPECT_NE(finished.err.find("\"no-such-trainer\" is not found on PATH"), std::string::npos)
+      << finished.err;
+  EXPECT_EQ(std::count(finished.err.begin(), finished.err.end(), '\n'), 1);
+  EXPECT_FALSE(fs::exists(launchLog()));
+}
+
+TEST_F(LocalRun, FewerGpusThanOneTrialNeedsIsRefused) {
+  const Finished finished = run(runArguments(writeJob({}), results(), "0-7"));
+  EXPECT_EQ(finished.exitCode, 2);
+  EXPECT_NE(finished.err.find("a trial needs 16 GPUs"), std::string::npos) << finished.err;
+}
+
+TEST_F(LocalRun, AnUnwritableResultsDirectoryIsRefused) {
+  std::ofstream(directory_ / "a-file") << "not a directory";
+  const Finished finished = run(runArguments(writeJob({}), directory_ / "a-file" / "results"));
+  EXPECT_EQ(finished.exitCode, 2);
+  EXPECT_NE(finished.err.find("cannot create results directory"), std::string::npos)
+      << finished.err;
+}
+
+TEST_F(LocalRun, ResultsOfAnotherJobAreRefusedAndKept) {
+  JobOptions options;
+  options.stages = "1";
+  options.microBatch = "[3]";
+  ASSERT_EQ(run(runArguments(writeJob(options), results())).exitCode, 0);
+  const std::string before = readText(results() / "results.json");
+
+  options.stages = "[1, 2]";
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  EXPECT_EQ(finished.exitCode, 2);
+  EXPECT_NE(finished.err.find("different spec"), std::string::npos) << finished.err;
+  EXPECT_EQ(readText(results() / "results.json"), before);
+}
+
+}  // namespace
+}  // namespace autotune::executor

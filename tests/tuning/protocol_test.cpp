@@ -1,0 +1,462 @@
+#include "tuning/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/job.h"
+#include "tuning/space.h"
+
+namespace {
+
+using autotune::api::Metric;
+using autotune::api::Outcome;
+using autotune::api::Spec;
+using autotune::tuning::Classification;
+using autotune::tuning::classify;
+using autotune::tuning::describeSpace;
+using autotune::tuning::launchConfig;
+using autotune::tuning::makeFastTrial;
+using autotune::tuning::makeProfileTrial;
+using autotune::tuning::mentionsOutOfMemory;
+using autotune::tuning::protocolEnvironment;
+using autotune::tuning::shellJoin;
+using autotune::tuning::substitutePlaceholders;
+using autotune::tuning::tail;
+using autotune::tuning::Trial;
+using autotune::tuning::trialCommand;
+using autotune::tuning::TrialExit;
+using autotune::tuning::TrialFiles;
+using nlohmann::json;
+
+constexpr std::string_view kConfigPath = "/etc/autotune/ds_config.json";
+constexpr std::string_view kMetrics =
+    R"({"throughput": 87.3, "latency": 5865000.0, "FLOPS_per_gpu": 1.2e13, "flops": 7})";
+constexpr std::string_view kPyTorchOutOfMemory =
+    "Traceback (most recent call last):\n"
+    "  File \"train.py\", line 212, in <module>\n"
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 31.75 "
+    "GiB total capacity; 28.12 GiB already allocated; 1.43 GiB free)\n";
+
+const TrialFiles kFiles{"/runs/gpt2/results/z1_gas1_tmbspg3/ds_config.json",
+                        "/runs/gpt2/results/z1_gas1_tmbspg3/metrics.json"};
+
+Spec specWithArgs(json args, int gpus = 1) {
+  Spec spec;
+  spec.deepspeedConfig = {{"zero_optimization", {{"stage", "all"}}},
+                          {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 0.0001}}}}},
+                          {"fp16", {{"enabled", true}}}};
+  spec.resources.gpusPerTrial = gpus;
+  spec.podTemplate = {
+      {"spec",
+       {{"containers",
+         {{{"name", "trainer"}, {"command", {"deepspeed", "train.py"}}, {"args", args}}}}}}};
+  return spec;
+}
+
+Spec plainSpec() { return specWithArgs(json::array()); }
+
+Trial fastTrial(const Spec& spec, int stage, int microBatch, int gradientAccumulation) {
+  return makeFastTrial(describeSpace(spec), stage, microBatch, gradientAccumulation);
+}
+
+std::vector<std::string> command(const Spec& spec, const Trial& trial) {
+  return trialCommand(spec, "gpt2-large", trial, kConfigPath);
+}
+
+TrialExit exitedWith(int code, std::string message = "",
+                     std::optional<std::string> metrics = std::nullopt) {
+  TrialExit exit;
+  exit.exitCode = code;
+  exit.message = std::move(message);
+  exit.metrics = std::move(metrics);
+  return exit;
+}
+
+TrialExit succeededWith(std::string_view metrics, std::string message = "") {
+  return exitedWith(0, std::move(message), std::string(metrics));
+}
+
+Classification classifyFast(const TrialExit& exit, Metric metric = Metric::kThroughput) {
+  return classify(exit, metric, false);
+}
+
+bool contains(const std::string& text, std::string_view part) {
+  return text.find(part) != std::string::npos;
+}
+
+// --- classify: clean exits ----------------------------------------------------------------------
+
+TEST(Classify, ACleanExitWithMetricsSucceedsWithTheMeasuredThroughput) {
+  const auto result = classifyFast(succeededWith(kMetrics));
+  EXPECT_EQ(result.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(result.value, 87.3);
+  EXPECT_EQ(result.measured, std::nullopt);
+}
+
+TEST(Classify, TheLatencyMetricIsReadFromLatency) {
+  const auto result = classifyFast(succeededWith(kMetrics), Metric::kLatency);
+  EXPECT_EQ(result.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(result.value, 5865000.0);
+}
+
+TEST(Classify, TheFlopsMetricIsReadFromFlopsPerGpuAsDeepSpeedWritesIt) {
+  const auto result = classifyFast(succeededWith(kMetrics), Metric::kFlops);
+  EXPECT_EQ(result.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(result.value, 1.2e13);
+}
+
+TEST(Classify, ACleanExitWithoutAMetricsFileIsMetricsUnavailable) {
+  const auto result = classifyFast(exitedWith(0));
+  EXPECT_EQ(result.outcome, Outcome::kMetricsUnavailable);
+  EXPECT_EQ(result.value, std::nullopt);
+  EXPECT_FALSE(result.reason.empty());
+}
+
+TEST(Classify, ACleanExitWithGarbageMetricsIsMetricsUnavailableAndSaysWhy) {
+  const auto garbage = classifyFast(succeededWith("throughput=87.3"));
+  EXPECT_EQ(garbage.outcome, Outcome::kMetricsUnavailable);
+  EXPECT_EQ(garbage.value, std::nullopt);
+  EXPECT_TRUE(contains(garbage.reason, "not a JSON object")) << garbage.reason;
+
+  const auto missing = classifyFast(succeededWith(R"({"latency": 5865000.0})"));
+  EXPECT_EQ(missing.outcome, Outcome::kMetricsUnavailable);
+  EXPECT_TRUE(contains(missing.reason, "throughput")) << missing.reason;
+}
+
+TEST(Classify, AStrayOutOfMemoryWarningDoesNotSpoilATrialThatMeasured) {
+  const auto result =
+      classifyFast(succeededWith(kMetrics,
+                                 "[WARNING] CUDA out of memory while probing the bucket size; "
+                                 "retrying with a smaller one\n"));
+  EXPECT_EQ(result.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(result.value, 87.3);
+}
+
+TEST(Classify, AWarningThatSaysErrorDoesNotFailASuccessfulTrial) {
+  // DeepSpeed's own autotuner marks any stderr containing "error" as a failure (defect B9).
+  const auto result = classifyFast(succeededWith(
+      kMetrics,
+      "/usr/lib/python3/dist-packages/torch/utils/checkpoint.py:31: UserWarning: None of the "
+      "inputs have requires_grad=True; this will be an error in a future release\n"));
+  EXPECT_EQ(result.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(result.value, 87.3);
+  EXPECT_TRUE(result.reason.empty()) << result.reason;
+}
+
+TEST(Classify, ACleanExitWithoutMetricsButAnOutOfMemoryErrorIsOOM) {
+  const auto result = classifyFast(exitedWith(0, std::string(kPyTorchOutOfMemory)));
+  EXPECT_EQ(result.outcome, Outcome::kOOM);
+  EXPECT_EQ(result.value, std::nullopt);
+}
+
+// --- classify: failures -------------------------------------------------------------------------
+
+TEST(Classify, APyTorchOutOfMemoryErrorIsOOMWithTheMessageAsReason) {
+  const auto result = classifyFast(exitedWith(1, std::string(kPyTorchOutOfMemory)));
+  EXPECT_EQ(result.outcome, Outcome::kOOM);
+  EXPECT_TRUE(contains(result.reason, "CUDA out of memory. Tried to allocate 2.00 GiB"))
+      << result.reason;
+}
+
+TEST(Classify, OOMKilledIsOOMWhateverTheMessage) {
+  TrialExit exit = exitedWith(137, "Killed");
+  exit.oomKilled = true;
+  const auto result = classifyFast(exit);
+  EXPECT_EQ(result.outcome, Outcome::kOOM);
+  EXPECT_EQ(result.reason, "OOMKilled");
+}
+
+TEST(Classify, AnotherNonZeroExitIsFailedWithTheExitCodeAndMessage) {
+  const auto result = classifyFast(exitedWith(1, "ValueError: unknown optimizer Adamw\n"));
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  EXPECT_EQ(result.value, std::nullopt);
+  EXPECT_EQ(result.reason, "exited 1: ValueError: unknown optimizer Adamw");
+}
+
+TEST(Classify, ANonZeroExitWithoutMessageNamesTheExitCode) {
+  const auto result = classifyFast(exitedWith(2));
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  EXPECT_EQ(result.reason, "exited 2");
+}
+
+TEST(Classify, ANonZeroExitIsFailedEvenWithValidMetrics) {
+  const auto result = classifyFast(exitedWith(1, "Segmentation fault", std::string(kMetrics)));
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  EXPECT_EQ(result.value, std::nullopt);
+}
+
+TEST(Classify, KilledByASignalIsFailedNamingTheSignal) {
+  TrialExit exit;
+  exit.signal = 9;
+  const auto result = classifyFast(exit);
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  EXPECT_EQ(result.reason, "killed by signal 9");
+}
+
+TEST(Classify, TimedOutWinsOverACleanExitWithMetrics) {
+  TrialExit exit = succeededWith(kMetrics);
+  exit.timedOut = true;
+  const auto result = classifyFast(exit);
+  EXPECT_EQ(result.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(result.value, std::nullopt);
+}
+
+TEST(Classify, TimedOutWinsOverAnOutOfMemoryError) {
+  TrialExit exit = exitedWith(1, std::string(kPyTorchOutOfMemory));
+  exit.timedOut = true;
+  exit.oomKilled = true;
+  EXPECT_EQ(classifyFast(exit).outcome, Outcome::kTimedOut);
+}
+
+TEST(Classify, AMessageOverOneKibibyteIsCutToItsTailInTheReason) {
+  std::string message;
+  for (int line = 0; line < 100; ++line) {
+    message += "  frame " + std::to_string(line) + " of a very long Python traceback ......\n";
+  }
+  message += "RuntimeError: NCCL communicator was aborted\n";
+  ASSERT_GT(message.size(), 2048U);
+  const auto result = classifyFast(exitedWith(1, message));
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  const std::string prefix = "exited 1: ";
+  ASSERT_TRUE(result.reason.starts_with(prefix)) << result.reason;
+  const std::string cut = result.reason.substr(prefix.size());
+  EXPECT_LE(cut.size(), 1024U);
+  EXPECT_TRUE(cut.ends_with("RuntimeError: NCCL communicator was aborted")) << cut;
+  EXPECT_TRUE(cut.starts_with("  frame ")) << cut;
+  EXPECT_FALSE(contains(cut, "frame 0 ")) << cut;
+}
+
+// --- classify: the profiling trial --------------------------------------------------------------
+
+TEST(Classify, AProfilingTrialSucceedsWithTheMeasuredModel) {
+  const auto result =
+      classify(succeededWith(R"({"num_params": 774000000, "activation_mem_per_gpu": 9600000000})"),
+               Metric::kThroughput, true);
+  EXPECT_EQ(result.outcome, Outcome::kSucceeded);
+  ASSERT_TRUE(result.measured.has_value());
+  EXPECT_EQ(result.measured->numParameters, 774000000);
+  EXPECT_EQ(result.measured->activationMemoryPerSample, 9600000000);
+}
+
+TEST(Classify, AProfilingTrialWithoutNumParamsIsMetricsUnavailable) {
+  const auto result = classify(succeededWith(R"({"activation_mem_per_gpu": 9600000000})"),
+                               Metric::kThroughput, true);
+  EXPECT_EQ(result.outcome, Outcome::kMetricsUnavailable);
+  EXPECT_EQ(result.measured, std::nullopt);
+  EXPECT_FALSE(result.reason.empty());
+}
+
+TEST(Classify, AProfilingTrialReadsModelInfoNotTheSearchMetric) {
+  const auto result = classify(succeededWith(kMetrics), Metric::kThroughput, true);
+  EXPECT_EQ(result.outcome, Outcome::kMetricsUnavailable);
+  EXPECT_EQ(result.measured, std::nullopt);
+}
+
+// --- launchConfig -------------------------------------------------------------------------------
+
+TEST(LaunchConfig, EnablesAutotuningWithTheMetricsPathAndDefaultProfileSteps) {
+  const Spec spec = plainSpec();
+  const json config = launchConfig(spec, fastTrial(spec, 1, 3, 1), kFiles);
+  EXPECT_EQ(config["autotuning"], json({{"enabled", true},
+                                        {"metric_path", kFiles.metrics},
+                                        {"start_profile_step", 3},
+                                        {"end_profile_step", 5}}));
+}
+
+TEST(LaunchConfig, KeepsTheProfileStepsTheUserSet) {
+  Spec spec = plainSpec();
+  spec.deepspeedConfig["autotuning"] = {
+      {"enabled", true}, {"start_profile_step", 10}, {"end_profile_step", 20}};
+  const json config = launchConfig(spec, fastTrial(spec, 1, 3, 1), kFiles);
+  EXPECT_EQ(config["autotuning"]["start_profile_step"], 10);
+  EXPECT_EQ(config["autotuning"]["end_profile_step"], 20);
+  EXPECT_EQ(config["autotuning"]["metric_path"], kFiles.metrics);
+}
+
+TEST(LaunchConfig, AProfilingTrialAsksForModelInfoInsteadOfMetrics) {
+  const Spec spec = plainSpec();
+  const TrialFiles files{"/runs/gpt2/results/profile_model_info/ds_config.json",
+                         "/runs/gpt2/results/profile_model_info/model_info.json"};
+  const json config = launchConfig(spec, makeProfileTrial(describeSpace(spec)), files);
+  const json& autotuning = config["autotuning"];
+  EXPECT_EQ(autotuning["enabled"], true);
+  EXPECT_EQ(autotuning["model_info"], json({{"profile", true}}));
+  EXPECT_EQ(autotuning["model_info_path"], files.metrics);
+  EXPECT_FALSE(autotuning.contains("metric_path")) << autotuning.dump();
+}
+
+TEST(LaunchConfig, LeavesTheRestOfTheTrialConfigUnchanged) {
+  const Spec spec = plainSpec();
+  const Trial trial = fastTrial(spec, 2, 4, 1);
+  json config = launchConfig(spec, trial, kFiles);
+  ASSERT_TRUE(config.contains("autotuning"));
+  config.erase("autotuning");
+  EXPECT_EQ(config, trial.config);
+}
+
+// --- protocolEnvironment ------------------------------------------------------------------------
+
+TEST(ProtocolEnvironment, NamesTheJobTheTrialTheConfigAndTheMetricsPath) {
+  const Spec spec = plainSpec();
+  const auto environment = protocolEnvironment("gpt2-large", fastTrial(spec, 1, 3, 1), kFiles);
+  EXPECT_EQ(environment, (std::vector<std::pair<std::string, std::string>>{
+                             {"AUTOTUNE_JOB", "gpt2-large"},
+                             {"AUTOTUNE_TRIAL", "z1_gas1_tmbspg3"},
+                             {"AUTOTUNE_DS_CONFIG", kFiles.config},
+                             {"AUTOTUNE_METRICS_PATH", kFiles.metrics}}));
+}
+
+// --- mentionsOutOfMemory ------------------------------------------------------------------------
+
+TEST(MentionsOutOfMemory, RecognisesCudaPyTorchCublasAndRocmErrors) {
+  EXPECT_TRUE(mentionsOutOfMemory(kPyTorchOutOfMemory));
+  EXPECT_TRUE(mentionsOutOfMemory("torch.OutOfMemoryError: Tried to allocate 20.00 MiB"));
+  EXPECT_TRUE(mentionsOutOfMemory("RuntimeError: CUDA error: out of memory"));
+  EXPECT_TRUE(mentionsOutOfMemory(
+      "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"));
+  EXPECT_TRUE(mentionsOutOfMemory("torch.OutOfMemoryError: HIP out of memory."));
+}
+
+TEST(MentionsOutOfMemory, IgnoresOtherErrors) {
+  EXPECT_FALSE(mentionsOutOfMemory(""));
+  EXPECT_FALSE(mentionsOutOfMemory("ValueError: unknown optimizer Adamw"));
+  EXPECT_FALSE(mentionsOutOfMemory("RuntimeError: NCCL error: unhandled system error"));
+  EXPECT_FALSE(mentionsOutOfMemory("[INFO] memory usage: 12.3 GiB of 31.7 GiB"));
+}
+
+// --- tail ---------------------------------------------------------------------------------------
+
+TEST(Tail, KeepsAShortTextWhole) { EXPECT_EQ(tail("one\ntwo", 100), "one\ntwo"); }
+
+TEST(Tail, DropsTrailingNewlinesAndSpaces) { EXPECT_EQ(tail("Killed \n\n", 100), "Killed"); }
+
+TEST(Tail, KeepsTheLastBytesFromALineStart) {
+  EXPECT_EQ(tail("first line\nsecond line\nthird\n", 12), "third");
+}
+
+TEST(Tail, KeepsEveryWholeLineThatFits) {
+  // The last 9 bytes start exactly at a line start: both lines fit.
+  EXPECT_EQ(tail("aaaa\nbbbb\ncccc", 9), "bbbb\ncccc");
+}
+
+TEST(Tail, CutsALongSingleLineToItsLastBytes) { EXPECT_EQ(tail("0123456789abcdef", 6), "abcdef"); }
+
+// --- substitutePlaceholders ---------------------------------------------------------------------
+
+TEST(SubstitutePlaceholders, FillsInADottedConfigKey) {
+  const Spec spec = plainSpec();
+  EXPECT_EQ(substitutePlaceholders("--zero_stage=${zero_optimization.stage}",
+                                   fastTrial(spec, 2, 4, 1), "gpt2-large"),
+            "--zero_stage=2");
+}
+
+TEST(SubstitutePlaceholders, FillsInATopLevelConfigKey) {
+  const Spec spec = plainSpec();
+  EXPECT_EQ(substitutePlaceholders("${train_micro_batch_size_per_gpu}", fastTrial(spec, 2, 4, 1),
+                                   "gpt2-large"),
+            "4");
+}
+
+TEST(SubstitutePlaceholders, FillsInAStringValueWithoutQuotes) {
+  const Spec spec = plainSpec();
+  EXPECT_EQ(
+      substitutePlaceholders("--optim=${optimizer.type}", fastTrial(spec, 1, 1, 1), "gpt2-large"),
+      "--optim=AdamW");
+}
+
+TEST(SubstitutePlaceholders, FillsInTheTrialAndTheJob) {
+  const Spec spec = plainSpec();
+  EXPECT_EQ(
+      substitutePlaceholders("/out/${job}/${trial}/${trial}", fastTrial(spec, 1, 3, 1), "gpt2"),
+      "/out/gpt2/z1_gas1_tmbspg3/z1_gas1_tmbspg3");
+}
+
+TEST(SubstitutePlaceholders, LeavesKubernetesVariablesAlone) {
+  const Spec spec = plainSpec();
+  EXPECT_EQ(substitutePlaceholders("$(POD_NAME)/${trial}/$(HOME)", fastTrial(spec, 1, 3, 1),
+                                   "gpt2-large"),
+            "$(POD_NAME)/z1_gas1_tmbspg3/$(HOME)");
+}
+
+TEST(SubstitutePlaceholders, LeavesATextWithoutPlaceholdersAsItIs) {
+  const Spec spec = plainSpec();
+  EXPECT_EQ(substitutePlaceholders("--fp16 $ {trial} ${", fastTrial(spec, 1, 3, 1), "gpt2-large"),
+            "--fp16 $ {trial} ${");
+}
+
+// --- trialCommand -------------------------------------------------------------------------------
+
+TEST(TrialCommand, PointsDeepSpeedFlagsAtTheTrialConfig) {
+  const Spec spec =
+      specWithArgs({"--deepspeed", "ds_config.json", "--deepspeed_config", "other.json"});
+  const auto argv = command(spec, fastTrial(spec, 1, 3, 1));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--deepspeed",
+                                            std::string(kConfigPath), "--deepspeed_config",
+                                            std::string(kConfigPath)}));
+}
+
+TEST(TrialCommand, ReplacesAMappedFlagThatIsPresent) {
+  Spec spec = specWithArgs({"--per_device_train_batch_size", "1", "--fp16"});
+  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
+  const auto argv = command(spec, fastTrial(spec, 1, 6, 1));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py",
+                                            "--per_device_train_batch_size", "6", "--fp16"}));
+}
+
+TEST(TrialCommand, AppendsAMappedFlagThatIsAbsent) {
+  Spec spec = specWithArgs({"--fp16"});
+  spec.argMappings = {{"gradient_accumulation_steps", "--gradient_accumulation_steps"}};
+  const auto argv = command(spec, fastTrial(spec, 1, 6, 2));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--fp16",
+                                            "--gradient_accumulation_steps", "2"}));
+}
+
+TEST(TrialCommand, ReplacesAMappedFlagGivenWithEquals) {
+  Spec spec = specWithArgs({"--per_device_train_batch_size=1"});
+  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
+  const auto argv = command(spec, fastTrial(spec, 1, 6, 1));
+  EXPECT_EQ(argv,
+            (std::vector<std::string>{"deepspeed", "train.py", "--per_device_train_batch_size=6"}));
+}
+
+TEST(TrialCommand, FillsInPlaceholders) {
+  const Spec spec = specWithArgs({"--zero_stage", "${zero_optimization.stage}",
+                                  "--output_dir=/out/${job}/${trial}",
+                                  "--batch=${train_micro_batch_size_per_gpu}"});
+  const auto argv = command(spec, fastTrial(spec, 2, 4, 1));
+  EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--zero_stage", "2",
+                                            "--output_dir=/out/gpt2-large/z2_gas1_tmbspg4",
+                                            "--batch=4"}));
+}
+
+TEST(TrialCommand, UsesTheNamedPrimaryContainer) {
+  Spec spec = specWithArgs({"--fp16"});
+  spec.podTemplate["spec"]["containers"].insert(
+      spec.podTemplate["spec"]["containers"].begin(),
+      json({{"name", "sidecar"}, {"command", {"sleep", "infinity"}}}));
+  spec.primaryContainer = "trainer";
+  EXPECT_EQ(command(spec, fastTrial(spec, 1, 1, 1)),
+            (std::vector<std::string>{"deepspeed", "train.py", "--fp16"}));
+}
+
+// --- shellJoin ----------------------------------------------------------------------------------
+
+TEST(ShellJoin, LeavesPlainWordsAlone) {
+  EXPECT_EQ(shellJoin({"deepspeed", "train.py", "--deepspeed", "/etc/autotune/ds_config.json"}),
+            "deepspeed train.py --deepspeed /etc/autotune/ds_config.json");
+}
+
+TEST(ShellJoin, QuotesWordsWithSpacesOrQuotes) {
+  EXPECT_EQ(shellJoin({"echo", "hello world", "it's", ""}), "echo 'hello world' 'it'\\''s' ''");
+}
+
+TEST(ShellJoin, QuotesShellVariablesAndPlaceholders) {
+  EXPECT_EQ(shellJoin({"echo", "$HOME", "${trial}"}), "echo '$HOME' '${trial}'");
+}
+
+}  // namespace
