@@ -54,22 +54,6 @@ std::string utcNow() {
   return text.data();
 }
 
-std::optional<std::string> readFile(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  if (!file) {
-    return std::nullopt;
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::string formatValue(double value) {
-  std::array<char, 32> text{};
-  std::snprintf(text.data(), text.size(), "%.6g", value);
-  return text.data();
-}
-
 struct RunningTrial {
   tuning::Trial trial;
   ChildProcess process;
@@ -80,18 +64,6 @@ struct RunningTrial {
   std::string startTime;
   bool timedOut = false;
 };
-
-// The primary container of the template, with its index for error paths.
-std::optional<std::pair<std::size_t, nlohmann::json>> primaryContainer(const api::Spec& spec) {
-  const auto containers = spec.podTemplate.value("spec", nlohmann::json::object())
-                              .value("containers", nlohmann::json::array());
-  for (std::size_t i = 0; i < containers.size(); ++i) {
-    if (containers[i].value("name", "") == spec.primaryContainer) {
-      return std::pair{i, containers[i]};
-    }
-  }
-  return std::nullopt;
-}
 
 class LocalRun {
  public:
@@ -152,8 +124,8 @@ class LocalRun {
                                                                const TrialPaths& paths,
                                                                const std::vector<int>& gpus) {
     std::vector<std::pair<std::string, std::string>> variables;
-    if (const auto container = primaryContainer(job_.spec)) {
-      for (const auto& variable : container->second.value("env", nlohmann::json::array())) {
+    if (const auto primary = tuning::primaryContainer(job_.spec)) {
+      for (const auto& variable : primary->container.value("env", nlohmann::json::array())) {
         if (variable.contains("value")) {
           variables.emplace_back(
               variable.value("name", ""),
@@ -179,20 +151,18 @@ class LocalRun {
     }
     const int launchIndex = nextLaunchIndex_++;
     const std::string devices = rangeList(*gpus);
-    std::vector<std::string> command;
-    auto paths = results_.prepareTrial(trial, nlohmann::json::object(), {}, devices);
-    if (paths) {
-      command = tuning::trialCommand(job_.spec, job_.name(), trial, paths->protocol.config);
-      paths = results_.prepareTrial(trial, tuning::launchConfig(job_.spec, trial, paths->protocol),
-                                    command, devices);
-    }
-    if (!paths) {
+    const TrialPaths paths = results_.pathsFor(trial);
+    const std::vector<std::string> command =
+        tuning::trialCommand(job_.spec, job_.name(), trial, paths.protocol.config);
+    const auto prepared = results_.prepareTrial(
+        trial, tuning::launchConfig(job_.spec, trial, paths.protocol), command, devices);
+    if (!prepared) {
       slots_.release(*gpus);
-      failToStart(trial, launchIndex, paths.error());
+      failToStart(trial, launchIndex, prepared.error());
       return;
     }
-    LaunchSpec spec{command, environment(trial, *paths, *gpus), "", paths->stdoutLog.string(),
-                    paths->stderrLog.string()};
+    LaunchSpec spec{command, environment(trial, paths, *gpus), "", paths.stdoutLog.string(),
+                    paths.stderrLog.string()};
     auto process = ChildProcess::start(spec);
     if (!process) {
       slots_.release(*gpus);
@@ -200,8 +170,8 @@ class LocalRun {
       return;
     }
     progress_.log("Launched trial " + trial.name + " gpus=" + devices);
-    running_.push_back({trial, *process, std::move(*gpus), std::move(*paths), launchIndex,
-                        Clock::now(), utcNow(), false});
+    running_.push_back(
+        {trial, *process, std::move(*gpus), paths, launchIndex, Clock::now(), utcNow(), false});
   }
 
   void failToStart(const tuning::Trial& trial, int launchIndex, const std::string& reason) {
@@ -245,9 +215,9 @@ class LocalRun {
         "Finished trial " + record.name + " outcome=" + std::string(api::toString(record.outcome));
     if (record.value) {
       line += " " + std::string(api::toString(job_.spec.search.metric)) + "=" +
-              formatValue(*record.value);
+              tuning::formatMetricValue(*record.value);
     }
-    line += " duration=" + formatValue(record.durationSeconds) + "s";
+    line += " duration=" + tuning::formatMetricValue(record.durationSeconds) + "s";
     if (!record.reason.empty() && record.outcome != api::Outcome::kSucceeded) {
       line += " reason=\"" + tuning::tail(record.reason, 160) + "\"";
     }
@@ -301,7 +271,7 @@ class LocalRun {
         tuning::bestTrial(best, decision.bestValue.value_or(0), job_.spec.search.metric,
                           tuning::baselineValue(results_.records()));
     out << "Best trial: " << best.name << " (" << api::toString(job_.spec.search.metric) << " "
-        << formatValue(record.value);
+        << tuning::formatMetricValue(record.value);
     if (record.speedup) {
       std::array<char, 32> speedup{};
       std::snprintf(speedup.data(), speedup.size(), "%.2f", *record.speedup);
@@ -356,9 +326,9 @@ std::optional<std::string> readJob(const std::string& path, std::ostream& err) {
 
 // Checks the primary container's command can run here, before anything starts.
 bool commandRuns(const api::AutotuneJob& job, const std::string& searchPath, std::ostream& err) {
-  const auto container = primaryContainer(job.spec);
+  const auto primary = tuning::primaryContainer(job.spec);
   const std::string path =
-      "spec.template.spec.containers[" + std::to_string(container ? container->first : 0) + "]";
+      "spec.template.spec.containers[" + std::to_string(primary ? primary->index : 0) + "]";
   const tuning::TuningSpace space = tuning::describeSpace(job.spec);
   const auto argv =
       tuning::trialCommand(job.spec, job.name(), tuning::makeProfileTrial(space), "ds_config.json");

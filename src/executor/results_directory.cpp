@@ -38,16 +38,6 @@ std::string hexHash(const std::string& text) {
   return hex.data();
 }
 
-tl::expected<std::string, std::string> readFile(const fs::path& path) {
-  std::ifstream file(path);
-  if (!file) {
-    return tl::unexpected(path.string() + " cannot be read");
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 nlohmann::json recordJson(const api::TrialRecord& record, int launchIndex) {
   api::Status status;
   status.results = {record};
@@ -57,6 +47,16 @@ nlohmann::json recordJson(const api::TrialRecord& record, int launchIndex) {
 }
 
 }  // namespace
+
+std::optional<std::string> readFile(const fs::path& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
 
 std::string specIdentity(const api::Spec& spec) {
   nlohmann::json identity = api::encode(spec);
@@ -147,7 +147,7 @@ tl::expected<void, std::string> ResultsDirectory::load() {
   }
   const auto text = readFile(path);
   if (!text) {
-    return tl::unexpected(text.error());
+    return tl::unexpected(path.string() + " cannot be read");
   }
   const nlohmann::json saved = nlohmann::json::parse(*text, nullptr, false);
   if (saved.is_discarded() || !saved.is_object()) {
@@ -195,11 +195,21 @@ tl::expected<void, std::string> ResultsDirectory::save() const {
   return writeFileAtomically(root_ / kResultsFile, saved.dump(2) + "\n");
 }
 
-tl::expected<TrialPaths, std::string> ResultsDirectory::prepareTrial(
-    const tuning::Trial& trial, const nlohmann::json& launchConfig,
-    const std::vector<std::string>& command, const std::string& gpus) {
+TrialPaths ResultsDirectory::pathsFor(const tuning::Trial& trial) const {
   TrialPaths paths;
-  paths.directory = root_ / "results" / trial.name;
+  paths.directory = fs::absolute(root_ / "results" / trial.name);
+  paths.protocol.config = (paths.directory / "ds_config.json").string();
+  paths.protocol.metrics =
+      (paths.directory / (trial.profile ? "model_info.json" : "metrics.json")).string();
+  paths.stdoutLog = paths.directory / "stdout.log";
+  paths.stderrLog = paths.directory / "stderr.log";
+  return paths;
+}
+
+tl::expected<void, std::string> ResultsDirectory::prepareTrial(
+    const tuning::Trial& trial, const nlohmann::json& launchConfig,
+    const std::vector<std::string>& command, const std::string& gpus) const {
+  const TrialPaths paths = pathsFor(trial);
   std::error_code error;
   fs::remove_all(paths.directory, error);
   if (!error) {
@@ -208,33 +218,20 @@ tl::expected<TrialPaths, std::string> ResultsDirectory::prepareTrial(
   if (error) {
     return tl::unexpected("cannot create " + paths.directory.string() + ": " + error.message());
   }
-  paths.protocol.config = fs::absolute(paths.directory / "ds_config.json").string();
-  paths.protocol.metrics =
-      fs::absolute(paths.directory / (trial.profile ? "model_info.json" : "metrics.json")).string();
-  paths.stdoutLog = paths.directory / "stdout.log";
-  paths.stderrLog = paths.directory / "stderr.log";
-  nlohmann::json config = launchConfig;
-  const std::string commandLine = [&] {
-    std::string line;
-    for (const auto& word : command) {
-      line += (line.empty() ? "" : " ") + word;
-    }
-    return line;
-  }();
   const nlohmann::json experiment = {{"name", trial.name},
-                                     {"ds_config", config},
-                                     {"num_gpus", gpus},
-                                     {"command", command},
-                                     {"space", trial.space}};
+                                     {"space", trial.space},
+                                     {"ds_config", launchConfig},
+                                     {"gpus", gpus},
+                                     {"command", command}};
   for (const auto& [path, content] : std::vector<std::pair<fs::path, std::string>>{
-           {paths.protocol.config, config.dump(2) + "\n"},
-           {paths.directory / "cmd.txt", commandLine + "\n"},
+           {paths.protocol.config, launchConfig.dump(2) + "\n"},
+           {paths.directory / "cmd.txt", tuning::shellJoin(command) + "\n"},
            {root_ / "exps" / (trial.name + ".json"), experiment.dump(2) + "\n"}}) {
     if (auto written = writeFileAtomically(path, content); !written) {
       return tl::unexpected(written.error());
     }
   }
-  return paths;
+  return {};
 }
 
 tl::expected<void, std::string> ResultsDirectory::record(

@@ -48,12 +48,15 @@ class ResultsDirectory {
   const std::optional<api::MeasuredModel>& measured() const { return measured_; }
   const std::filesystem::path& root() const { return root_; }
 
+  // Where the trial's files go (absolute paths, as the trial runs in another directory).
+  TrialPaths pathsFor(const tuning::Trial& trial) const;
+
   // Clears what an interrupted attempt of the trial left and writes its config, command and
   // experiment description.
-  tl::expected<TrialPaths, std::string> prepareTrial(const tuning::Trial& trial,
-                                                     const nlohmann::json& launchConfig,
-                                                     const std::vector<std::string>& command,
-                                                     const std::string& gpus);
+  tl::expected<void, std::string> prepareTrial(const tuning::Trial& trial,
+                                               const nlohmann::json& launchConfig,
+                                               const std::vector<std::string>& command,
+                                               const std::string& gpus) const;
 
   // Adds a finished trial and makes it durable. `launchIndex` keeps results.json in launch order.
   tl::expected<void, std::string> record(const api::TrialRecord& record, int launchIndex,
@@ -92,6 +95,9 @@ class ResultsDirectory {
 // The part of a job's spec that decides what its trials are: everything except the fields a
 // user may change between runs (parallelism, trial and failure limits, timeouts).
 std::string specIdentity(const api::Spec& spec);
+
+// A whole file, or nothing when it cannot be read.
+std::optional<std::string> readFile(const std::filesystem::path& path);
 
 // Writes a file through a temporary file and a rename, so readers see the old or the new whole.
 tl::expected<void, std::string> writeFileAtomically(const std::filesystem::path& path,

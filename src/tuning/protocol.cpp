@@ -121,18 +121,18 @@ void setFlag(std::vector<std::string>& argv, const std::string& flag, const std:
   argv.push_back(value);
 }
 
-std::optional<nlohmann::json> primaryContainer(const api::Spec& spec) {
+}  // namespace
+
+std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec) {
   const auto containers = spec.podTemplate.value("spec", nlohmann::json::object())
                               .value("containers", nlohmann::json::array());
-  for (const auto& container : containers) {
-    if (spec.primaryContainer.empty() || container.value("name", "") == spec.primaryContainer) {
-      return container;
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    if (spec.primaryContainer.empty() || containers[i].value("name", "") == spec.primaryContainer) {
+      return PrimaryContainer{i, containers[i]};
     }
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 nlohmann::json launchConfig(const api::Spec& spec, const Trial& trial, const TrialFiles& files) {
   nlohmann::json config = trial.config;
@@ -223,7 +223,7 @@ std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jo
   }
   std::vector<std::string> argv;
   for (const auto* field : {"command", "args"}) {
-    for (const auto& word : container->value(field, nlohmann::json::array())) {
+    for (const auto& word : container->container.value(field, nlohmann::json::array())) {
       argv.push_back(substitutePlaceholders(word.get<std::string>(), trial, jobName));
     }
   }

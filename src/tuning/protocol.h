@@ -44,6 +44,14 @@ inline constexpr std::string_view kTrialConfigPath = "/etc/autotune/ds_config.js
 std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jobName,
                                       const Trial& trial, std::string_view configPath);
 
+// The template's primary container (spec.primaryContainer; the decoder defaults it to the first)
+// and its index in spec.template.spec.containers.
+struct PrimaryContainer {
+  std::size_t index = 0;
+  nlohmann::json container;
+};
+std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec);
+
 // ${key}, ${trial} and ${job} in one word of the command or the environment, filled in.
 std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName);
 

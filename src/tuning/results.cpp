@@ -3,20 +3,16 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <map>
 
 #include "tuning/naming.h"
 
 namespace autotune::tuning {
-namespace {
 
-std::string formatNumber(double value) {
+std::string formatMetricValue(double value) {
   std::array<char, 32> text{};
   std::snprintf(text.data(), text.size(), "%.6g", value);
   return text.data();
 }
-
-}  // namespace
 
 std::vector<api::SpaceSummary> summarizeSpaces(const std::vector<api::TrialRecord>& finished,
                                                api::Metric metric) {
@@ -53,7 +49,7 @@ std::string summaryTable(const std::vector<api::SpaceSummary>& spaces, api::Metr
   api::SpaceSummary global{"global", 0, 0, ""};
   for (const auto& space : spaces) {
     rows.push_back({space.name, std::to_string(space.trials),
-                    space.bestTrial.empty() ? "0" : formatNumber(space.bestValue),
+                    space.bestTrial.empty() ? "0" : formatMetricValue(space.bestValue),
                     space.bestTrial});
     global.trials += space.trials;
     const bool better = api::higherIsBetter(metric) ? space.bestValue > global.bestValue
@@ -64,7 +60,7 @@ std::string summaryTable(const std::vector<api::SpaceSummary>& spaces, api::Metr
     }
   }
   rows.push_back({"global", std::to_string(global.trials),
-                  global.bestTrial.empty() ? "0" : formatNumber(global.bestValue),
+                  global.bestTrial.empty() ? "0" : formatMetricValue(global.bestValue),
                   global.bestTrial});
 
   std::array<std::size_t, 4> widths{};

@@ -12,6 +12,9 @@
 
 namespace autotune::tuning {
 
+// A metric value as the summary and the logs print it (six significant digits).
+std::string formatMetricValue(double value);
+
 // One row per tuning space, in the order spaces first appear; trials that did not succeed count
 // as trials with no value. The profiling trial is not a space.
 std::vector<api::SpaceSummary> summarizeSpaces(const std::vector<api::TrialRecord>& finished,

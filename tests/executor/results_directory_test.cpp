@@ -26,6 +26,7 @@ using autotune::api::Outcome;
 using autotune::api::TrialRecord;
 using autotune::executor::ResultsDirectory;
 using autotune::executor::specIdentity;
+using autotune::executor::TrialPaths;
 using autotune::executor::writeFileAtomically;
 using autotune::tuning::describeSpace;
 using autotune::tuning::makeFastTrial;
@@ -326,18 +327,19 @@ TEST_F(ResultsDirectoryTest, PreparingATrialClearsAnInterruptedAttemptAndWritesI
   const json config = {{"train_micro_batch_size_per_gpu", 3}, {"autotuning", {{"enabled", true}}}};
   const std::vector<std::string> command = {"deepspeed", "train.py", "--deepspeed",
                                             "ds_config.json"};
-  const auto paths = directory.prepareTrial(trial, config, command, "0-15");
-  ASSERT_TRUE(paths.has_value()) << paths.error();
+  const auto prepared = directory.prepareTrial(trial, config, command, "0-15");
+  ASSERT_TRUE(prepared.has_value()) << prepared.error();
 
   EXPECT_FALSE(fs::exists(trialDirectory / "metrics.json"));
   EXPECT_FALSE(fs::exists(trialDirectory / "stderr.log"));
   EXPECT_FALSE(fs::exists(trialDirectory / "checkpoints"));
 
-  EXPECT_EQ(paths->directory, root_ / "results" / "z1_gas1_tmbspg3");
-  EXPECT_EQ(fs::path(paths->protocol.config), fs::absolute(trialDirectory / "ds_config.json"));
-  EXPECT_EQ(fs::path(paths->protocol.metrics), fs::absolute(trialDirectory / "metrics.json"));
-  EXPECT_EQ(paths->stdoutLog, trialDirectory / "stdout.log");
-  EXPECT_EQ(paths->stderrLog, trialDirectory / "stderr.log");
+  const TrialPaths paths = directory.pathsFor(trial);
+  EXPECT_EQ(paths.directory, fs::absolute(trialDirectory));
+  EXPECT_EQ(fs::path(paths.protocol.config), fs::absolute(trialDirectory / "ds_config.json"));
+  EXPECT_EQ(fs::path(paths.protocol.metrics), fs::absolute(trialDirectory / "metrics.json"));
+  EXPECT_EQ(paths.stdoutLog, fs::absolute(trialDirectory / "stdout.log"));
+  EXPECT_EQ(paths.stderrLog, fs::absolute(trialDirectory / "stderr.log"));
 
   EXPECT_EQ(json::parse(readFile(trialDirectory / "ds_config.json")), config);
   EXPECT_EQ(readFile(trialDirectory / "cmd.txt"),
@@ -346,16 +348,16 @@ TEST_F(ResultsDirectoryTest, PreparingATrialClearsAnInterruptedAttemptAndWritesI
   EXPECT_EQ(experiment["name"], "z1_gas1_tmbspg3");
   EXPECT_EQ(experiment["ds_config"], config);
   EXPECT_EQ(experiment["command"], json(command));
-  EXPECT_EQ(experiment["num_gpus"], "0-15");
+  EXPECT_EQ(experiment["gpus"], "0-15");
   EXPECT_EQ(experiment["space"], "z1");
 }
 
 TEST_F(ResultsDirectoryTest, TheProfilingTrialWritesItsModelInfoFile) {
   ResultsDirectory directory = openOrFail();
   const Trial trial = makeProfileTrial(describeSpace(job().spec));
-  const auto paths = directory.prepareTrial(trial, json::object(), {"python", "train.py"}, "0");
-  ASSERT_TRUE(paths.has_value()) << paths.error();
-  EXPECT_EQ(fs::path(paths->protocol.metrics).filename(), "model_info.json");
+  const auto prepared = directory.prepareTrial(trial, json::object(), {"python", "train.py"}, "0");
+  ASSERT_TRUE(prepared.has_value()) << prepared.error();
+  EXPECT_EQ(fs::path(directory.pathsFor(trial).protocol.metrics).filename(), "model_info.json");
   EXPECT_TRUE(fs::exists(root_ / "exps" / (trial.name + ".json")));
 }
 
