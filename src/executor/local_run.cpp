@@ -54,6 +54,17 @@ std::string utcNow() {
   return text.data();
 }
 
+// The last line of a reason: for a crash, usually the exception that ended it.
+std::string lastLine(std::string_view text) {
+  const auto end = text.find_last_not_of("\n ");
+  if (end == std::string_view::npos) {
+    return "";
+  }
+  text = text.substr(0, end + 1);
+  const auto newline = text.rfind('\n');
+  return std::string(newline == std::string_view::npos ? text : text.substr(newline + 1));
+}
+
 struct RunningTrial {
   tuning::Trial trial;
   ChildProcess process;
@@ -219,7 +230,7 @@ class LocalRun {
     }
     line += " duration=" + tuning::formatMetricValue(record.durationSeconds) + "s";
     if (!record.reason.empty() && record.outcome != api::Outcome::kSucceeded) {
-      line += " reason=\"" + tuning::tail(record.reason, 160) + "\"";
+      line += " reason=\"" + lastLine(record.reason) + "\"";
     }
     progress_.log(line);
   }
