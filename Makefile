@@ -3,7 +3,8 @@ BUILD_DIR ?= build
 JOBS ?= 2
 SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test unit integration images lint format demo bench clean
+.PHONY: all deps configure build test unit integration images controlplane lint format demo bench \
+	clean
 
 all: build
 
@@ -17,7 +18,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 # Every test tier that exists, after installing what they need.
-test: deps build lint images
+test: deps build lint images controlplane
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
 
 unit: build
@@ -25,6 +26,10 @@ unit: build
 
 integration: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration -j$(JOBS)
+
+# The Kubernetes control-plane binaries, kubectl and helm, cached outside the repository.
+controlplane:
+	scripts/controlplane build
 
 # The build steps of each image's Dockerfile, run here so they cannot rot without a Docker engine.
 images:
