@@ -1,0 +1,183 @@
+#include "k8s/client.h"
+
+#include <array>
+#include <cctype>
+#include <cstdio>
+
+namespace autotune::k8s {
+namespace {
+
+constexpr std::string_view kJsonContent = "application/json";
+
+std::string query(const std::vector<std::pair<std::string, std::string>>& parameters) {
+  std::string text;
+  for (const auto& [name, value] : parameters) {
+    if (value.empty()) {
+      continue;
+    }
+    text += (text.empty() ? "?" : "&") + name + "=" + encodeQueryValue(value);
+  }
+  return text;
+}
+
+std::string propagationName(Propagation propagation) {
+  switch (propagation) {
+    case Propagation::kForeground:
+      return "Foreground";
+    case Propagation::kOrphan:
+      return "Orphan";
+    case Propagation::kBackground:
+      break;
+  }
+  return "Background";
+}
+
+std::string patchContentType(PatchType type) {
+  switch (type) {
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kApply:
+      return "application/apply-patch+yaml";  // JSON is YAML
+    case PatchType::kMerge:
+      break;
+  }
+  return "application/merge-patch+json";
+}
+
+std::string nameOf(const nlohmann::json& object) {
+  return object.value("metadata", nlohmann::json::object()).value("name", "");
+}
+
+}  // namespace
+
+std::string encodeQueryValue(const std::string& value) {
+  std::string encoded;
+  for (const unsigned char c : value) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      encoded.push_back(static_cast<char>(c));
+    } else {
+      std::array<char, 4> hex{};
+      std::snprintf(hex.data(), hex.size(), "%%%02X", c);
+      encoded += hex.data();
+    }
+  }
+  return encoded;
+}
+
+std::string resourcePath(const Resource& resource, const std::string& ns, const std::string& name,
+                         const std::string& subresource) {
+  std::string path = resource.group.empty() ? "/api/" + resource.version
+                                            : "/apis/" + resource.group + "/" + resource.version;
+  if (resource.namespaced && !ns.empty()) {
+    path += "/namespaces/" + ns;
+  }
+  path += "/" + resource.plural;
+  if (!name.empty()) {
+    path += "/" + name;
+  }
+  if (!subresource.empty()) {
+    path += "/" + subresource;
+  }
+  return path;
+}
+
+Client Client::impersonating(std::string user) const {
+  Client copy = *this;
+  copy.impersonate_ = std::move(user);
+  return copy;
+}
+
+Result<nlohmann::json> Client::call(const std::string& method, const std::string& target,
+                                    const std::string& contentType, const std::string& body) const {
+  HttpRequest request{method, target, body, contentType, {}};
+  if (impersonate_) {
+    request.headers.emplace_back("Impersonate-User", *impersonate_);
+  }
+  auto response = transport_->send(request);
+  if (!response) {
+    return tl::unexpected(transportError(response.error()));
+  }
+  if (response->status < 200 || response->status >= 300) {
+    const auto retryAfter = response->headers.find("retry-after");
+    return tl::unexpected(decodeError(response->status, response->body,
+                                      retryAfter == response->headers.end()
+                                          ? std::nullopt
+                                          : std::optional<std::string_view>(retryAfter->second)));
+  }
+  nlohmann::json object = nlohmann::json::parse(response->body, nullptr, false);
+  if (object.is_discarded()) {
+    return tl::unexpected(transportError("the server answered " + method + " " + target +
+                                         " with a body that is not JSON"));
+  }
+  return object;
+}
+
+Result<nlohmann::json> Client::get(const Resource& resource, const std::string& ns,
+                                   const std::string& name) const {
+  return call("GET", resourcePath(resource, ns, name), "", "");
+}
+
+Result<nlohmann::json> Client::list(const Resource& resource, const std::string& ns,
+                                    const ListOptions& options) const {
+  const std::string target =
+      resourcePath(resource, ns) +
+      query({{"labelSelector", options.labelSelector},
+             {"limit", options.limit > 0 ? std::to_string(options.limit) : ""},
+             {"continue", options.continueToken},
+             {"resourceVersion", options.resourceVersion}});
+  return call("GET", target, "", "");
+}
+
+Result<std::vector<nlohmann::json>> Client::listAll(const Resource& resource, const std::string& ns,
+                                                    ListOptions options) const {
+  std::vector<nlohmann::json> items;
+  do {
+    auto page = list(resource, ns, options);
+    if (!page) {
+      return tl::unexpected(page.error());
+    }
+    for (auto& item : (*page)["items"]) {
+      items.push_back(std::move(item));
+    }
+    options.continueToken = page->value("metadata", nlohmann::json::object()).value("continue", "");
+  } while (!options.continueToken.empty());
+  return items;
+}
+
+Result<nlohmann::json> Client::create(const Resource& resource, const std::string& ns,
+                                      const nlohmann::json& object) const {
+  return call("POST", resourcePath(resource, ns), std::string(kJsonContent), object.dump());
+}
+
+Result<nlohmann::json> Client::update(const Resource& resource, const std::string& ns,
+                                      const nlohmann::json& object) const {
+  return call("PUT", resourcePath(resource, ns, nameOf(object)), std::string(kJsonContent),
+              object.dump());
+}
+
+Result<nlohmann::json> Client::updateStatus(const Resource& resource, const std::string& ns,
+                                            const nlohmann::json& object) const {
+  return call("PUT", resourcePath(resource, ns, nameOf(object), "status"),
+              std::string(kJsonContent), object.dump());
+}
+
+Result<nlohmann::json> Client::patch(const Resource& resource, const std::string& ns,
+                                     const std::string& name, PatchType type,
+                                     const nlohmann::json& patch, const ApplyOptions& apply) const {
+  std::string target = resourcePath(resource, ns, name);
+  if (type == PatchType::kApply) {
+    target += query({{"fieldManager", apply.fieldManager}, {"force", apply.force ? "true" : ""}});
+  }
+  return call("PATCH", target, patchContentType(type), patch.dump());
+}
+
+Result<nlohmann::json> Client::remove(const Resource& resource, const std::string& ns,
+                                      const std::string& name, Propagation propagation) const {
+  const nlohmann::json options = {{"kind", "DeleteOptions"},
+                                  {"apiVersion", "v1"},
+                                  {"propagationPolicy", propagationName(propagation)}};
+  return call("DELETE", resourcePath(resource, ns, name), std::string(kJsonContent),
+              options.dump());
+}
+
+}  // namespace autotune::k8s

@@ -1,0 +1,87 @@
+#pragma once
+// Typed requests against the Kubernetes API: get, list (paginated, by label), create, update,
+// patch (merge, JSON patch, server-side apply), delete (with propagation) and the status
+// subresource. Objects are JSON; every failure is an Error value (error.h), never an exception.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "k8s/error.h"
+#include "k8s/transport.h"
+
+namespace autotune::k8s {
+
+// Which kind of object a request is about, e.g. {"", "v1", "configmaps", true} or
+// {"autotune.io", "v1alpha1", "autotunejobs", true}.
+struct Resource {
+  std::string group;  // empty for the core group
+  std::string version;
+  std::string plural;
+  bool namespaced = true;
+};
+
+struct ListOptions {
+  std::string labelSelector;
+  int limit = 0;  // 0: no limit
+  std::string continueToken;
+  std::string resourceVersion;
+};
+
+enum class PatchType { kMerge, kJson, kApply };
+enum class Propagation { kBackground, kForeground, kOrphan };
+
+struct ApplyOptions {
+  std::string fieldManager;
+  bool force = false;
+};
+
+class Client {
+ public:
+  explicit Client(std::shared_ptr<Transport> transport) : transport_(std::move(transport)) {}
+
+  // Requests made as another user (the Impersonate-User header), for RBAC checks.
+  Client impersonating(std::string user) const;
+
+  Result<nlohmann::json> get(const Resource& resource, const std::string& ns,
+                             const std::string& name) const;
+  // One page; its metadata.continue names the next.
+  Result<nlohmann::json> list(const Resource& resource, const std::string& ns,
+                              const ListOptions& options = {}) const;
+  // Every page, as one list of items.
+  Result<std::vector<nlohmann::json>> listAll(const Resource& resource, const std::string& ns,
+                                              ListOptions options = {}) const;
+  Result<nlohmann::json> create(const Resource& resource, const std::string& ns,
+                                const nlohmann::json& object) const;
+  // Replaces the object; its metadata.resourceVersion makes a stale write a Conflict.
+  Result<nlohmann::json> update(const Resource& resource, const std::string& ns,
+                                const nlohmann::json& object) const;
+  Result<nlohmann::json> updateStatus(const Resource& resource, const std::string& ns,
+                                      const nlohmann::json& object) const;
+  Result<nlohmann::json> patch(const Resource& resource, const std::string& ns,
+                               const std::string& name, PatchType type, const nlohmann::json& patch,
+                               const ApplyOptions& apply = {}) const;
+  Result<nlohmann::json> remove(const Resource& resource, const std::string& ns,
+                                const std::string& name,
+                                Propagation propagation = Propagation::kBackground) const;
+
+ private:
+  Result<nlohmann::json> call(const std::string& method, const std::string& target,
+                              const std::string& contentType, const std::string& body) const;
+
+  std::shared_ptr<Transport> transport_;
+  std::optional<std::string> impersonate_;
+};
+
+// /api/v1/namespaces/NS/PLURAL/NAME/SUBRESOURCE or /apis/GROUP/VERSION/..., parts omitted when
+// empty.
+std::string resourcePath(const Resource& resource, const std::string& ns,
+                         const std::string& name = "", const std::string& subresource = "");
+
+// Percent-encoding for a query parameter value.
+std::string encodeQueryValue(const std::string& value);
+
+}  // namespace autotune::k8s

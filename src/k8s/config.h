@@ -1,0 +1,42 @@
+#pragma once
+// How to reach and authenticate to an API server: from a kubeconfig file, or from the service
+// account Kubernetes mounts into every Pod. Certificates are held as PEM text so the transport can
+// load them from memory, without temp files.
+
+#include <filesystem>
+#include <string>
+
+#include "k8s/error.h"
+
+namespace autotune::k8s {
+
+struct ClusterConfig {
+  std::string server;          // https://host:port
+  std::string caData;          // PEM; empty means the system's trust store
+  std::string clientCertData;  // PEM
+  std::string clientKeyData;   // PEM
+  std::string token;           // a bearer token given inline
+  std::string tokenFile;       // a bearer token to re-read (see readToken)
+  bool insecureSkipTlsVerify = false;
+  std::string tlsServerName;  // the name to verify the server's certificate against, if not host
+};
+
+// The cluster and user of `context`, or of the kubeconfig's current-context when `context` is
+// empty. Certificate and token files named by relative paths are found next to the kubeconfig;
+// *-data fields (base64) win over file paths, as in kubectl. Every error is of kind kOther and
+// names the file and what in it is wrong.
+Result<ClusterConfig> loadKubeconfig(const std::string& path, const std::string& context = "");
+
+// The configuration of a Pod's own service account: the API server from KUBERNETES_SERVICE_HOST
+// and KUBERNETES_SERVICE_PORT, the CA from `serviceAccountDir`/ca.crt. The token is left as a
+// file: it is rotated while the Pod runs, so callers re-read it (readToken) at least every minute
+// and after a 401.
+Result<ClusterConfig> inClusterConfig(const std::filesystem::path& serviceAccountDir =
+                                          "/var/run/secrets/kubernetes.io/serviceaccount");
+
+// The bearer token to send now: `token` if set, else the trimmed content of `tokenFile`, else
+// empty (no bearer token; client certificates, if any, authenticate). An empty token file is an
+// error.
+Result<std::string> readToken(const ClusterConfig& config);
+
+}  // namespace autotune::k8s

@@ -1,0 +1,128 @@
+// The cpprestsdk transport. cpprestsdk throws and runs its own thread pool: exceptions are caught
+// here, and every wait on a task happens on the caller's thread, never inside a continuation.
+
+#include <cpprest/http_client.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+
+#include "k8s/transport.h"
+
+namespace autotune::k8s {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kTokenLifetime = std::chrono::minutes(1);
+constexpr int kUnauthorized = 401;
+
+std::string lowerCase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// The bearer token, re-read from its file once a minute and whenever the server said 401.
+class TokenSource {
+ public:
+  explicit TokenSource(ClusterConfig config) : config_(std::move(config)) {}
+
+  std::string current() {
+    const std::lock_guard lock(mutex_);
+    if (config_.tokenFile.empty() || Clock::now() - readAt_ < kTokenLifetime) {
+      return cached_.empty() ? config_.token : cached_;
+    }
+    refresh();
+    return cached_;
+  }
+
+  void invalidate() {
+    const std::lock_guard lock(mutex_);
+    readAt_ = {};
+  }
+
+ private:
+  void refresh() {
+    if (auto token = readToken(config_)) {
+      cached_ = *token;
+    }
+    readAt_ = Clock::now();
+  }
+
+  ClusterConfig config_;
+  std::mutex mutex_;
+  std::string cached_;
+  Clock::time_point readAt_{};
+};
+
+class HttpTransport final : public Transport {
+ public:
+  explicit HttpTransport(const ClusterConfig& config)
+      : client_(utility::conversions::to_string_t(config.server), clientConfig(config)),
+        tokens_(config) {}
+
+  tl::expected<HttpResponse, std::string> send(const HttpRequest& request) override {
+    auto response = attempt(request);
+    if (response && response->status == kUnauthorized) {
+      tokens_.invalidate();
+      response = attempt(request);
+    }
+    return response;
+  }
+
+ private:
+  static web::http::client::http_client_config clientConfig(const ClusterConfig& config) {
+    web::http::client::http_client_config settings;
+    settings.set_validate_certificates(!config.insecureSkipTlsVerify);
+    settings.set_ssl_context_callback([config](boost::asio::ssl::context& context) {
+      if (!config.caData.empty()) {
+        context.add_certificate_authority(boost::asio::buffer(config.caData));
+      }
+      if (!config.clientCertData.empty() && !config.clientKeyData.empty()) {
+        context.use_certificate_chain(boost::asio::buffer(config.clientCertData));
+        context.use_private_key(boost::asio::buffer(config.clientKeyData),
+                                boost::asio::ssl::context::pem);
+      }
+    });
+    return settings;
+  }
+
+  tl::expected<HttpResponse, std::string> attempt(const HttpRequest& request) {
+    try {
+      web::http::http_request message(utility::conversions::to_string_t(request.method));
+      message.set_request_uri(utility::conversions::to_string_t(request.target));
+      for (const auto& [name, value] : request.headers) {
+        message.headers().add(name, value);
+      }
+      if (const std::string token = tokens_.current(); !token.empty()) {
+        message.headers().add("Authorization", "Bearer " + token);
+      }
+      message.headers().add("Accept", "application/json");
+      if (!request.body.empty() || !request.contentType.empty()) {
+        message.set_body(request.body, request.contentType);
+      }
+      // Blocking here, on the caller's thread, is the point: callers are our own threads.
+      const web::http::http_response answer = client_.request(message).get();
+      HttpResponse response;
+      response.status = answer.status_code();
+      response.body = answer.extract_utf8string(true).get();
+      for (const auto& [name, value] : answer.headers()) {
+        response.headers[lowerCase(name)] = value;
+      }
+      return response;
+    } catch (const std::exception& error) {
+      return tl::unexpected(std::string(error.what()));
+    }
+  }
+
+  web::http::client::http_client client_;
+  TokenSource tokens_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeHttpTransport(const ClusterConfig& config) {
+  return std::make_unique<HttpTransport>(config);
+}
+
+}  // namespace autotune::k8s

@@ -1,0 +1,161 @@
+// The client against a real kube-apiserver: every request kind, and the errors a controller
+// branches on, as the server really sends them.
+
+#include <gtest/gtest.h>
+
+#include "k8s/client.h"
+#include "support/control_plane.h"
+
+namespace autotune::k8s {
+namespace {
+
+using nlohmann::json;
+using testing::ApiServerTest;
+
+const Resource kConfigMaps{"", "v1", "configmaps", true};
+const Resource kDeployments{"apps", "v1", "deployments", true};
+
+[[maybe_unused]] const auto* const kControlPlane =
+    ::testing::AddGlobalTestEnvironment(new testing::ControlPlane);
+
+json configMap(const std::string& name, json data = {{"key", "value"}}, json labels = {}) {
+  json object = {{"apiVersion", "v1"},
+                 {"kind", "ConfigMap"},
+                 {"metadata", {{"name", name}}},
+                 {"data", std::move(data)}};
+  if (!labels.is_null()) {
+    object["metadata"]["labels"] = std::move(labels);
+  }
+  return object;
+}
+
+class Client : public ApiServerTest {};
+
+TEST_F(Client, CreatesGetsAndUpdatesAnObject) {
+  auto created = client().create(kConfigMaps, ns(), configMap("settings"));
+  ASSERT_TRUE(created) << describe(created.error());
+  EXPECT_FALSE((*created)["metadata"]["uid"].get<std::string>().empty());
+
+  auto fetched = client().get(kConfigMaps, ns(), "settings");
+  ASSERT_TRUE(fetched) << describe(fetched.error());
+  (*fetched)["data"]["key"] = "changed";
+  auto updated = client().update(kConfigMaps, ns(), *fetched);
+  ASSERT_TRUE(updated) << describe(updated.error());
+  EXPECT_EQ((*client().get(kConfigMaps, ns(), "settings"))["data"]["key"], "changed");
+}
+
+TEST_F(Client, AStaleResourceVersionIsAConflict) {
+  auto created = client().create(kConfigMaps, ns(), configMap("settings"));
+  ASSERT_TRUE(created);
+  json first = *created;
+  json second = *created;
+  first["data"]["key"] = "first";
+  ASSERT_TRUE(client().update(kConfigMaps, ns(), first));
+  second["data"]["key"] = "second";
+  const auto stale = client().update(kConfigMaps, ns(), second);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().kind, ErrorKind::kConflict) << describe(stale.error());
+  EXPECT_EQ(stale.error().httpStatus, 409);
+  EXPECT_FALSE(stale.error().retryable());
+}
+
+TEST_F(Client, CreatingTwiceIsAlreadyExistsAndAMissingObjectIsNotFound) {
+  ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("settings")));
+  const auto again = client().create(kConfigMaps, ns(), configMap("settings"));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind, ErrorKind::kAlreadyExists) << describe(again.error());
+
+  const auto missing = client().get(kConfigMaps, ns(), "nothing-here");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound) << describe(missing.error());
+}
+
+TEST_F(Client, AnInvalidObjectNamesTheFieldThatIsWrong) {
+  const auto invalid = client().create(kConfigMaps, ns(), configMap("Not_A_Valid_Name"));
+  ASSERT_FALSE(invalid);
+  EXPECT_EQ(invalid.error().kind, ErrorKind::kInvalid) << describe(invalid.error());
+  ASSERT_FALSE(invalid.error().causes.empty());
+  EXPECT_EQ(invalid.error().causes.front().field, "metadata.name");
+}
+
+TEST_F(Client, ListsByLabelAndFollowsContinueTokens) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(client().create(
+        kConfigMaps, ns(),
+        configMap("labelled-" + std::to_string(i), {{"i", "x"}}, {{"autotune.io/job", "one"}})));
+  }
+  ASSERT_TRUE(client().create(kConfigMaps, ns(),
+                              configMap("other", {{"i", "x"}}, {{"autotune.io/job", "two"}})));
+  ListOptions options;
+  options.labelSelector = "autotune.io/job=one";
+  options.limit = 2;
+  const auto page = client().list(kConfigMaps, ns(), options);
+  ASSERT_TRUE(page) << describe(page.error());
+  EXPECT_EQ((*page)["items"].size(), 2U);
+  EXPECT_FALSE((*page)["metadata"]["continue"].get<std::string>().empty());
+
+  const auto all = client().listAll(kConfigMaps, ns(), options);
+  ASSERT_TRUE(all) << describe(all.error());
+  EXPECT_EQ(all->size(), 5U);
+}
+
+TEST_F(Client, PatchesByMergeByJsonPatchAndByServerSideApply) {
+  ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("settings")));
+  ASSERT_TRUE(client().patch(kConfigMaps, ns(), "settings", PatchType::kMerge,
+                             {{"data", {{"merged", "yes"}}}}));
+  ASSERT_TRUE(
+      client().patch(kConfigMaps, ns(), "settings", PatchType::kJson,
+                     json::array({{{"op", "add"}, {"path", "/data/patched"}, {"value", "yes"}}})));
+  ApplyOptions apply;
+  apply.fieldManager = "autotune-operator";
+  auto applied = client().patch(kConfigMaps, ns(), "applied", PatchType::kApply,
+                                {{"apiVersion", "v1"},
+                                 {"kind", "ConfigMap"},
+                                 {"metadata", {{"name", "applied"}}},
+                                 {"data", {{"owner", "operator"}}}},
+                                apply);
+  ASSERT_TRUE(applied) << describe(applied.error());
+  EXPECT_EQ((*applied)["metadata"]["managedFields"][0]["manager"], "autotune-operator");
+
+  const auto settings = client().get(kConfigMaps, ns(), "settings");
+  ASSERT_TRUE(settings);
+  EXPECT_EQ((*settings)["data"]["key"], "value");
+  EXPECT_EQ((*settings)["data"]["merged"], "yes");
+  EXPECT_EQ((*settings)["data"]["patched"], "yes");
+}
+
+TEST_F(Client, DeletesAnObject) {
+  ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("settings")));
+  ASSERT_TRUE(client().remove(kConfigMaps, ns(), "settings"));
+  const auto gone = client().get(kConfigMaps, ns(), "settings");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(Client, DeletingWithOrphanPropagationLeavesTheDependentsToBeOrphaned) {
+  const json deployment = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", {{"name", "owner"}}},
+      {"spec",
+       {{"replicas", 0},
+        {"selector", {{"matchLabels", {{"app", "owner"}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"app", "owner"}}}}},
+          {"spec", {{"containers", {{{"name", "main"}, {"image", "example.org/x:1"}}}}}}}}}}};
+  ASSERT_TRUE(client().create(kDeployments, ns(), deployment));
+  const auto removed = client().remove(kDeployments, ns(), "owner", Propagation::kOrphan);
+  ASSERT_TRUE(removed) << describe(removed.error());
+  EXPECT_EQ((*removed)["metadata"]["finalizers"][0], "orphan");
+}
+
+TEST_F(Client, AUserWithoutRightsIsForbidden) {
+  const k8s::Client nobody = client().impersonating("system:serviceaccount:default:nobody");
+  const auto forbidden = nobody.list(kConfigMaps, ns());
+  ASSERT_FALSE(forbidden);
+  EXPECT_EQ(forbidden.error().kind, ErrorKind::kForbidden) << describe(forbidden.error());
+  EXPECT_EQ(forbidden.error().httpStatus, 403);
+}
+
+}  // namespace
+}  // namespace autotune::k8s
