@@ -180,4 +180,45 @@ Result<nlohmann::json> Client::remove(const Resource& resource, const std::strin
               options.dump());
 }
 
+Result<void> Client::watch(const Resource& resource, const std::string& ns,
+                           const WatchOptions& options, const WatchHandler& onEvent) const {
+  constexpr int kIdleMargin = 30;
+  const std::string target = resourcePath(resource, ns) +
+                             query({{"watch", "true"},
+                                    {"allowWatchBookmarks", "true"},
+                                    {"resourceVersion", options.resourceVersion},
+                                    {"labelSelector", options.labelSelector},
+                                    {"timeoutSeconds", std::to_string(options.timeoutSeconds)}});
+  HttpRequest request{"GET", target, "", "", {}};
+  if (impersonate_) {
+    request.headers.emplace_back("Impersonate-User", *impersonate_);
+  }
+  std::optional<Error> failure;
+  const auto handleLine = [&](std::string_view line) {
+    nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+    if (event.is_discarded() || !event.is_object()) {
+      failure = transportError("a watch line is not JSON: " + std::string(line.substr(0, 200)));
+      return false;
+    }
+    const std::string type = event.value("type", "");
+    if (type == "ERROR") {
+      failure = decodeError(0, event["object"].dump());
+      return false;
+    }
+    return onEvent({type, std::move(event["object"])});
+  };
+  const auto ended = transport_->stream(request, handleLine,
+                                        std::chrono::seconds(options.timeoutSeconds + kIdleMargin));
+  if (!ended) {
+    return tl::unexpected(transportError(ended.error()));
+  }
+  if (ended->status != 200) {
+    return tl::unexpected(decodeError(ended->status, ended->body));
+  }
+  if (failure) {
+    return tl::unexpected(*failure);
+  }
+  return {};
+}
+
 }  // namespace autotune::k8s

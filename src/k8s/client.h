@@ -3,6 +3,7 @@
 // patch (merge, JSON patch, server-side apply), delete (with propagation) and the status
 // subresource. Objects are JSON; every failure is an Error value (error.h), never an exception.
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,6 +31,22 @@ struct ListOptions {
   std::string continueToken;
   std::string resourceVersion;
 };
+
+struct WatchOptions {
+  std::string resourceVersion;  // where to start, usually a list's metadata.resourceVersion
+  std::string labelSelector;
+  int timeoutSeconds = 300;  // the server ends the watch after this; callers randomise it
+};
+
+// One line of a watch stream: ADDED, MODIFIED, DELETED or BOOKMARK and the object (for a bookmark,
+// only its metadata.resourceVersion matters).
+struct WatchEvent {
+  std::string type;
+  nlohmann::json object;
+};
+
+// Called with each event; returning false ends the watch.
+using WatchHandler = std::function<bool(const WatchEvent& event)>;
 
 enum class PatchType { kMerge, kJson, kApply };
 enum class Propagation { kBackground, kForeground, kOrphan };
@@ -67,6 +84,13 @@ class Client {
   Result<nlohmann::json> remove(const Resource& resource, const std::string& ns,
                                 const std::string& name,
                                 Propagation propagation = Propagation::kBackground) const;
+
+  // Streams changes from options.resourceVersion, with bookmarks, until the server ends the watch
+  // (success), `onEvent` returns false (success), or an error: an ERROR event comes back as its
+  // Status (410 Gone means the version is too old: list again), a dropped connection as kTransport.
+  // Nothing arriving for longer than the server timeout plus a margin counts as dropped.
+  Result<void> watch(const Resource& resource, const std::string& ns, const WatchOptions& options,
+                     const WatchHandler& onEvent) const;
 
  private:
   Result<nlohmann::json> call(const std::string& method, const std::string& target,

@@ -1,6 +1,7 @@
 // The cpprestsdk transport. cpprestsdk throws and runs its own thread pool: exceptions are caught
 // here, and every wait on a task happens on the caller's thread, never inside a continuation.
 
+#include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 
 #include <algorithm>
@@ -58,8 +59,45 @@ class TokenSource {
 class HttpTransport final : public Transport {
  public:
   explicit HttpTransport(const ClusterConfig& config)
-      : client_(utility::conversions::to_string_t(config.server), clientConfig(config)),
+      : config_(config),
+        client_(utility::conversions::to_string_t(config.server), clientConfig(config)),
         tokens_(config) {}
+
+  tl::expected<HttpResponse, std::string> stream(const HttpRequest& request,
+                                                 const LineHandler& onLine,
+                                                 std::chrono::seconds idleTimeout) override {
+    try {
+      // A client of its own: cpprestsdk's timeout restarts with every read, so it is the idle
+      // timeout of this stream only.
+      web::http::client::http_client_config settings = clientConfig(config_);
+      settings.set_timeout(idleTimeout);
+      web::http::client::http_client client(utility::conversions::to_string_t(config_.server),
+                                            settings);
+      pplx::cancellation_token_source cancel;
+      const web::http::http_response answer =
+          client.request(message(request), cancel.get_token()).get();
+      if (answer.status_code() != web::http::status_codes::OK) {
+        return responseOf(answer);
+      }
+      auto body = answer.body();
+      while (true) {
+        concurrency::streams::container_buffer<std::string> line;
+        const std::size_t length = body.read_line(line).get();
+        if (length == 0 && body.is_eof()) {
+          break;
+        }
+        if (!line.collection().empty() && !onLine(line.collection())) {
+          cancel.cancel();
+          break;
+        }
+      }
+      HttpResponse ended;
+      ended.status = answer.status_code();
+      return ended;
+    } catch (const std::exception& error) {
+      return tl::unexpected(std::string(error.what()));
+    }
+  }
 
   tl::expected<HttpResponse, std::string> send(const HttpRequest& request) override {
     auto response = attempt(request);
@@ -87,34 +125,42 @@ class HttpTransport final : public Transport {
     return settings;
   }
 
+  web::http::http_request message(const HttpRequest& request) {
+    web::http::http_request message(utility::conversions::to_string_t(request.method));
+    message.set_request_uri(utility::conversions::to_string_t(request.target));
+    for (const auto& [name, value] : request.headers) {
+      message.headers().add(name, value);
+    }
+    if (const std::string token = tokens_.current(); !token.empty()) {
+      message.headers().add("Authorization", "Bearer " + token);
+    }
+    message.headers().add("Accept", "application/json");
+    if (!request.body.empty() || !request.contentType.empty()) {
+      message.set_body(request.body, request.contentType);
+    }
+    return message;
+  }
+
+  static HttpResponse responseOf(const web::http::http_response& answer) {
+    HttpResponse response;
+    response.status = answer.status_code();
+    response.body = answer.extract_utf8string(true).get();
+    for (const auto& [name, value] : answer.headers()) {
+      response.headers[lowerCase(name)] = value;
+    }
+    return response;
+  }
+
   tl::expected<HttpResponse, std::string> attempt(const HttpRequest& request) {
     try {
-      web::http::http_request message(utility::conversions::to_string_t(request.method));
-      message.set_request_uri(utility::conversions::to_string_t(request.target));
-      for (const auto& [name, value] : request.headers) {
-        message.headers().add(name, value);
-      }
-      if (const std::string token = tokens_.current(); !token.empty()) {
-        message.headers().add("Authorization", "Bearer " + token);
-      }
-      message.headers().add("Accept", "application/json");
-      if (!request.body.empty() || !request.contentType.empty()) {
-        message.set_body(request.body, request.contentType);
-      }
       // Blocking here, on the caller's thread, is the point: callers are our own threads.
-      const web::http::http_response answer = client_.request(message).get();
-      HttpResponse response;
-      response.status = answer.status_code();
-      response.body = answer.extract_utf8string(true).get();
-      for (const auto& [name, value] : answer.headers()) {
-        response.headers[lowerCase(name)] = value;
-      }
-      return response;
+      return responseOf(client_.request(message(request)).get());
     } catch (const std::exception& error) {
       return tl::unexpected(std::string(error.what()));
     }
   }
 
+  ClusterConfig config_;
   web::http::client::http_client client_;
   TokenSource tokens_;
 };

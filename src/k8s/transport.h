@@ -2,9 +2,12 @@
 // How the client talks HTTP to the API server. The client builds requests and decodes answers;
 // a transport only moves bytes, so tests can put an in-process fake in its place.
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tl/expected.hpp>
 #include <utility>
 #include <vector>
@@ -27,12 +30,21 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // names in lower case
 };
 
+// Called with each line of a streamed body; returning false ends the stream.
+using LineHandler = std::function<bool(std::string_view line)>;
+
 class Transport {
  public:
   virtual ~Transport() = default;
   // The server's answer, whatever its status; an error only when no answer came (connection,
   // TLS, timeout).
   virtual tl::expected<HttpResponse, std::string> send(const HttpRequest& request) = 0;
+  // A streamed answer (a watch): a 200 hands each body line to `onLine` as it arrives, until the
+  // server ends the stream, `onLine` returns false, or nothing arrives for `idleTimeout`. Another
+  // status comes back with its whole body.
+  virtual tl::expected<HttpResponse, std::string> stream(const HttpRequest& request,
+                                                         const LineHandler& onLine,
+                                                         std::chrono::seconds idleTimeout) = 0;
 };
 
 // cpprestsdk over TLS with the config's CA, client certificate and key loaded from memory, and its

@@ -157,5 +157,31 @@ TEST_F(Client, AUserWithoutRightsIsForbidden) {
   EXPECT_EQ(forbidden.error().httpStatus, 403);
 }
 
+// Watching from a list's resourceVersion sees every later change, even those made before the
+// watch connected.
+TEST_F(Client, AWatchFromAListSeesEveryLaterChangeInOrder) {
+  const auto listed = client().list(kConfigMaps, ns());
+  ASSERT_TRUE(listed);
+  WatchOptions options;
+  options.resourceVersion = (*listed)["metadata"]["resourceVersion"];
+  options.timeoutSeconds = 60;
+
+  ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("watched")));
+  ASSERT_TRUE(
+      client().patch(kConfigMaps, ns(), "watched", PatchType::kMerge, {{"data", {{"k", "2"}}}}));
+  ASSERT_TRUE(client().remove(kConfigMaps, ns(), "watched"));
+
+  std::vector<std::string> seen;
+  const auto watched = client().watch(kConfigMaps, ns(), options, [&](const WatchEvent& event) {
+    if (event.type != "BOOKMARK") {
+      seen.push_back(event.type + " " + event.object["metadata"]["name"].get<std::string>());
+    }
+    return seen.size() < 3;
+  });
+  ASSERT_TRUE(watched) << describe(watched.error());
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"ADDED watched", "MODIFIED watched", "DELETED watched"}));
+}
+
 }  // namespace
 }  // namespace autotune::k8s
