@@ -1,0 +1,177 @@
+// The client's requests and its reading of answers, against an in-process fake transport. What
+// the real server does is proven in client_integration_test.cpp; this covers what a fresh server
+// will not readily produce (a 410 in a watch, a 429, garbage).
+
+#include "k8s/client.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "support/fake_transport.h"
+
+namespace autotune::k8s {
+namespace {
+
+using nlohmann::json;
+using testing::FakeTransport;
+
+const Resource kConfigMaps{"", "v1", "configmaps", true};
+const Resource kJobs{"autotune.io", "v1alpha1", "autotunejobs", true};
+const Resource kNodes{"", "v1", "nodes", false};
+
+class ClientRequests : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
+  Client client_{transport_};
+
+  const HttpRequest& last() const { return transport_->requests.back(); }
+};
+
+TEST_F(ClientRequests, PathsFollowTheGroupVersionAndNamespace) {
+  EXPECT_EQ(resourcePath(kConfigMaps, "ml", "a"), "/api/v1/namespaces/ml/configmaps/a");
+  EXPECT_EQ(resourcePath(kJobs, "ml", "gpt2", "status"),
+            "/apis/autotune.io/v1alpha1/namespaces/ml/autotunejobs/gpt2/status");
+  EXPECT_EQ(resourcePath(kNodes, "ignored", "node-1"), "/api/v1/nodes/node-1");
+  EXPECT_EQ(resourcePath(kJobs, ""), "/apis/autotune.io/v1alpha1/autotunejobs");
+}
+
+TEST_F(ClientRequests, ListEncodesItsQuery) {
+  transport_->respond(200, R"({"items": [], "metadata": {}})");
+  ListOptions options;
+  options.labelSelector = "autotune.io/job=gpt2,tier in (a,b)";
+  options.limit = 50;
+  ASSERT_TRUE(client_.list(kConfigMaps, "ml", options));
+  EXPECT_EQ(last().method, "GET");
+  EXPECT_EQ(last().target,
+            "/api/v1/namespaces/ml/configmaps?labelSelector=autotune.io%2Fjob%3Dgpt2%2Ctier%20in%20"
+            "%28a%2Cb%29&limit=50");
+}
+
+TEST_F(ClientRequests, ListAllFollowsContinueTokensUntilTheLastPage) {
+  transport_->respond(200, R"({"items": [{"n": 1}, {"n": 2}], "metadata": {"continue": "t1"}})");
+  transport_->respond(200, R"({"items": [{"n": 3}], "metadata": {}})");
+  const auto items = client_.listAll(kConfigMaps, "ml");
+  ASSERT_TRUE(items);
+  EXPECT_EQ(items->size(), 3U);
+  EXPECT_EQ(transport_->requests[1].target, "/api/v1/namespaces/ml/configmaps?continue=t1");
+}
+
+TEST_F(ClientRequests, EachPatchTypeHasItsContentType) {
+  for (int i = 0; i < 3; ++i) {
+    transport_->respond(200, "{}");
+  }
+  ASSERT_TRUE(client_.patch(kConfigMaps, "ml", "a", PatchType::kMerge, {{"data", {}}}));
+  EXPECT_EQ(last().contentType, "application/merge-patch+json");
+  ASSERT_TRUE(client_.patch(kConfigMaps, "ml", "a", PatchType::kJson, json::array()));
+  EXPECT_EQ(last().contentType, "application/json-patch+json");
+  ApplyOptions apply;
+  apply.fieldManager = "autotune-operator";
+  apply.force = true;
+  ASSERT_TRUE(client_.patch(kConfigMaps, "ml", "a", PatchType::kApply, json::object(), apply));
+  EXPECT_EQ(last().contentType, "application/apply-patch+yaml");
+  EXPECT_EQ(last().target,
+            "/api/v1/namespaces/ml/configmaps/a?fieldManager=autotune-operator&force=true");
+}
+
+TEST_F(ClientRequests, DeleteSendsItsPropagationPolicy) {
+  transport_->respond(200, "{}");
+  ASSERT_TRUE(client_.remove(kConfigMaps, "ml", "a", Propagation::kForeground));
+  EXPECT_EQ(last().method, "DELETE");
+  EXPECT_EQ(json::parse(last().body)["propagationPolicy"], "Foreground");
+}
+
+TEST_F(ClientRequests, UpdateStatusWritesTheStatusSubresource) {
+  transport_->respond(200, "{}");
+  ASSERT_TRUE(client_.updateStatus(kJobs, "ml", {{"metadata", {{"name", "gpt2"}}}}));
+  EXPECT_EQ(last().method, "PUT");
+  EXPECT_EQ(last().target, "/apis/autotune.io/v1alpha1/namespaces/ml/autotunejobs/gpt2/status");
+}
+
+TEST_F(ClientRequests, ImpersonationAddsItsHeader) {
+  transport_->respond(200, "{}");
+  ASSERT_TRUE(client_.impersonating("system:serviceaccount:ml:x").get(kConfigMaps, "ml", "a"));
+  ASSERT_EQ(last().headers.size(), 1U);
+  EXPECT_EQ(last().headers[0].first, "Impersonate-User");
+}
+
+TEST_F(ClientRequests, TooManyRequestsCarriesRetryAfter) {
+  transport_->respond(429,
+                      R"({"kind": "Status", "status": "Failure", "reason": "TooManyRequests",
+                           "code": 429, "message": "too many requests"})",
+                      {{"retry-after", "7"}});
+  const auto answer = client_.get(kConfigMaps, "ml", "a");
+  ASSERT_FALSE(answer);
+  EXPECT_EQ(answer.error().kind, ErrorKind::kTooManyRequests);
+  EXPECT_EQ(answer.error().retryAfter, std::chrono::seconds(7));
+  EXPECT_TRUE(answer.error().retryable());
+}
+
+TEST_F(ClientRequests, NoAnswerIsATransportError) {
+  const auto answer = client_.get(kConfigMaps, "ml", "a");
+  ASSERT_FALSE(answer);
+  EXPECT_EQ(answer.error().kind, ErrorKind::kTransport);
+  EXPECT_TRUE(answer.error().retryable());
+}
+
+TEST_F(ClientRequests, ASuccessThatIsNotJsonIsAnError) {
+  transport_->respond(200, "<html>proxy</html>");
+  const auto answer = client_.get(kConfigMaps, "ml", "a");
+  ASSERT_FALSE(answer);
+  EXPECT_EQ(answer.error().kind, ErrorKind::kTransport);
+}
+
+TEST_F(ClientRequests, AWatchAsksForBookmarksAndHandsOverEachEvent) {
+  transport_->respondWithLines(
+      {R"({"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "5"}}})",
+       R"({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}})"});
+  WatchOptions options;
+  options.resourceVersion = "4";
+  options.timeoutSeconds = 120;
+  std::vector<std::string> seen;
+  const auto watched = client_.watch(kConfigMaps, "ml", options, [&](const WatchEvent& event) {
+    seen.push_back(event.type + "@" +
+                   event.object["metadata"]["resourceVersion"].get<std::string>());
+    return true;
+  });
+  ASSERT_TRUE(watched) << describe(watched.error());
+  EXPECT_EQ(seen, (std::vector<std::string>{"ADDED@5", "BOOKMARK@9"}));
+  EXPECT_EQ(last().target,
+            "/api/v1/namespaces/ml/configmaps?watch=true&allowWatchBookmarks=true&"
+            "resourceVersion=4&timeoutSeconds=120");
+  EXPECT_GT(transport_->idleTimeouts.back(), std::chrono::seconds(120));
+}
+
+// A watch line is one line: a Status in an ERROR event, as the server sends a 410.
+constexpr std::string_view kExpired =
+    R"json({"type": "ERROR", "object": {"kind": "Status", "status": "Failure", "reason": )json"
+    R"json("Expired", "code": 410, "message": "too old resource version: 4 (1200)"}})json";
+
+TEST_F(ClientRequests, AnExpiredVersionInAWatchIsGone) {
+  transport_->respondWithLines({std::string(kExpired)});
+  const auto watched = client_.watch(kConfigMaps, "ml", {}, [](const WatchEvent&) { return true; });
+  ASSERT_FALSE(watched);
+  EXPECT_EQ(watched.error().kind, ErrorKind::kGone);
+}
+
+TEST_F(ClientRequests, AGarbledWatchLineEndsTheWatchWithAnError) {
+  transport_->respondWithLines({"{\"type\": \"ADDED\", \"obj"});
+  const auto watched = client_.watch(kConfigMaps, "ml", {}, [](const WatchEvent&) { return true; });
+  ASSERT_FALSE(watched);
+  EXPECT_EQ(watched.error().kind, ErrorKind::kTransport);
+}
+
+TEST_F(ClientRequests, TheHandlerCanEndAWatch) {
+  transport_->respondWithLines(
+      {R"({"type": "ADDED", "object": {}})", R"({"type": "MODIFIED", "object": {}})"});
+  int events = 0;
+  const auto watched = client_.watch(kConfigMaps, "ml", {}, [&](const WatchEvent&) {
+    ++events;
+    return false;
+  });
+  ASSERT_TRUE(watched);
+  EXPECT_EQ(events, 1);
+}
+
+}  // namespace
+}  // namespace autotune::k8s
