@@ -1,5 +1,6 @@
 #include "k8s/client.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdio>
@@ -93,6 +94,21 @@ Result<nlohmann::json> Client::call(const std::string& method, const std::string
   if (impersonate_) {
     request.headers.emplace_back("Impersonate-User", *impersonate_);
   }
+  auto backoff = policy_.initialBackoff;
+  for (int retry = 0;; ++retry) {
+    policy_.throttle();
+    auto result = attempt(request);
+    if (result || !result.error().retryable() || retry >= policy_.maxRetries) {
+      return result;
+    }
+    const auto retryAfter = result.error().retryAfter;
+    policy_.sleep(retryAfter ? std::chrono::duration_cast<std::chrono::milliseconds>(*retryAfter)
+                             : backoff);
+    backoff = std::min(backoff * 2, policy_.maxBackoff);
+  }
+}
+
+Result<nlohmann::json> Client::attempt(const HttpRequest& request) const {
   auto response = transport_->send(request);
   if (!response) {
     return tl::unexpected(transportError(response.error()));
@@ -106,8 +122,8 @@ Result<nlohmann::json> Client::call(const std::string& method, const std::string
   }
   nlohmann::json object = nlohmann::json::parse(response->body, nullptr, false);
   if (object.is_discarded()) {
-    return tl::unexpected(transportError("the server answered " + method + " " + target +
-                                         " with a body that is not JSON"));
+    return tl::unexpected(transportError("the server answered " + request.method + " " +
+                                         request.target + " with a body that is not JSON"));
   }
   return object;
 }

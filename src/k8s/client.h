@@ -3,11 +3,13 @@
 // patch (merge, JSON patch, server-side apply), delete (with propagation) and the status
 // subresource. Objects are JSON; every failure is an Error value (error.h), never an exception.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -56,9 +58,23 @@ struct ApplyOptions {
   bool force = false;
 };
 
+// How requests are paced and retried. The throttle (client-side QPS and burst) is the caller's:
+// the runtime supplies a token bucket. Only retryable errors (error.h) are retried, after
+// Retry-After when the server gave one, else after a backoff that doubles.
+struct RequestPolicy {
+  std::function<void()> throttle = [] {};
+  int maxRetries = 3;
+  std::chrono::milliseconds initialBackoff{200};
+  std::chrono::milliseconds maxBackoff{5000};
+  std::function<void(std::chrono::milliseconds)> sleep = [](std::chrono::milliseconds delay) {
+    std::this_thread::sleep_for(delay);
+  };
+};
+
 class Client {
  public:
-  explicit Client(std::shared_ptr<Transport> transport) : transport_(std::move(transport)) {}
+  explicit Client(std::shared_ptr<Transport> transport, RequestPolicy policy = {})
+      : transport_(std::move(transport)), policy_(std::move(policy)) {}
 
   // Requests made as another user (the Impersonate-User header), for RBAC checks.
   Client impersonating(std::string user) const;
@@ -96,7 +112,10 @@ class Client {
   Result<nlohmann::json> call(const std::string& method, const std::string& target,
                               const std::string& contentType, const std::string& body) const;
 
+  Result<nlohmann::json> attempt(const HttpRequest& request) const;
+
   std::shared_ptr<Transport> transport_;
+  RequestPolicy policy_;
   std::optional<std::string> impersonate_;
 };
 

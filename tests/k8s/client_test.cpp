@@ -22,8 +22,18 @@ const Resource kNodes{"", "v1", "nodes", false};
 
 class ClientRequests : public ::testing::Test {
  protected:
+  // Retries wait on a recording sleep, and the throttle counts its calls: no test waits.
+  RequestPolicy recordingPolicy() {
+    RequestPolicy policy;
+    policy.throttle = [this] { ++throttled_; };
+    policy.sleep = [this](std::chrono::milliseconds delay) { slept_.push_back(delay); };
+    return policy;
+  }
+
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
-  Client client_{transport_};
+  int throttled_ = 0;
+  std::vector<std::chrono::milliseconds> slept_;
+  Client client_{transport_, recordingPolicy()};
 
   const HttpRequest& last() const { return transport_->requests.back(); }
 };
@@ -95,16 +105,20 @@ TEST_F(ClientRequests, ImpersonationAddsItsHeader) {
   EXPECT_EQ(last().headers[0].first, "Impersonate-User");
 }
 
+// When the server keeps saying 429, the caller gets the last answer with its Retry-After.
 TEST_F(ClientRequests, TooManyRequestsCarriesRetryAfter) {
-  transport_->respond(429,
-                      R"({"kind": "Status", "status": "Failure", "reason": "TooManyRequests",
+  for (int i = 0; i < 4; ++i) {
+    transport_->respond(429,
+                        R"({"kind": "Status", "status": "Failure", "reason": "TooManyRequests",
                            "code": 429, "message": "too many requests"})",
-                      {{"retry-after", "7"}});
+                        {{"retry-after", "7"}});
+  }
   const auto answer = client_.get(kConfigMaps, "ml", "a");
   ASSERT_FALSE(answer);
   EXPECT_EQ(answer.error().kind, ErrorKind::kTooManyRequests);
   EXPECT_EQ(answer.error().retryAfter, std::chrono::seconds(7));
   EXPECT_TRUE(answer.error().retryable());
+  EXPECT_EQ(slept_.size(), 3U);
 }
 
 TEST_F(ClientRequests, NoAnswerIsATransportError) {
@@ -112,6 +126,45 @@ TEST_F(ClientRequests, NoAnswerIsATransportError) {
   ASSERT_FALSE(answer);
   EXPECT_EQ(answer.error().kind, ErrorKind::kTransport);
   EXPECT_TRUE(answer.error().retryable());
+}
+
+TEST_F(ClientRequests, RetryableErrorsAreRetriedWithADoublingBackoff) {
+  transport_->respond(503, "");
+  transport_->respond(500, R"({"kind": "Status", "reason": "InternalError", "code": 500})");
+  transport_->respond(200, R"({"metadata": {"name": "a"}})");
+  const auto answer = client_.get(kConfigMaps, "ml", "a");
+  ASSERT_TRUE(answer) << describe(answer.error());
+  EXPECT_EQ(slept_, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(200),
+                                                            std::chrono::milliseconds(400)}));
+  EXPECT_EQ(throttled_, 3);
+}
+
+TEST_F(ClientRequests, RetryAfterSetsTheWait) {
+  transport_->respond(429, R"({"kind": "Status", "reason": "TooManyRequests", "code": 429})",
+                      {{"retry-after", "2"}});
+  transport_->respond(200, "{}");
+  ASSERT_TRUE(client_.get(kConfigMaps, "ml", "a"));
+  EXPECT_EQ(slept_, (std::vector<std::chrono::milliseconds>{std::chrono::seconds(2)}));
+}
+
+TEST_F(ClientRequests, ErrorsThatAreNotRetryableComeBackAtOnce) {
+  transport_->respond(404, R"({"kind": "Status", "reason": "NotFound", "code": 404})");
+  transport_->respond(409, R"({"kind": "Status", "reason": "Conflict", "code": 409})");
+  EXPECT_EQ(client_.get(kConfigMaps, "ml", "a").error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(client_.update(kConfigMaps, "ml", {{"metadata", {{"name", "a"}}}}).error().kind,
+            ErrorKind::kConflict);
+  EXPECT_TRUE(slept_.empty());
+  EXPECT_EQ(transport_->requests.size(), 2U);
+}
+
+TEST_F(ClientRequests, RetriesStopAfterTheLimit) {
+  for (int i = 0; i < 5; ++i) {
+    transport_->respond(503, "");
+  }
+  const auto answer = client_.get(kConfigMaps, "ml", "a");
+  ASSERT_FALSE(answer);
+  EXPECT_EQ(answer.error().kind, ErrorKind::kServerError);
+  EXPECT_EQ(transport_->requests.size(), 4U);  // the first try and three retries
 }
 
 TEST_F(ClientRequests, ASuccessThatIsNotJsonIsAnError) {
