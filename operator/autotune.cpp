@@ -7,14 +7,13 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "api/codec.h"
 #include "executor/local_run.h"
+#include "executor/results_directory.h"
 #include "tuning/engine.h"
 #include "tuning/memory_model.h"
 #include "tuning/naming.h"
@@ -168,14 +167,12 @@ void printTrials(const AutotuneJob& job) {
 }
 
 int plan(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
+  const auto text = autotune::executor::readFile(path);
+  if (!text) {
     std::cerr << path << ": cannot be read\n";
     return kExitInvalid;
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  const auto job = autotune::api::decodeJobYaml(text.str());
+  const auto job = autotune::api::decodeJobYaml(*text);
   if (!job) {
     for (const auto& error : job.error()) {
       std::cerr << autotune::api::format(error) << "\n";

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "api/codec.h"
+#include "tuning/naming.h"
 #include "tuning/results.h"
 
 namespace autotune::executor {
@@ -28,13 +29,9 @@ std::string systemError(const std::string& what) {
 }
 
 std::string hexHash(const std::string& text) {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
   std::array<char, 17> hex{};
-  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(hex.data(), hex.size(), "%016llx",
+                static_cast<unsigned long long>(tuning::fnv1a(text)));
   return hex.data();
 }
 

@@ -2,18 +2,15 @@
 
 #include <algorithm>
 
+#include "tuning/naming.h"
 #include "tuning/strategy.h"
 
 namespace autotune::tuning {
 namespace {
 
+// The user's seed and the job's UID together, so two jobs with the same seed differ.
 std::uint64_t seedOf(std::int64_t userSeed, const std::string& jobUid) {
-  std::uint64_t hash = 14695981039346656037ULL ^ static_cast<std::uint64_t>(userSeed);
-  for (const char c : jobUid) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
+  return fnv1a(jobUid, kFnvOffsetBasis ^ static_cast<std::uint64_t>(userSeed));
 }
 
 bool countsAsFailure(api::Outcome outcome) {

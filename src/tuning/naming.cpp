@@ -87,15 +87,6 @@ std::optional<std::string_view> offloadPrefix(const std::string& path) {
   return std::nullopt;
 }
 
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
 std::string shortened(std::string name) {
   if (name.size() <= kMaxLabelLength) {
     return name;
@@ -111,6 +102,15 @@ std::string shortened(std::string name) {
 }
 
 }  // namespace
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t basis) {
+  std::uint64_t hash = basis;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
 
 std::string acronym(std::string_view key) {
   std::string result;

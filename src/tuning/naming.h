@@ -2,6 +2,7 @@
 // Trial and space names exactly as DeepSpeed's autotuner forms them (z1_gas1_tmbspg3,
 // z1_rbs5.0e+07_abs1.0e+09_gas1_tmbspg11, z1_rbs_abs_tmbspg), and their Kubernetes-safe forms.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -38,6 +39,12 @@ std::string knobSpaceName(int stage, const std::vector<std::string>& knobPaths);
 // tuning space in space names; other keys follow alphabetically.
 std::vector<std::string> orderForNaming(int stage, std::vector<std::string> paths);
 std::vector<std::string> orderForSpace(int stage, std::vector<std::string> paths);
+
+inline constexpr std::uint64_t kFnvOffsetBasis = 14695981039346656037ULL;
+
+// 64-bit FNV-1a: a stable hash for name suffixes, seeds and identities, the same on every
+// platform and run.
+std::uint64_t fnv1a(std::string_view text, std::uint64_t basis = kFnvOffsetBasis);
 
 // A trial name as a DNS-1123 label fragment: lower case, '_' and '.' to '-', '+' dropped.
 std::string dnsSafe(std::string_view trialName);
