@@ -138,6 +138,7 @@ Result<nlohmann::json> Client::list(const Resource& resource, const std::string&
   const std::string target =
       resourcePath(resource, ns) +
       query({{"labelSelector", options.labelSelector},
+             {"fieldSelector", options.fieldSelector},
              {"limit", options.limit > 0 ? std::to_string(options.limit) : ""},
              {"continue", options.continueToken},
              {"resourceVersion", options.resourceVersion}});
@@ -188,10 +189,14 @@ Result<nlohmann::json> Client::patch(const Resource& resource, const std::string
 }
 
 Result<nlohmann::json> Client::remove(const Resource& resource, const std::string& ns,
-                                      const std::string& name, Propagation propagation) const {
-  const nlohmann::json options = {{"kind", "DeleteOptions"},
-                                  {"apiVersion", "v1"},
-                                  {"propagationPolicy", propagationName(propagation)}};
+                                      const std::string& name, Propagation propagation,
+                                      std::optional<int> gracePeriodSeconds) const {
+  nlohmann::json options = {{"kind", "DeleteOptions"},
+                            {"apiVersion", "v1"},
+                            {"propagationPolicy", propagationName(propagation)}};
+  if (gracePeriodSeconds) {
+    options["gracePeriodSeconds"] = *gracePeriodSeconds;
+  }
   return call("DELETE", resourcePath(resource, ns, name), std::string(kJsonContent),
               options.dump());
 }
@@ -204,6 +209,7 @@ Result<void> Client::watch(const Resource& resource, const std::string& ns,
                                     {"allowWatchBookmarks", "true"},
                                     {"resourceVersion", options.resourceVersion},
                                     {"labelSelector", options.labelSelector},
+                                    {"fieldSelector", options.fieldSelector},
                                     {"timeoutSeconds", std::to_string(options.timeoutSeconds)}});
   HttpRequest request{"GET", target, "", "", {}};
   if (impersonate_) {
@@ -223,8 +229,12 @@ Result<void> Client::watch(const Resource& resource, const std::string& ns,
     }
     return onEvent({type, std::move(event["object"])});
   };
-  const auto ended = transport_->stream(request, handleLine,
-                                        std::chrono::seconds(options.timeoutSeconds + kIdleMargin));
+  const auto ended =
+      transport_->stream(request, handleLine,
+                         std::chrono::seconds(options.timeoutSeconds + kIdleMargin), options.stop);
+  if (options.stop.stop_requested()) {
+    return {};
+  }
   if (!ended) {
     return tl::unexpected(transportError(ended.error()));
   }

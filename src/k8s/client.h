@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
@@ -29,7 +30,8 @@ struct Resource {
 
 struct ListOptions {
   std::string labelSelector;
-  int limit = 0;  // 0: no limit
+  std::string fieldSelector;  // e.g. spec.nodeName=node-1; what a resource supports is its own
+  int limit = 0;              // 0: no limit
   std::string continueToken;
   std::string resourceVersion;
 };
@@ -37,7 +39,9 @@ struct ListOptions {
 struct WatchOptions {
   std::string resourceVersion;  // where to start, usually a list's metadata.resourceVersion
   std::string labelSelector;
+  std::string fieldSelector;
   int timeoutSeconds = 300;  // the server ends the watch after this; callers randomise it
+  std::stop_token stop;      // ends the watch early, with success
 };
 
 // One line of a watch stream: ADDED, MODIFIED, DELETED or BOOKMARK and the object (for a bookmark,
@@ -97,9 +101,12 @@ class Client {
   Result<nlohmann::json> patch(const Resource& resource, const std::string& ns,
                                const std::string& name, PatchType type, const nlohmann::json& patch,
                                const ApplyOptions& apply = {}) const;
+  // `gracePeriodSeconds` overrides the object's own; 0 deletes at once (a kubelet confirms that
+  // a Pod's containers have stopped this way).
   Result<nlohmann::json> remove(const Resource& resource, const std::string& ns,
                                 const std::string& name,
-                                Propagation propagation = Propagation::kBackground) const;
+                                Propagation propagation = Propagation::kBackground,
+                                std::optional<int> gracePeriodSeconds = std::nullopt) const;
 
   // Streams changes from options.resourceVersion, with bookmarks, until the server ends the watch
   // (success), `onEvent` returns false (success), or an error: an ERROR event comes back as its

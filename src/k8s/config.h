@@ -18,7 +18,6 @@ struct ClusterConfig {
   std::string token;           // a bearer token given inline
   std::string tokenFile;       // a bearer token to re-read (see readToken)
   bool insecureSkipTlsVerify = false;
-  std::string tlsServerName;  // the name to verify the server's certificate against, if not host
 };
 
 // The cluster and user of `context`, or of the kubeconfig's current-context when `context` is

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <stop_token>
 
 #include "k8s/transport.h"
 
@@ -65,7 +66,8 @@ class HttpTransport final : public Transport {
 
   tl::expected<HttpResponse, std::string> stream(const HttpRequest& request,
                                                  const LineHandler& onLine,
-                                                 std::chrono::seconds idleTimeout) override {
+                                                 std::chrono::seconds idleTimeout,
+                                                 std::stop_token stop) override {
     try {
       // A client of its own: cpprestsdk's timeout restarts with every read, so it is the idle
       // timeout of this stream only.
@@ -74,6 +76,8 @@ class HttpTransport final : public Transport {
       web::http::client::http_client client(utility::conversions::to_string_t(config_.server),
                                             settings);
       pplx::cancellation_token_source cancel;
+      // Cancelling closes the connection, which also ends a read that is waiting for a line.
+      const std::stop_callback stopped(stop, [&cancel] { cancel.cancel(); });
       const web::http::http_response answer =
           client.request(message(request), cancel.get_token()).get();
       if (answer.status_code() != web::http::status_codes::OK) {
@@ -83,7 +87,7 @@ class HttpTransport final : public Transport {
       while (true) {
         concurrency::streams::container_buffer<std::string> line;
         const std::size_t length = body.read_line(line).get();
-        if (length == 0 && body.is_eof()) {
+        if ((length == 0 && body.is_eof()) || stop.stop_requested()) {
           break;
         }
         if (!line.collection().empty() && !onLine(line.collection())) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
@@ -40,11 +41,13 @@ class Transport {
   // TLS, timeout).
   virtual tl::expected<HttpResponse, std::string> send(const HttpRequest& request) = 0;
   // A streamed answer (a watch): a 200 hands each body line to `onLine` as it arrives, until the
-  // server ends the stream, `onLine` returns false, or nothing arrives for `idleTimeout`. Another
-  // status comes back with its whole body.
+  // server ends the stream, `onLine` returns false, nothing arrives for `idleTimeout`, or `stop` is
+  // requested (the connection is closed at once, so a quiet watch ends promptly on shutdown).
+  // Another status comes back with its whole body.
   virtual tl::expected<HttpResponse, std::string> stream(const HttpRequest& request,
                                                          const LineHandler& onLine,
-                                                         std::chrono::seconds idleTimeout) = 0;
+                                                         std::chrono::seconds idleTimeout,
+                                                         std::stop_token stop) = 0;
 };
 
 // cpprestsdk over TLS with the config's CA, client certificate and key loaded from memory, and its

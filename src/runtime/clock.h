@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <stop_token>
 
 namespace autotune::runtime {
 
@@ -40,5 +41,8 @@ class FakeClock final : public Clock {
   mutable std::mutex mutex_;
   TimePoint now_;
 };
+
+// Waits `delay` of real time, or less when `stop` is requested meanwhile.
+void sleepFor(Duration delay, const std::stop_token& stop);
 
 }  // namespace autotune::runtime

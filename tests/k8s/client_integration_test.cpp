@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
 #include "k8s/client.h"
 #include "support/control_plane.h"
 
@@ -99,6 +105,37 @@ TEST_F(Client, ListsByLabelAndFollowsContinueTokens) {
   EXPECT_EQ(all->size(), 5U);
 }
 
+TEST_F(Client, PagesThroughMoreObjectsThanOnePageHolds) {
+  constexpr int kObjects = 1200;
+  constexpr int kPageSize = 500;
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_TRUE(client().create(
+        kConfigMaps, ns(),
+        configMap("many-" + std::to_string(i), {{"i", "x"}}, {{"autotune.io/job", "many"}})));
+  }
+  ListOptions options;
+  options.labelSelector = "autotune.io/job=many";
+  options.limit = kPageSize;
+  int pages = 0;
+  std::set<std::string> names;
+  do {
+    const auto page = client().list(kConfigMaps, ns(), options);
+    ASSERT_TRUE(page) << describe(page.error());
+    ++pages;
+    for (const auto& item : (*page)["items"]) {
+      names.insert(item["metadata"]["name"].get<std::string>());
+    }
+    options.continueToken = (*page)["metadata"].value("continue", "");
+  } while (!options.continueToken.empty());
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(kObjects));
+
+  options.continueToken.clear();
+  const auto all = client().listAll(kConfigMaps, ns(), options);
+  ASSERT_TRUE(all) << describe(all.error());
+  EXPECT_EQ(all->size(), names.size());
+}
+
 TEST_F(Client, PatchesByMergeByJsonPatchAndByServerSideApply) {
   ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("settings")));
   ASSERT_TRUE(client().patch(kConfigMaps, ns(), "settings", PatchType::kMerge,
@@ -155,6 +192,28 @@ TEST_F(Client, AUserWithoutRightsIsForbidden) {
   ASSERT_FALSE(forbidden);
   EXPECT_EQ(forbidden.error().kind, ErrorKind::kForbidden) << describe(forbidden.error());
   EXPECT_EQ(forbidden.error().httpStatus, 403);
+}
+
+// A server whose certificate another CA signed is refused before any request is sent.
+TEST_F(Client, AServerCertifiedByAnotherCaIsRefused) {
+  auto config = loadKubeconfig(testing::ControlPlane::kubeconfigPath());
+  ASSERT_TRUE(config) << describe(config.error());
+  const std::string directory = ::testing::TempDir() + "other-ca-" + ns();
+  const std::string command = "mkdir -p " + directory + " && openssl req -x509 -newkey rsa:2048 " +
+                              "-nodes -days 1 -subj /CN=other-ca -keyout " + directory +
+                              "/ca.key -out " + directory + "/ca.crt 2>/dev/null";
+  // NOLINTNEXTLINE(concurrency-mt-unsafe,cert-env33-c): making the test's own CA
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream file(directory + "/ca.crt");
+  config->caData.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  RequestPolicy once;
+  once.maxRetries = 0;
+  const k8s::Client distrusting(makeHttpTransport(*config), once);
+
+  const auto refused = distrusting.get(testing::kNamespaces, "", ns());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kTransport) << describe(refused.error());
+  std::filesystem::remove_all(directory);
 }
 
 // Watching from a list's resourceVersion sees every later change, even those made before the

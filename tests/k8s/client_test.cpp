@@ -58,6 +58,25 @@ TEST_F(ClientRequests, ListEncodesItsQuery) {
             "%28a%2Cb%29&limit=50");
 }
 
+TEST_F(ClientRequests, AFieldSelectorIsEncodedInListsAndWatches) {
+  transport_->respond(200, R"({"items": [], "metadata": {}})");
+  ListOptions list;
+  list.fieldSelector = "spec.nodeName=gpu-node-0";
+  ASSERT_TRUE(client_.list(kConfigMaps, "ml", list));
+  EXPECT_EQ(last().target,
+            "/api/v1/namespaces/ml/configmaps?fieldSelector=spec.nodeName%3Dgpu-node-0");
+
+  transport_->respondWithLines({});
+  WatchOptions watch;
+  watch.resourceVersion = "7";
+  watch.fieldSelector = "spec.nodeName!=";
+  watch.timeoutSeconds = 60;
+  ASSERT_TRUE(client_.watch(kConfigMaps, "ml", watch, [](const WatchEvent&) { return true; }));
+  EXPECT_EQ(last().target,
+            "/api/v1/namespaces/ml/configmaps?watch=true&allowWatchBookmarks=true&"
+            "resourceVersion=7&fieldSelector=spec.nodeName%21%3D&timeoutSeconds=60");
+}
+
 TEST_F(ClientRequests, ListAllFollowsContinueTokensUntilTheLastPage) {
   transport_->respond(200, R"({"items": [{"n": 1}, {"n": 2}], "metadata": {"continue": "t1"}})");
   transport_->respond(200, R"({"items": [{"n": 3}], "metadata": {}})");
@@ -89,6 +108,16 @@ TEST_F(ClientRequests, DeleteSendsItsPropagationPolicy) {
   ASSERT_TRUE(client_.remove(kConfigMaps, "ml", "a", Propagation::kForeground));
   EXPECT_EQ(last().method, "DELETE");
   EXPECT_EQ(json::parse(last().body)["propagationPolicy"], "Foreground");
+}
+
+TEST_F(ClientRequests, DeleteSendsAGracePeriodOnlyWhenGiven) {
+  transport_->respond(200, "{}");
+  transport_->respond(200, "{}");
+  ASSERT_TRUE(client_.remove(kConfigMaps, "ml", "a"));
+  EXPECT_FALSE(json::parse(last().body).contains("gracePeriodSeconds"));
+  ASSERT_TRUE(client_.remove(kConfigMaps, "ml", "a", Propagation::kBackground, 0));
+  EXPECT_EQ(json::parse(last().body)["gracePeriodSeconds"], 0);
+  EXPECT_EQ(json::parse(last().body)["propagationPolicy"], "Background");
 }
 
 TEST_F(ClientRequests, UpdateStatusWritesTheStatusSubresource) {

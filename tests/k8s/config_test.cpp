@@ -110,7 +110,6 @@ TEST_F(ConfigTest, InlineDataIsDecodedToPem) {
   EXPECT_TRUE(config->token.empty());
   EXPECT_TRUE(config->tokenFile.empty());
   EXPECT_FALSE(config->insecureSkipTlsVerify);
-  EXPECT_TRUE(config->tlsServerName.empty());
 }
 
 TEST_F(ConfigTest, RelativeFilePathsAreFoundNextToTheKubeconfig) {
@@ -163,7 +162,7 @@ TEST_F(ConfigTest, TheCurrentContextIsUsedUnlessAnotherIsNamed) {
       "current-context: dev\n"
       "clusters:\n"
       "- {name: dev, cluster: {server: 'https://dev.example:6443'}}\n"
-      "- {name: prod, cluster: {server: 'https://prod.example:6443', tls-server-name: api}}\n"
+      "- {name: prod, cluster: {server: 'https://prod.example:6443'}}\n"
       "contexts:\n"
       "- {name: dev, context: {cluster: dev, user: alice}}\n"
       "- {name: prod, context: {cluster: prod, user: bob}}\n"
@@ -180,7 +179,16 @@ TEST_F(ConfigTest, TheCurrentContextIsUsedUnlessAnotherIsNamed) {
   ASSERT_TRUE(named) << errorOf(named);
   EXPECT_EQ(named->server, "https://prod.example:6443");
   EXPECT_EQ(named->token, "bob-token");
-  EXPECT_EQ(named->tlsServerName, "api");
+}
+
+TEST_F(ConfigTest, ATlsServerNameIsRefusedRatherThanIgnored) {
+  const auto refused = load(
+      "current-context: c\n"
+      "clusters: [{name: c, cluster: {server: 'https://10.0.0.1:6443', tls-server-name: api}}]\n"
+      "contexts: [{name: c, context: {cluster: c}}]\n");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(errorOf(refused).find("tls-server-name is not supported"), std::string::npos)
+      << errorOf(refused);
 }
 
 TEST_F(ConfigTest, TlsVerificationIsSkippedOnlyWhenTheKubeconfigSaysSo) {

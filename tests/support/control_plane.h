@@ -8,8 +8,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "k8s/client.h"
 #include "k8s/config.h"
@@ -18,6 +20,9 @@ namespace autotune::testing {
 
 class ControlPlane : public ::testing::Environment {
  public:
+  // `upArguments` go to `scripts/controlplane up`, e.g. "--apiserver-arg=--watch-cache=false".
+  explicit ControlPlane(std::string upArguments = "") : upArguments_(std::move(upArguments)) {}
+
   void SetUp() override {
     // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any test thread starts
     if (const char* given = std::getenv("AUTOTUNE_TEST_KUBECONFIG"); given != nullptr) {
@@ -27,13 +32,14 @@ class ControlPlane : public ::testing::Environment {
     directory_ =
         std::filesystem::temp_directory_path() / ("autotune-apiserver-" + std::to_string(getpid()));
     const std::string command = "AUTOTUNE_CONTROLPLANE_DIR=" + directory_.string() + " " +
-                                std::string(AUTOTUNE_SOURCE_DIR) + "/scripts/controlplane up 2>" +
-                                directory_.string() + ".log";
+                                std::string(AUTOTUNE_SOURCE_DIR) + "/scripts/controlplane up " +
+                                upArguments_ + " 2>" + directory_.string() + ".log";
     // NOLINTNEXTLINE(concurrency-mt-unsafe,cert-env33-c): starting the test's control plane
     if (std::system(command.c_str()) != 0) {
       FAIL() << "scripts/controlplane up failed; see " << directory_.string() << ".log";
     }
     kubeconfigPath() = (directory_ / "kubeconfig").string();
+    etcdUrl() = readFirstLine(directory_ / "etcd.url");
   }
 
   void TearDown() override {
@@ -54,7 +60,21 @@ class ControlPlane : public ::testing::Environment {
     return path;
   }
 
+  // etcd's client URL, when this fixture started the control plane.
+  static std::string& etcdUrl() {
+    static std::string url;
+    return url;
+  }
+
  private:
+  static std::string readFirstLine(const std::filesystem::path& path) {
+    std::ifstream file(path);
+    std::string line;
+    std::getline(file, line);
+    return line;
+  }
+
+  std::string upArguments_;
   std::filesystem::path directory_;
 };
 

@@ -1,0 +1,143 @@
+#include "runtime/leader_election.h"
+
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace autotune::runtime {
+namespace {
+
+int seconds(Duration duration) {
+  return static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(duration).count());
+}
+
+}  // namespace
+
+std::string microTime(std::chrono::system_clock::time_point when) {
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
+  const auto whole = static_cast<std::time_t>(micros / 1000000);
+  std::tm utc{};
+  gmtime_r(&whole, &utc);
+  std::array<char, 40> text{};
+  const int written = std::snprintf(text.data(), text.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+                                    utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour,
+                                    utc.tm_min, utc.tm_sec, static_cast<int>(micros % 1000000));
+  return {text.data(), static_cast<std::size_t>(written)};
+}
+
+LeaderElector::LeaderElector(const k8s::Client& client, LeaseOptions options, const Clock& clock)
+    : client_(client), options_(std::move(options)), clock_(clock) {}
+
+nlohmann::json LeaderElector::record(const nlohmann::json& current) const {
+  const std::string now = microTime(std::chrono::system_clock::now());
+  const bool ours = current.value("holderIdentity", "") == options_.identity;
+  nlohmann::json spec = current;
+  spec["holderIdentity"] = options_.identity;
+  spec["leaseDurationSeconds"] = seconds(options_.leaseDuration);
+  spec["renewTime"] = now;
+  if (!ours) {
+    spec["acquireTime"] = now;
+    spec["leaseTransitions"] = current.value("leaseTransitions", -1) + 1;
+  }
+  return spec;
+}
+
+bool LeaderElector::tryAcquireOrRenew() {
+  const TimePoint now = clock_.now();
+  auto lease = client_.get(kLeases, options_.ns, options_.name);
+  if (!lease && lease.error().kind == k8s::ErrorKind::kNotFound) {
+    const nlohmann::json fresh = {
+        {"apiVersion", "coordination.k8s.io/v1"},
+        {"kind", "Lease"},
+        {"metadata", {{"name", options_.name}, {"namespace", options_.ns}}},
+        {"spec", record(nlohmann::json::object())}};
+    auto created = client_.create(kLeases, options_.ns, fresh);
+    if (created) {
+      observed_ = (*created)["spec"];
+      observedAt_ = now;
+    }
+    leading_ = created.has_value();
+    return leading_;
+  }
+  if (!lease) {
+    leading_ = false;
+    return false;
+  }
+  const nlohmann::json current = lease->value("spec", nlohmann::json::object());
+  if (current != observed_) {
+    observed_ = current;
+    observedAt_ = now;
+  }
+  const std::string holder = current.value("holderIdentity", "");
+  const auto duration =
+      std::chrono::seconds(current.value("leaseDurationSeconds", seconds(options_.leaseDuration)));
+  if (!holder.empty() && holder != options_.identity && now < observedAt_ + duration) {
+    leading_ = false;
+    return false;
+  }
+  nlohmann::json updated = *lease;
+  updated["spec"] = record(current);
+  auto written = client_.update(kLeases, options_.ns, updated);
+  if (written) {
+    observed_ = (*written)["spec"];
+    observedAt_ = now;
+  }
+  leading_ = written.has_value();
+  return leading_;
+}
+
+bool LeaderElector::run(const std::stop_token& stop,
+                        const std::function<void(std::stop_token)>& lead) {
+  while (!stop.stop_requested() && !tryAcquireOrRenew()) {
+    sleepFor(options_.retryPeriod, stop);
+  }
+  if (stop.stop_requested()) {
+    return false;
+  }
+  std::stop_source leadership;
+  const std::stop_callback forward(stop, [&leadership] { leadership.request_stop(); });
+  std::jthread leader([&lead, token = leadership.get_token()] { lead(token); });
+
+  bool lost = false;
+  TimePoint renewed = clock_.now();
+  while (!leadership.stop_requested()) {
+    sleepFor(options_.retryPeriod, leadership.get_token());
+    if (leadership.stop_requested()) {
+      break;
+    }
+    if (tryAcquireOrRenew()) {
+      renewed = clock_.now();
+    } else if (clock_.now() - renewed >= options_.renewDeadline) {
+      lost = true;
+      leadership.request_stop();
+    }
+  }
+  leader.join();
+  if (lost) {
+    leading_ = false;
+  } else {
+    release();
+  }
+  return lost;
+}
+
+void LeaderElector::release() {
+  if (!leading_.exchange(false)) {
+    return;
+  }
+  auto lease = client_.get(kLeases, options_.ns, options_.name);
+  if (!lease || (*lease)["spec"].value("holderIdentity", "") != options_.identity) {
+    return;
+  }
+  nlohmann::json released = *lease;
+  released["spec"]["holderIdentity"] = "";
+  released["spec"]["leaseDurationSeconds"] = 1;
+  released["spec"]["renewTime"] = microTime(std::chrono::system_clock::now());
+  [[maybe_unused]] const auto written = client_.update(kLeases, options_.ns, released);
+}
+
+}  // namespace autotune::runtime

@@ -1,0 +1,62 @@
+#pragma once
+// One active operator among replicas: client-go's leader election on a coordination.k8s.io/v1
+// Lease. The holder renews the lease every retry period; a standby takes it over once it has seen
+// the same record, unrenewed, for a whole lease duration on its own clock, so clock skew between
+// machines does not matter.
+
+#include <atomic>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <stop_token>
+#include <string>
+
+#include "k8s/client.h"
+#include "runtime/clock.h"
+
+namespace autotune::runtime {
+
+inline const k8s::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
+
+struct LeaseOptions {
+  std::string ns;
+  std::string name;
+  std::string identity;  // unique per replica, e.g. the Pod name
+  Duration leaseDuration = std::chrono::seconds(15);
+  Duration renewDeadline = std::chrono::seconds(10);
+  Duration retryPeriod = std::chrono::seconds(2);
+};
+
+class LeaderElector {
+ public:
+  LeaderElector(const k8s::Client& client, LeaseOptions options, const Clock& clock);
+
+  // One try: takes the lease when it is missing, released, expired or already ours, and renews
+  // it when ours. True when this replica holds it afterwards.
+  bool tryAcquireOrRenew();
+
+  // Campaigns until it holds the lease, then runs `lead` with a token that is stopped when the
+  // lease is lost (no renewal for renewDeadline) or `stop` is requested, and returns once `lead`
+  // has returned. On `stop` it releases the lease, so a standby takes over at once.
+  // True when it returned because the lease was lost.
+  bool run(const std::stop_token& stop, const std::function<void(std::stop_token)>& lead);
+
+  // Gives the lease up if this replica holds it.
+  void release();
+
+  bool isLeader() const { return leading_.load(); }
+
+ private:
+  nlohmann::json record(const nlohmann::json& current) const;
+
+  const k8s::Client& client_;
+  LeaseOptions options_;
+  const Clock& clock_;
+  nlohmann::json observed_;  // the lease spec last seen
+  TimePoint observedAt_{};   // when it was first seen, on this replica's clock
+  std::atomic<bool> leading_ = false;
+};
+
+// A Lease's time stamp (metav1.MicroTime): RFC 3339 with microseconds, in UTC.
+std::string microTime(std::chrono::system_clock::time_point when);
+
+}  // namespace autotune::runtime

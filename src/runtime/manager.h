@@ -1,0 +1,92 @@
+#pragma once
+// Runs a controller: its watchers, a work queue of keys and the workers that reconcile them, and,
+// when asked, leader election so that only one replica reconciles (controller-runtime's manager).
+//
+// Watchers run on every replica, so a standby's caches are warm when it takes over; workers run
+// only on the leader. Losing the lease stops the workers and ends run(): the process should exit
+// and be restarted, rather than go on with state it can no longer trust.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "k8s/client.h"
+#include "runtime/clock.h"
+#include "runtime/informer.h"
+#include "runtime/leader_election.h"
+#include "runtime/work_queue.h"
+
+namespace autotune::runtime {
+
+// What a reconcile asks for next: nothing, an error (retried with per-key backoff), or another
+// look after a delay (a deadline such as a trial's timeout).
+struct ReconcileResult {
+  bool failed = false;
+  std::optional<Duration> requeueAfter;
+};
+
+using Reconciler = std::function<ReconcileResult(const std::string& key)>;
+// The keys of the objects to reconcile when `object` changes; e.g. a Pod maps to its owner.
+using KeyMapper = std::function<std::vector<std::string>(const nlohmann::json& object)>;
+
+struct ManagerOptions {
+  int workers = 2;
+  std::optional<LeaseOptions> leaderElection;
+  WatcherOptions watcher;
+  WorkQueueLimits queue;
+};
+
+enum class RunEnd { kStopped, kLostLeadership };
+
+// Called as things happen, for metrics and logs; each may be left empty.
+struct ManagerHooks {
+  std::function<void(const std::string& key, const ReconcileResult& result, Duration took)>
+      reconciled;
+  std::function<void(const WatchTarget& target, RestartReason reason)> watchRestarted;
+  std::function<void(bool leading)> leadership;
+};
+
+class Manager {
+ public:
+  Manager(const k8s::Client& client, const Clock& clock, ManagerOptions options);
+
+  // A kind to watch, whose changes enqueue the keys `keysOf` gives. Call before run().
+  const Store& watch(const WatchTarget& target, KeyMapper keysOf);
+  void setReconciler(Reconciler reconcile) { reconcile_ = std::move(reconcile); }
+  void setHooks(ManagerHooks hooks) { hooks_ = std::move(hooks); }
+
+  // Starts the watchers, waits for their caches, then reconciles (as the leader, if elected)
+  // until `stop` or the lease is lost. Returns once every thread it started has ended.
+  RunEnd run(const std::stop_token& stop);
+
+  // Every watcher has listed once (the /readyz probe).
+  bool synced() const;
+  bool leading() const { return leading_.load(); }
+  const WorkQueue& queue() const { return queue_; }
+
+ private:
+  struct Watched {
+    std::unique_ptr<Store> store;
+    std::unique_ptr<Watcher> watcher;
+  };
+
+  void enqueue(const KeyMapper& keysOf, const nlohmann::json& object);
+  void work(const std::stop_token& leadership);
+  void processNext();
+  void setLeading(bool leading);
+
+  const k8s::Client& client_;
+  const Clock& clock_;
+  ManagerOptions options_;
+  ManagerHooks hooks_;
+  WorkQueue queue_;
+  Reconciler reconcile_;
+  std::vector<Watched> watched_;
+  std::atomic<bool> leading_ = false;
+};
+
+}  // namespace autotune::runtime

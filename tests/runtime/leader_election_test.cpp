@@ -1,0 +1,140 @@
+// Leader election's decisions against a scripted API server and a fake clock: when a replica may
+// take the lease, and what it writes. Two real processes electing a leader over a real API server
+// are in runtime_integration_test.cpp.
+
+#include "runtime/leader_election.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "support/fake_transport.h"
+
+namespace autotune::runtime {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using testing::FakeTransport;
+
+std::string lease(const std::string& holder, const std::string& renewTime, int transitions = 0,
+                  int duration = 15) {
+  return json{{"apiVersion", "coordination.k8s.io/v1"},
+              {"kind", "Lease"},
+              {"metadata", {{"name", "autotune"}, {"namespace", "ops"}, {"resourceVersion", "5"}}},
+              {"spec",
+               {{"holderIdentity", holder},
+                {"leaseDurationSeconds", duration},
+                {"acquireTime", "2026-01-01T00:00:00.000000Z"},
+                {"renewTime", renewTime},
+                {"leaseTransitions", transitions}}}}
+      .dump();
+}
+
+class Election : public ::testing::Test {
+ protected:
+  static k8s::RequestPolicy noRetries() {
+    k8s::RequestPolicy policy;
+    policy.maxRetries = 0;
+    return policy;
+  }
+
+  json lastBody() const { return json::parse(transport_->sent().back().body); }
+  std::string lastMethod() const { return transport_->sent().back().method; }
+
+  std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
+  k8s::Client client_{transport_, noRetries()};
+  FakeClock clock_;
+  LeaderElector elector_{client_, {"ops", "autotune", "replica-a"}, clock_};
+};
+
+TEST_F(Election, CreatesAMissingLeaseAndLeads) {
+  transport_->respond(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+  transport_->respond(201, lease("replica-a", "2026-01-01T00:00:00.000000Z"));
+  EXPECT_TRUE(elector_.tryAcquireOrRenew());
+  EXPECT_TRUE(elector_.isLeader());
+  EXPECT_EQ(lastMethod(), "POST");
+  EXPECT_EQ(transport_->sent().back().target, "/apis/coordination.k8s.io/v1/namespaces/ops/leases");
+  const json spec = lastBody()["spec"];
+  EXPECT_EQ(spec["holderIdentity"], "replica-a");
+  EXPECT_EQ(spec["leaseDurationSeconds"], 15);
+  EXPECT_EQ(spec["leaseTransitions"], 0);
+}
+
+TEST_F(Election, WaitsAWholeLeaseDurationOfUnchangedRecordBeforeTakingOver) {
+  const std::string held = lease("replica-b", "2026-01-01T00:00:01.000000Z", 3);
+  transport_->respond(200, held);
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  clock_.advance(seconds(14));
+  transport_->respond(200, held);
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  EXPECT_EQ(lastMethod(), "GET");
+
+  clock_.advance(seconds(1));
+  transport_->respond(200, held);
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:16.000000Z", 4));
+  EXPECT_TRUE(elector_.tryAcquireOrRenew());
+  EXPECT_EQ(lastMethod(), "PUT");
+  const json written = lastBody();
+  EXPECT_EQ(written["spec"]["holderIdentity"], "replica-a");
+  EXPECT_EQ(written["spec"]["leaseTransitions"], 4);
+  EXPECT_NE(written["spec"]["acquireTime"], "2026-01-01T00:00:00.000000Z");
+  EXPECT_EQ(written["metadata"]["resourceVersion"], "5");  // a stale write is a Conflict
+}
+
+TEST_F(Election, ARenewedRecordRestartsTheWait) {
+  transport_->respond(200, lease("replica-b", "2026-01-01T00:00:01.000000Z"));
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  clock_.advance(seconds(10));
+  transport_->respond(200, lease("replica-b", "2026-01-01T00:00:11.000000Z"));
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  clock_.advance(seconds(10));
+  transport_->respond(200, lease("replica-b", "2026-01-01T00:00:11.000000Z"));
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+}
+
+TEST_F(Election, RenewingKeepsTheAcquireTimeAndTransitions) {
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:01.000000Z", 2));
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:03.000000Z", 2));
+  EXPECT_TRUE(elector_.tryAcquireOrRenew());
+  const json spec = lastBody()["spec"];
+  EXPECT_EQ(spec["acquireTime"], "2026-01-01T00:00:00.000000Z");
+  EXPECT_EQ(spec["leaseTransitions"], 2);
+  EXPECT_NE(spec["renewTime"], "2026-01-01T00:00:01.000000Z");
+}
+
+TEST_F(Election, AConflictingWriteDoesNotLead) {
+  transport_->respond(200, lease("", "2026-01-01T00:00:01.000000Z"));
+  transport_->respond(409, R"({"kind":"Status","code":409,"reason":"Conflict"})");
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  EXPECT_FALSE(elector_.isLeader());
+}
+
+TEST_F(Election, AReleasedLeaseIsTakenAtOnce) {
+  transport_->respond(200, lease("", "2026-01-01T00:00:01.000000Z", 1, 1));
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:02.000000Z", 2));
+  EXPECT_TRUE(elector_.tryAcquireOrRenew());
+}
+
+TEST_F(Election, ReleaseClearsTheHolderSoAStandbyNeedNotWait) {
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:01.000000Z"));
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:02.000000Z"));
+  ASSERT_TRUE(elector_.tryAcquireOrRenew());
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:02.000000Z"));
+  transport_->respond(200, lease("", "2026-01-01T00:00:03.000000Z"));
+  elector_.release();
+  EXPECT_FALSE(elector_.isLeader());
+  EXPECT_EQ(lastMethod(), "PUT");
+  EXPECT_EQ(lastBody()["spec"]["holderIdentity"], "");
+  EXPECT_EQ(lastBody()["spec"]["leaseDurationSeconds"], 1);
+}
+
+TEST(MicroTime, IsRfc3339WithMicrosecondsInUtc) {
+  const auto when = std::chrono::system_clock::time_point(std::chrono::microseconds(
+      1795305600LL * 1000000 + 123456));  // 2026-11-22T00:00:00Z plus 0.123456 s
+  EXPECT_EQ(microTime(when), "2026-11-22T00:00:00.123456Z");
+}
+
+}  // namespace
+}  // namespace autotune::runtime
