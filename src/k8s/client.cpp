@@ -110,6 +110,9 @@ Result<nlohmann::json> Client::call(const std::string& method, const std::string
 
 Result<nlohmann::json> Client::attempt(const HttpRequest& request) const {
   auto response = transport_->send(request);
+  if (policy_.observe) {
+    policy_.observe(request.method, response ? response->status : 0);
+  }
   if (!response) {
     return tl::unexpected(transportError(response.error()));
   }
@@ -232,6 +235,10 @@ Result<void> Client::watch(const Resource& resource, const std::string& ns,
   const auto ended =
       transport_->stream(request, handleLine,
                          std::chrono::seconds(options.timeoutSeconds + kIdleMargin), options.stop);
+  // A connection closed by our own stop is not a failed request.
+  if (policy_.observe && (ended || !options.stop.stop_requested())) {
+    policy_.observe("WATCH", ended ? ended->status : 0);
+  }
   if (options.stop.stop_requested()) {
     return {};
   }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -73,6 +74,9 @@ struct RequestPolicy {
   std::function<void(std::chrono::milliseconds)> sleep = [](std::chrono::milliseconds delay) {
     std::this_thread::sleep_for(delay);
   };
+  // Told of every HTTP attempt, each retry and watch included (for kube_requests_total): the
+  // method, WATCH for a watch, and the status code, 0 when no answer came.
+  std::function<void(std::string_view verb, int code)> observe;
 };
 
 class Client {

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "support/fake_transport.h"
 
@@ -27,12 +30,16 @@ class ClientRequests : public ::testing::Test {
     RequestPolicy policy;
     policy.throttle = [this] { ++throttled_; };
     policy.sleep = [this](std::chrono::milliseconds delay) { slept_.push_back(delay); };
+    policy.observe = [this](std::string_view verb, int code) {
+      observed_.push_back(std::string(verb) + " " + std::to_string(code));
+    };
     return policy;
   }
 
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   int throttled_ = 0;
   std::vector<std::chrono::milliseconds> slept_;
+  std::vector<std::string> observed_;
   Client client_{transport_, recordingPolicy()};
 
   const HttpRequest& last() const { return transport_->requests.back(); }
@@ -166,6 +173,32 @@ TEST_F(ClientRequests, RetryableErrorsAreRetriedWithADoublingBackoff) {
   EXPECT_EQ(slept_, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(200),
                                                             std::chrono::milliseconds(400)}));
   EXPECT_EQ(throttled_, 3);
+}
+
+TEST_F(ClientRequests, EveryAttemptIsObservedWithItsStatusOrZeroWithoutAnswer) {
+  transport_->respond(503, "");
+  transport_->respond(200, "{}");
+  ASSERT_TRUE(client_.get(kConfigMaps, "ml", "a"));
+  transport_->respond(404, R"({"kind": "Status", "reason": "NotFound", "code": 404})");
+  EXPECT_FALSE(client_.remove(kConfigMaps, "ml", "a"));
+  RequestPolicy once = recordingPolicy();
+  once.maxRetries = 0;
+  EXPECT_FALSE(Client(transport_, once).create(kConfigMaps, "ml", json::object()));
+  EXPECT_EQ(observed_, (std::vector<std::string>{"GET 503", "GET 200", "DELETE 404", "POST 0"}));
+}
+
+TEST_F(ClientRequests, WatchesAreObservedWithTheirStatus) {
+  transport_->respondWithLines({std::string(R"({"type": "ADDED", "object": {}})")});
+  ASSERT_TRUE(client_.watch(kConfigMaps, "ml", {}, [](const WatchEvent&) { return true; }));
+  transport_->respond(403, R"({"kind": "Status", "reason": "Forbidden", "code": 403})");
+  EXPECT_FALSE(client_.watch(kConfigMaps, "ml", {}, [](const WatchEvent&) { return true; }));
+  EXPECT_FALSE(client_.watch(kConfigMaps, "ml", {}, [](const WatchEvent&) { return true; }));
+  EXPECT_EQ(observed_, (std::vector<std::string>{"WATCH 200", "WATCH 403", "WATCH 0"}));
+}
+
+TEST_F(ClientRequests, AClientWithoutAnObserverStillWorks) {
+  transport_->respond(200, "{}");
+  EXPECT_TRUE(Client(transport_).get(kConfigMaps, "ml", "a"));
 }
 
 TEST_F(ClientRequests, RetryAfterSetsTheWait) {

@@ -1,0 +1,384 @@
+#include "observability/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace autotune::observability {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Trials run from seconds (an OOM at start-up) to hours.
+const Histogram::BucketBoundaries kTrialDurationBuckets = {10,  30,   60,   120,  300,
+                                                           600, 1200, 1800, 3600, 7200};
+// A trial waits for a GPU node from a second (an idle cluster) to an hour.
+const Histogram::BucketBoundaries kTrialPendingBuckets = {1,   5,   10,  30,   60,
+                                                          120, 300, 600, 1800, 3600};
+// A reconcile is a few API requests: milliseconds, seconds when the server is slow.
+const Histogram::BucketBoundaries kReconcileBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                       0.5,   1,    2.5,   5,    10};
+
+MetricFamily single(std::string name, std::string help, MetricType type, double value) {
+  ClientMetric metric;
+  if (type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return {std::move(name), std::move(help), type, {metric}};
+}
+
+// The fields of /proc/self/stat after the command name, which may itself hold spaces and ')'.
+std::optional<std::vector<std::string>> statFields() {
+  std::ifstream file("/proc/self/stat");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto nameEnd = text.rfind(')');
+  if (nameEnd == std::string::npos) {
+    return std::nullopt;
+  }
+  std::istringstream rest(text.substr(nameEnd + 1));
+  std::vector<std::string> fields{std::istream_iterator<std::string>(rest),
+                                  std::istream_iterator<std::string>()};
+  return fields;
+}
+
+std::optional<double> bootTimeSeconds() {
+  std::ifstream file("/proc/stat");
+  std::string key;
+  double value = 0;
+  while (file >> key) {
+    if (key == "btime" && file >> value) {
+      return value;
+    }
+    file.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
+}
+
+// The process_* metrics every Prometheus client library exports, read when scraped.
+std::vector<MetricFamily> processMetrics() {
+  std::vector<MetricFamily> families;
+  // Indices into statFields(): field N of proc(5) is at N - 3.
+  constexpr std::size_t kUserTicks = 11;
+  constexpr std::size_t kSystemTicks = 12;
+  constexpr std::size_t kStartTicks = 19;
+  constexpr std::size_t kVirtualBytes = 20;
+  constexpr std::size_t kResidentPages = 21;
+  const auto ticksPerSecond = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const auto pageBytes = static_cast<double>(sysconf(_SC_PAGESIZE));
+  const auto stat = statFields();
+  if (stat && stat->size() > kResidentPages && ticksPerSecond > 0) {
+    const auto number = [&](std::size_t index) {
+      const std::string& text = (*stat)[index];
+      double value = 0;
+      std::from_chars(text.data(), text.data() + text.size(), value);
+      return value;
+    };
+    families.push_back(
+        single("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+               MetricType::Counter, (number(kUserTicks) + number(kSystemTicks)) / ticksPerSecond));
+    families.push_back(single("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                              MetricType::Gauge, number(kVirtualBytes)));
+    families.push_back(single("process_resident_memory_bytes", "Resident memory size in bytes.",
+                              MetricType::Gauge, number(kResidentPages) * pageBytes));
+    if (const auto boot = bootTimeSeconds()) {
+      families.push_back(single("process_start_time_seconds",
+                                "Start time of the process since unix epoch in seconds.",
+                                MetricType::Gauge, *boot + number(kStartTicks) / ticksPerSecond));
+    }
+  }
+  std::error_code error;
+  std::size_t open = 0;
+  for (std::filesystem::directory_iterator entry("/proc/self/fd", error), end;
+       !error && entry != end; entry.increment(error)) {
+    ++open;
+  }
+  if (!error) {
+    families.push_back(single("process_open_fds", "Number of open file descriptors.",
+                              MetricType::Gauge, static_cast<double>(open)));
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    families.push_back(single("process_max_fds", "Maximum number of open file descriptors.",
+                              MetricType::Gauge, static_cast<double>(limit.rlim_cur)));
+  }
+  return families;
+}
+
+// What a scrape sees: the registry's families and the process metrics.
+class Scraped final : public prometheus::Collectable {
+ public:
+  explicit Scraped(std::shared_ptr<prometheus::Registry> registry)
+      : registry_(std::move(registry)) {}
+
+  std::vector<MetricFamily> Collect() const override {
+    auto families = registry_->Collect();
+    auto process = processMetrics();
+    families.insert(families.end(), std::make_move_iterator(process.begin()),
+                    std::make_move_iterator(process.end()));
+    return families;
+  }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+};
+
+using Key = std::pair<std::string, std::string>;  // namespace, job
+
+// The series labelled with one job, so that forgetJob() can remove them.
+struct JobSeries {
+  Counter* launched = nullptr;
+  std::map<std::string, Counter*> finished;  // by outcome
+  std::map<std::string, Gauge*> best;        // by metric
+  std::map<std::string, Gauge*> trials;      // by trial
+};
+
+}  // namespace
+
+struct Metrics::State {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::shared_ptr<Scraped> scraped = std::make_shared<Scraped>(registry);
+
+  Family<Gauge>& jobs = prometheus::BuildGauge()
+                            .Name("autotune_jobs")
+                            .Help("AutotuneJobs by phase.")
+                            .Register(*registry);
+  Family<Counter>& launched = prometheus::BuildCounter()
+                                  .Name("autotune_trials_launched_total")
+                                  .Help("Trial Pods created, by job.")
+                                  .Register(*registry);
+  Family<Counter>& finished = prometheus::BuildCounter()
+                                  .Name("autotune_trials_finished_total")
+                                  .Help("Trials finished, by job and outcome.")
+                                  .Register(*registry);
+  Family<Histogram>& duration = prometheus::BuildHistogram()
+                                    .Name("autotune_trial_duration_seconds")
+                                    .Help("How long finished trials ran, by outcome.")
+                                    .Register(*registry);
+  Family<Histogram>& pending = prometheus::BuildHistogram()
+                                   .Name("autotune_trial_pending_seconds")
+                                   .Help("How long trial Pods waited to start running.")
+                                   .Register(*registry);
+  Family<Gauge>& best = prometheus::BuildGauge()
+                            .Name("autotune_best_value")
+                            .Help("The best value a job has measured so far, in its metric.")
+                            .Register(*registry);
+  Family<Gauge>& trialValue = prometheus::BuildGauge()
+                                  .Name("autotune_trial_value")
+                                  .Help("The value each trial measured, in its job's metric.")
+                                  .Register(*registry);
+  Family<Gauge>& gpuSlots =
+      prometheus::BuildGauge()
+          .Name("autotune_gpu_slots")
+          .Help("GPUs on schedulable nodes (total) and held by trials (used).")
+          .Register(*registry);
+  Family<Counter>& reconciles = prometheus::BuildCounter()
+                                    .Name("autotune_reconcile_total")
+                                    .Help("Reconciles of AutotuneJobs, by result.")
+                                    .Register(*registry);
+  Family<Histogram>& reconcileDuration = prometheus::BuildHistogram()
+                                             .Name("autotune_reconcile_duration_seconds")
+                                             .Help("How long reconciles of AutotuneJobs took.")
+                                             .Register(*registry);
+  Family<Gauge>& depth = prometheus::BuildGauge()
+                             .Name("autotune_workqueue_depth")
+                             .Help("Keys waiting in the work queue.")
+                             .Register(*registry);
+  Family<Counter>& kubeRequests =
+      prometheus::BuildCounter()
+          .Name("autotune_kube_requests_total")
+          .Help("HTTP requests to the Kubernetes API server, by verb and status code (0: none).")
+          .Register(*registry);
+  Family<Counter>& watchRestarts = prometheus::BuildCounter()
+                                       .Name("autotune_watch_restarts_total")
+                                       .Help("Watches started again, by resource and reason.")
+                                       .Register(*registry);
+  Family<Gauge>& leader = prometheus::BuildGauge()
+                              .Name("autotune_leader")
+                              .Help("1 while this replica holds the leader lease, else 0.")
+                              .Register(*registry);
+
+  // Series whose label values are a fixed set exist from the start, so that dashboards and alerts
+  // see zeros rather than gaps.
+  std::map<std::string_view, Gauge*> phases;
+  std::array<Counter*, 3> results{};
+  Gauge& slotsUsed = gpuSlots.Add({{"state", "used"}});
+  Gauge& slotsTotal = gpuSlots.Add({{"state", "total"}});
+  Histogram& pendingAll = pending.Add({}, kTrialPendingBuckets);
+  Histogram& reconcileAll = reconcileDuration.Add({}, kReconcileBuckets);
+  Gauge& depthAll = depth.Add({});
+  Gauge& leaderAll = leader.Add({});
+
+  std::mutex mutex;  // guards jobSeries and the adding and removing of per-job series
+  std::map<Key, JobSeries> jobSeries;
+
+  State() {
+    for (const auto phase : kJobPhases) {
+      phases[phase] = &jobs.Add({{"phase", std::string(phase)}});
+    }
+    for (const auto outcome :
+         {ReconcileOutcome::kSuccess, ReconcileOutcome::kError, ReconcileOutcome::kRequeue}) {
+      results.at(static_cast<std::size_t>(outcome)) =
+          &reconciles.Add({{"result", std::string(toString(outcome))}});
+    }
+  }
+};
+
+std::string_view toString(ReconcileOutcome result) {
+  switch (result) {
+    case ReconcileOutcome::kError:
+      return "error";
+    case ReconcileOutcome::kRequeue:
+      return "requeue";
+    case ReconcileOutcome::kSuccess:
+      break;
+  }
+  return "success";
+}
+
+Metrics::Metrics() : state_(std::make_unique<State>()) {}
+Metrics::~Metrics() = default;
+
+void Metrics::jobsInPhase(std::string_view phase, std::int64_t count) {
+  const auto found = state_->phases.find(phase);
+  if (found != state_->phases.end()) {
+    found->second->Set(static_cast<double>(count));
+  }
+}
+
+void Metrics::trialLaunched(const std::string& ns, const std::string& job) {
+  const std::lock_guard lock(state_->mutex);
+  auto& series = state_->jobSeries[{ns, job}];
+  if (series.launched == nullptr) {
+    series.launched = &state_->launched.Add({{"namespace", ns}, {"job", job}});
+  }
+  series.launched->Increment();
+}
+
+void Metrics::trialPending(Seconds waited) { state_->pendingAll.Observe(waited.count()); }
+
+void Metrics::trialFinished(const std::string& ns, const std::string& job,
+                            const std::string& outcome, Seconds ran) {
+  state_->duration.Add({{"outcome", outcome}}, kTrialDurationBuckets).Observe(ran.count());
+  const std::lock_guard lock(state_->mutex);
+  auto& counter = state_->jobSeries[{ns, job}].finished[outcome];
+  if (counter == nullptr) {
+    counter = &state_->finished.Add({{"namespace", ns}, {"job", job}, {"outcome", outcome}});
+  }
+  counter->Increment();
+}
+
+void Metrics::bestValue(const std::string& ns, const std::string& job, const std::string& metric,
+                        double value) {
+  const std::lock_guard lock(state_->mutex);
+  auto& gauge = state_->jobSeries[{ns, job}].best[metric];
+  if (gauge == nullptr) {
+    gauge = &state_->best.Add({{"namespace", ns}, {"job", job}, {"metric", metric}});
+  }
+  gauge->Set(value);
+}
+
+void Metrics::trialValue(const std::string& ns, const std::string& job, const std::string& trial,
+                         double value, int maxTrials) {
+  const std::lock_guard lock(state_->mutex);
+  auto& trials = state_->jobSeries[{ns, job}].trials;
+  auto found = trials.find(trial);
+  if (found == trials.end()) {
+    if (std::cmp_greater_equal(trials.size(), std::max(maxTrials, 0))) {
+      return;
+    }
+    found =
+        trials
+            .emplace(trial,
+                     &state_->trialValue.Add({{"namespace", ns}, {"job", job}, {"trial", trial}}))
+            .first;
+  }
+  found->second->Set(value);
+}
+
+void Metrics::forgetJob(const std::string& ns, const std::string& job) {
+  const std::lock_guard lock(state_->mutex);
+  const auto found = state_->jobSeries.find({ns, job});
+  if (found == state_->jobSeries.end()) {
+    return;
+  }
+  auto& series = found->second;
+  if (series.launched != nullptr) {
+    state_->launched.Remove(series.launched);
+  }
+  for (const auto& [outcome, counter] : series.finished) {
+    state_->finished.Remove(counter);
+  }
+  for (const auto& [metric, gauge] : series.best) {
+    state_->best.Remove(gauge);
+  }
+  for (const auto& [trial, gauge] : series.trials) {
+    state_->trialValue.Remove(gauge);
+  }
+  state_->jobSeries.erase(found);
+}
+
+void Metrics::gpuSlots(std::int64_t used, std::int64_t total) {
+  state_->slotsUsed.Set(static_cast<double>(used));
+  state_->slotsTotal.Set(static_cast<double>(total));
+}
+
+void Metrics::reconciled(ReconcileOutcome result, Seconds took) {
+  state_->results.at(static_cast<std::size_t>(result))->Increment();
+  state_->reconcileAll.Observe(took.count());
+}
+
+void Metrics::workqueueDepth(std::size_t depth) {
+  state_->depthAll.Set(static_cast<double>(depth));
+}
+
+void Metrics::kubeRequest(std::string_view verb, int code) {
+  state_->kubeRequests.Add({{"verb", std::string(verb)}, {"code", std::to_string(code)}})
+      .Increment();
+}
+
+void Metrics::watchRestarted(std::string_view resource, std::string_view reason) {
+  state_->watchRestarts.Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}})
+      .Increment();
+}
+
+void Metrics::watchDeclared(std::string_view resource, std::string_view reason) {
+  state_->watchRestarts.Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}});
+}
+
+void Metrics::leading(bool leader) { state_->leaderAll.Set(leader ? 1 : 0); }
+
+std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return state_->scraped; }
+
+std::string Metrics::exposition() const {
+  return prometheus::TextSerializer().Serialize(state_->scraped->Collect());
+}
+
+}  // namespace autotune::observability

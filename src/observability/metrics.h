@@ -1,0 +1,81 @@
+#pragma once
+// The operator's Prometheus metrics (DESIGN §6), named `autotune_*`, plus the standard `process_*`
+// metrics read from /proc/self at scrape time. Each method is named for what happened; the caller
+// never sees a metric object. Safe to call from any thread.
+//
+// Label values stay bounded: per-job series live until forgetJob(), and a job has at most its
+// maxTrials `trial_value` series. Phases, slot states and reconcile results are fixed sets.
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace prometheus {
+class Collectable;
+}  // namespace prometheus
+
+namespace autotune::observability {
+
+// The phases of an AutotuneJob as the API spells them; `jobs{phase}` has each, zero when empty.
+inline constexpr std::array<std::string_view, 5> kJobPhases = {"Pending", "Profiling", "Running",
+                                                               "Succeeded", "Failed"};
+
+// How a reconcile ended: `reconcile_total{result="success|error|requeue"}`.
+enum class ReconcileOutcome { kSuccess, kError, kRequeue };
+
+using Seconds = std::chrono::duration<double>;
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+  Metrics(Metrics&&) = delete;
+  Metrics& operator=(Metrics&&) = delete;
+
+  // How many jobs are in `phase` now. A phase outside kJobPhases is ignored.
+  void jobsInPhase(std::string_view phase, std::int64_t count);
+
+  void trialLaunched(const std::string& ns, const std::string& job);
+  // How long a trial's Pod waited between creation and running.
+  void trialPending(Seconds waited);
+  // `outcome` is the classifier's word for it (Succeeded, Failed, OOM, Timeout, ...): a small set.
+  void trialFinished(const std::string& ns, const std::string& job, const std::string& outcome,
+                     Seconds ran);
+  void bestValue(const std::string& ns, const std::string& job, const std::string& metric,
+                 double value);
+  // A trial's measured value. Only the first `maxTrials` distinct trials of a job get a series;
+  // later ones are dropped, so one job cannot grow the scrape without limit.
+  void trialValue(const std::string& ns, const std::string& job, const std::string& trial,
+                  double value, int maxTrials);
+  // Removes every series labelled with this job (the job was deleted).
+  void forgetJob(const std::string& ns, const std::string& job);
+
+  void gpuSlots(std::int64_t used, std::int64_t total);
+  void reconciled(ReconcileOutcome result, Seconds took);
+  void workqueueDepth(std::size_t depth);
+  // One HTTP attempt against the API server; code 0 when no answer came (k8s::RequestPolicy).
+  void kubeRequest(std::string_view verb, int code);
+  void watchRestarted(std::string_view resource, std::string_view reason);
+  // A watch and a reason it may restart for, shown at 0 until it does.
+  void watchDeclared(std::string_view resource, std::string_view reason);
+  void leading(bool leader);
+
+  // What a scrape collects: the registry and the process metrics (for an Exposer).
+  std::shared_ptr<prometheus::Collectable> collectable() const;
+  // The text exposition format, as served on /metrics.
+  std::string exposition() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+std::string_view toString(ReconcileOutcome result);
+
+}  // namespace autotune::observability
