@@ -1,0 +1,368 @@
+// autotune-operator: watches AutotuneJobs, their trial Pods and the GPU Nodes, and reconciles each
+// job (controller/reconciler.h). Wiring only: flags, the API client, the manager, metrics, probes
+// and logs.
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/gpu_slots.h"
+#include "controller/reconciler.h"
+#include "controller/trial_pod.h"
+#include "k8s/client.h"
+#include "k8s/config.h"
+#include "observability/endpoints.h"
+#include "observability/health.h"
+#include "observability/log.h"
+#include "observability/metrics.h"
+#include "runtime/clock.h"
+#include "runtime/manager.h"
+#include "runtime/rate_limiter.h"
+
+namespace {
+
+using namespace autotune;
+using nlohmann::json;
+
+constexpr int kExitUsage = 2;
+constexpr int kExitFailure = 1;
+
+constexpr std::string_view kUsage =
+    "usage: autotune-operator [flags]\n"
+    "  --kubeconfig FILE                  default: $KUBECONFIG, else the in-cluster service "
+    "account\n"
+    "  --namespace NS[,NS...]             namespaces to watch (repeatable); default: all\n"
+    "  --metrics-bind-address ADDR        default :8080 (0 turns metrics off)\n"
+    "  --health-probe-bind-address ADDR   default :8081\n"
+    "  --leader-elect                     run one active replica, elected on a Lease\n"
+    "  --leader-election-namespace NS     default: $POD_NAMESPACE, else default\n"
+    "  --leader-election-id NAME          the Lease's name; default autotune-operator\n"
+    "  --workers N                        concurrent reconciles; default 2\n"
+    "  --qps Q --burst B                  client-side API rate limit; default 20 and 30\n"
+    "  --log-level LEVEL                  debug, info, warn or error; default info\n";
+
+struct Options {
+  std::string kubeconfig;
+  std::vector<std::string> namespaces;
+  std::string metricsAddress = ":8080";
+  std::string probeAddress = ":8081";
+  bool leaderElect = false;
+  std::string leaseNamespace;
+  std::string leaseName = "autotune-operator";
+  int workers = 2;
+  double qps = 20;
+  int burst = 30;
+  std::string logLevel = "info";
+};
+
+std::string environment(const char* name) {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up, before any thread
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) {
+    if (!part.empty()) {
+      parts.push_back(part);
+    }
+  }
+  return parts;
+}
+
+// Flags as `--name value` or `--name=value`; every mistake is named.
+std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ostream& err) {
+  Options options;
+  options.kubeconfig = environment("KUBECONFIG");
+  options.leaseNamespace = environment("POD_NAMESPACE");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::optional<std::string> value;
+    if (const auto equals = name.find('='); equals != std::string::npos) {
+      value = name.substr(equals + 1);
+      name = name.substr(0, equals);
+    }
+    if (name == "--leader-elect") {
+      options.leaderElect = !value || *value == "true";
+      continue;
+    }
+    if (name == "--help" || name == "-h") {
+      std::cout << kUsage;
+      std::exit(0);  // NOLINT(concurrency-mt-unsafe): before any thread starts
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        err << name << ": needs a value\n" << kUsage;
+        return std::nullopt;
+      }
+      value = args[++i];
+    }
+    const auto number = [&](auto& target) {
+      std::istringstream parse(*value);
+      if (!(parse >> target) || !parse.eof() || target <= 0) {
+        err << name << ": \"" << *value << "\" is not a positive number\n";
+        return false;
+      }
+      return true;
+    };
+    if (name == "--kubeconfig") {
+      options.kubeconfig = *value;
+    } else if (name == "--namespace") {
+      for (auto& ns : splitList(*value)) {
+        options.namespaces.push_back(std::move(ns));
+      }
+    } else if (name == "--metrics-bind-address") {
+      options.metricsAddress = *value;
+    } else if (name == "--health-probe-bind-address") {
+      options.probeAddress = *value;
+    } else if (name == "--leader-election-namespace") {
+      options.leaseNamespace = *value;
+    } else if (name == "--leader-election-id") {
+      options.leaseName = *value;
+    } else if (name == "--workers") {
+      if (!number(options.workers)) {
+        return std::nullopt;
+      }
+    } else if (name == "--qps") {
+      if (!number(options.qps)) {
+        return std::nullopt;
+      }
+    } else if (name == "--burst") {
+      if (!number(options.burst)) {
+        return std::nullopt;
+      }
+    } else if (name == "--log-level") {
+      options.logLevel = *value;
+    } else {
+      err << name << ": unknown flag\n" << kUsage;
+      return std::nullopt;
+    }
+  }
+  if (options.leaseNamespace.empty()) {
+    options.leaseNamespace = "default";
+  }
+  return options;
+}
+
+k8s::Result<k8s::ClusterConfig> clusterConfig(const Options& options) {
+  return options.kubeconfig.empty() ? k8s::inClusterConfig()
+                                    : k8s::loadKubeconfig(options.kubeconfig);
+}
+
+// Unique per replica: the Pod's name where there is one, and a random suffix.
+std::string identity() {
+  std::string host = environment("POD_NAME");
+  if (host.empty()) {
+    std::array<char, 256> name{};
+    gethostname(name.data(), name.size() - 1);
+    host = name.data();
+  }
+  return host + "_" + std::to_string(std::random_device()() % 1000000);
+}
+
+std::string outcomeLabel(api::Outcome outcome) { return std::string(api::toString(outcome)); }
+
+std::string jobKey(const api::AutotuneJob& job) { return job.namespaceName() + "/" + job.name(); }
+
+// Gauges over the whole cluster view: jobs by phase and GPU slots.
+void publishClusterGauges(const controller::Caches& caches, observability::Metrics& metrics) {
+  std::map<std::string, std::int64_t, std::less<>> phases;
+  for (const auto& job : caches.allJobs()) {
+    ++phases[job.value("status", json::object()).value("phase", "Pending")];
+  }
+  for (const auto phase : observability::kJobPhases) {
+    const auto found = phases.find(phase);
+    metrics.jobsInPhase(phase, found == phases.end() ? 0 : found->second);
+  }
+  const auto capacity = controller::gpuCapacity(caches.nodes->list(), caches.allPods());
+  metrics.gpuSlots(capacity.used(), capacity.total());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto options = parseFlags(std::vector<std::string>(argv + 1, argv + argc), std::cerr);
+  if (!options) {
+    return kExitUsage;
+  }
+  const auto level = observability::parseLogLevel(options->logLevel);
+  if (!level) {
+    std::cerr << "--log-level: " << level.error() << "\n";
+    return kExitUsage;
+  }
+  const observability::Logger log(*level);
+  auto config = clusterConfig(*options);
+  if (!config) {
+    std::cerr << "cannot reach the cluster: " << k8s::describe(config.error()) << "\n";
+    return kExitUsage;
+  }
+
+  // Stop signals go to one thread that asks everything else to stop.
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+
+  observability::Metrics metrics;
+  const runtime::SystemClock clock;
+  runtime::TokenBucket bucket(clock, options->qps, options->burst);
+  k8s::RequestPolicy policy;
+  policy.throttle = [&bucket] {
+    if (const auto wait = bucket.reserve(); wait > runtime::Duration::zero()) {
+      std::this_thread::sleep_for(wait);
+    }
+  };
+  policy.observe = [&metrics](std::string_view verb, int code) { metrics.kubeRequest(verb, code); };
+  const k8s::Client client(k8s::makeHttpTransport(*config), policy);
+
+  runtime::ManagerOptions managerOptions;
+  managerOptions.workers = options->workers;
+  if (options->leaderElect) {
+    managerOptions.leaderElection =
+        runtime::LeaseOptions{options->leaseNamespace, options->leaseName, identity()};
+  }
+  runtime::Manager manager(client, clock, managerOptions);
+
+  controller::Caches caches;
+  const std::vector<std::string> namespaces =
+      options->namespaces.empty() ? std::vector<std::string>{""} : options->namespaces;
+  for (const auto& ns : namespaces) {
+    caches.jobs.push_back(&manager.watch({controller::kAutotuneJobs, ns, ""}, [](const json& job) {
+      return std::vector<std::string>{runtime::keyOf(job)};
+    }));
+    caches.pods.push_back(&manager.watch(
+        {controller::kPods, ns, std::string(controller::kJobLabel)}, controller::jobKeysOfPod));
+  }
+  // GPU capacity changes may let any waiting job go on.
+  caches.nodes = &manager.watch({controller::kNodes, "", ""}, [&caches](const json&) {
+    std::vector<std::string> keys;
+    for (const auto& job : caches.allJobs()) {
+      keys.push_back(runtime::keyOf(job));
+    }
+    return keys;
+  });
+
+  controller::ReconcilerHooks hooks;
+  hooks.trialLaunched = [&](const api::AutotuneJob& job, const std::string& trial) {
+    metrics.trialLaunched(job.namespaceName(), job.name());
+    log.info("trial launched", {{"job", jobKey(job)}, {"trial", trial}});
+  };
+  hooks.trialPending = [&](std::chrono::duration<double> waited) { metrics.trialPending(waited); };
+  hooks.trialFinished = [&](const api::AutotuneJob& job, const api::TrialRecord& record) {
+    metrics.trialFinished(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
+                          observability::Seconds(record.durationSeconds));
+    if (record.value) {
+      metrics.trialValue(job.namespaceName(), job.name(), record.name, *record.value,
+                         job.spec.search.maxTrials);
+    }
+    log.info("trial finished", {{"job", jobKey(job)},
+                                {"trial", record.name},
+                                {"outcome", outcomeLabel(record.outcome)},
+                                {"value", record.value ? json(*record.value) : json()}});
+  };
+  hooks.statusWritten = [&](const api::AutotuneJob& job, const api::Status& status) {
+    if (status.best) {
+      metrics.bestValue(job.namespaceName(), job.name(),
+                        std::string(api::toString(status.best->metric)), status.best->value);
+    }
+    log.debug("status written",
+              {{"job", jobKey(job)}, {"phase", std::string(api::toString(status.phase))}});
+  };
+  hooks.jobGone = [&](const std::string& ns, const std::string& name) {
+    metrics.forgetJob(ns, name);
+  };
+  hooks.warning = [&](const std::string& key, const std::string& message) {
+    log.warn(message, {{"job", key}});
+  };
+  controller::Reconciler reconciler(client, caches, hooks);
+
+  // A reconcile that runs far longer than any should is a wedged worker: restart the process.
+  observability::Heartbeat heartbeat(std::chrono::minutes(10));
+  manager.setReconciler([&](const std::string& key) {
+    const auto beat = heartbeat.beat();
+    return reconciler.reconcile(key);
+  });
+  runtime::ManagerHooks managerHooks;
+  managerHooks.reconciled = [&](const std::string& key, const runtime::ReconcileResult& result,
+                                runtime::Duration took) {
+    metrics.reconciled(result.failed         ? observability::ReconcileOutcome::kError
+                       : result.requeueAfter ? observability::ReconcileOutcome::kRequeue
+                                             : observability::ReconcileOutcome::kSuccess,
+                       std::chrono::duration_cast<observability::Seconds>(took));
+    metrics.workqueueDepth(manager.queue().len());
+    publishClusterGauges(caches, metrics);
+    log.debug("reconciled", {{"job", key}, {"failed", result.failed}});
+  };
+  managerHooks.watchRestarted = [&](const runtime::WatchTarget& target,
+                                    runtime::RestartReason reason) {
+    metrics.watchRestarted(target.resource.plural, runtime::toString(reason));
+    log.info("watch restarted", {{"resource", target.resource.plural},
+                                 {"reason", std::string(runtime::toString(reason))}});
+  };
+  managerHooks.leadership = [&](bool leading) {
+    metrics.leading(leading);
+    log.info(leading ? "leading: reconciling" : "not leading: reconciles stopped");
+  };
+  manager.setHooks(managerHooks);
+  for (const auto* plural : {"autotunejobs", "pods", "nodes"}) {
+    for (const auto reason : {runtime::RestartReason::kExpired, runtime::RestartReason::kGone,
+                              runtime::RestartReason::kDropped, runtime::RestartReason::kListFailed,
+                              runtime::RestartReason::kWatchFailed}) {
+      metrics.watchDeclared(plural, runtime::toString(reason));
+    }
+  }
+
+  auto health = std::make_shared<observability::Health>();
+  health->addLiveness("reconcile-workers", [&heartbeat] { return heartbeat.healthy(); });
+  health->addReadiness("caches-synced", [&manager] { return manager.synced(); });
+  std::unique_ptr<observability::MetricsServer> metricsServer;
+  if (options->metricsAddress != "0") {
+    auto started = observability::MetricsServer::start(options->metricsAddress, metrics);
+    if (!started) {
+      std::cerr << "--metrics-bind-address: " << started.error() << "\n";
+      return kExitUsage;
+    }
+    metricsServer = std::move(*started);
+  }
+  auto probes = observability::ProbeServer::start(options->probeAddress, health);
+  if (!probes) {
+    std::cerr << "--health-probe-bind-address: " << probes.error() << "\n";
+    return kExitUsage;
+  }
+  log.info("starting",
+           {{"namespaces", options->namespaces.empty() ? json("all") : json(options->namespaces)},
+            {"leaderElect", options->leaderElect},
+            {"metricsPort", metricsServer ? metricsServer->port() : 0},
+            {"probePort", (*probes)->port()}});
+
+  std::stop_source stop;
+  std::thread([&stop, &log, stopSignals] {
+    int received = 0;
+    sigwait(&stopSignals, &received);
+    log.info("stopping", {{"signal", received}});
+    stop.request_stop();
+  }).detach();
+  const runtime::RunEnd end = manager.run(stop.get_token());
+  if (end == runtime::RunEnd::kLostLeadership) {
+    log.error("lost the leader lease; exiting so that a fresh process campaigns again");
+    return kExitFailure;
+  }
+  log.info("stopped");
+  return 0;
+}

@@ -1,0 +1,57 @@
+#pragma once
+// The cluster's GPUs as the controller sees them: what schedulable Nodes offer, what Pods hold or
+// are about to take, and so how many more trials can start now. Which job gets the slots is the
+// reconciler's business; this only counts.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autotune::controller {
+
+// Per-GPU memory in MiB, as NVIDIA GPU feature discovery labels GPU nodes (e.g. 81920).
+inline constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
+
+struct NodeGpus {
+  std::string name;
+  int allocatable = 0;  // status.allocatable nvidia.com/gpu
+  int used = 0;         // held by unfinished Pods bound to this node
+  int reserved = 0;     // wanted by unbound Pods that fit here (see gpuCapacity)
+  std::optional<std::int64_t> memoryBytes;  // per GPU, from kGpuMemoryLabel
+
+  int free() const;
+};
+
+struct GpuCapacity {
+  std::vector<NodeGpus> nodes;  // Ready, schedulable Nodes with GPUs, by name
+  int waiting = 0;              // GPUs wanted by unbound Pods that fit on no node now
+
+  int total() const;
+  int used() const;
+  int reserved() const;
+  int free() const;
+};
+
+// GPUs of Ready Nodes without spec.unschedulable (taints are not read: GPU nodes are commonly
+// tainted for the Pods that tolerate it). A Pod holds the GPUs its containers ask for (limits, else
+// requests; init containers as the scheduler counts them) from binding until it Succeeded or
+// Failed. Unbound unfinished Pods are placed best-fit, largest first, as reservations, so that
+// trials already waiting for the scheduler are not counted twice. Pass every Pod that may hold
+// GPUs; Pods on other Nodes are ignored.
+GpuCapacity gpuCapacity(const std::vector<nlohmann::json>& nodes,
+                        const std::vector<nlohmann::json>& pods);
+
+// How many trials of `gpusPerTrial` GPUs can start now: a trial needs all its GPUs on one node.
+int freeSlotsFor(const GpuCapacity& capacity, int gpusPerTrial);
+
+// Whether some node could hold a trial of `gpusPerTrial` GPUs once it is idle.
+bool fitsSomeNode(const GpuCapacity& capacity, int gpusPerTrial);
+
+// The per-GPU memory a trial can count on when spec.resources.gpuMemory is absent: the smallest
+// labelled among the nodes that could hold it. Nothing when none of them is labelled.
+std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, int gpusPerTrial);
+
+}  // namespace autotune::controller

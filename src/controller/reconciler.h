@@ -1,0 +1,75 @@
+#pragma once
+// The AutotuneJob reconcile (DESIGN §5): level-triggered and idempotent. Each call reads the job
+// fresh from the API server and its trial Pods from the cache, records what finished in
+// status.results before deleting any Pod, asks the engine what to launch next within the job's
+// parallelism and the free GPU slots, and when the search is over writes the output ConfigMap and
+// the final status. Killed at any point, the next call makes the same decisions: the results list
+// plus the spec is the whole memory, and Pod names are deterministic.
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+#include "k8s/client.h"
+#include "runtime/informer.h"
+#include "runtime/manager.h"
+
+namespace autotune::controller {
+
+inline const k8s::Resource kAutotuneJobs{"autotune.io", "v1alpha1", "autotunejobs", true};
+inline const k8s::Resource kPods{"", "v1", "pods", true};
+inline const k8s::Resource kNodes{"", "v1", "nodes", false};
+inline const k8s::Resource kConfigMaps{"", "v1", "configmaps", true};
+inline const k8s::Resource kEvents{"", "v1", "events", true};
+inline const k8s::Resource kBatchJobs{"batch", "v1", "jobs", true};
+
+// What the reconciler reads from the manager's caches: one store of jobs and one of trial Pods
+// (those labelled autotune.io/job) per watched namespace, or one each for all namespaces.
+struct Caches {
+  std::vector<const runtime::Store*> jobs;
+  std::vector<const runtime::Store*> pods;
+  const runtime::Store* nodes = nullptr;
+
+  std::vector<nlohmann::json> allJobs() const;
+  std::vector<nlohmann::json> allPods() const;
+  std::vector<nlohmann::json> podsWithLabel(const std::string& label, const std::string& value,
+                                            const std::string& ns) const;
+};
+
+// Told as things happen, for metrics and logs; each may be left empty.
+struct ReconcilerHooks {
+  std::function<void(const api::AutotuneJob& job, const std::string& trial)> trialLaunched;
+  std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialFinished;
+  // How long a finished trial's Pod waited for a node and its container's start.
+  std::function<void(std::chrono::duration<double> waited)> trialPending;
+  std::function<void(const api::AutotuneJob& job, const api::Status& status)> statusWritten;
+  std::function<void(const std::string& ns, const std::string& name)> jobGone;
+  std::function<void(const std::string& key, const std::string& message)> warning;
+};
+
+class Reconciler {
+ public:
+  using Now = std::function<std::chrono::system_clock::time_point()>;
+
+  Reconciler(
+      const k8s::Client& client, Caches caches, ReconcilerHooks hooks = {},
+      Now now = [] { return std::chrono::system_clock::now(); });
+
+  runtime::ReconcileResult reconcile(const std::string& key);
+
+ private:
+  class Pass;
+
+  const k8s::Client& client_;
+  Caches caches_;
+  ReconcilerHooks hooks_;
+  Now now_;
+};
+
+// The job a trial Pod belongs to ("namespace/name" of its controlling AutotuneJob), if any.
+std::vector<std::string> jobKeysOfPod(const nlohmann::json& pod);
+
+}  // namespace autotune::controller

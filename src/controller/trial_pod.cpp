@@ -1,0 +1,240 @@
+#include "controller/trial_pod.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "tuning/naming.h"
+#include "tuning/protocol.h"
+
+namespace autotune::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxLabelLength = 63;
+constexpr std::size_t kHashDigits = 10;
+
+bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// A Kubernetes label value: at most 63 characters of [A-Za-z0-9-_.], beginning and ending with
+// an alphanumeric (or empty).
+bool isLabelValue(std::string_view text) {
+  if (text.empty()) {
+    return true;
+  }
+  return text.size() <= kMaxLabelLength && isAlphanumeric(text.front()) &&
+         isAlphanumeric(text.back()) && std::ranges::all_of(text, [](char c) {
+           return isAlphanumeric(c) || c == '-' || c == '_' || c == '.';
+         });
+}
+
+// Any text as a label value: kept when it is one, else its valid characters cut to fit and a hash
+// of the whole text, so that distinct texts keep distinct values.
+std::string labelValue(std::string_view text) {
+  if (isLabelValue(text)) {
+    return std::string(text);
+  }
+  std::string value;
+  for (const char c : text) {
+    if (value.size() == kMaxLabelLength - kHashDigits - 1) {
+      break;
+    }
+    const bool allowed = isAlphanumeric(c) || c == '-' || c == '_' || c == '.';
+    if (allowed && (isAlphanumeric(c) || !value.empty())) {
+      value.push_back(c);
+    }
+  }
+  while (!value.empty() && !isAlphanumeric(value.back())) {
+    value.pop_back();
+  }
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx",
+                static_cast<unsigned long long>(tuning::fnv1a(text)));
+  return (value.empty() ? "" : value + "-") + std::string(hex.data(), kHashDigits);
+}
+
+json objectAt(const json& parent, std::string_view key) {
+  const auto found = parent.find(key);
+  return found != parent.end() && found->is_object() ? *found : json::object();
+}
+
+json arrayAt(const json& parent, std::string_view key) {
+  const auto found = parent.find(key);
+  return found != parent.end() && found->is_array() ? *found : json::array();
+}
+
+// Puts `item` in place of the entries of `list` that share its name (or, for volume mounts, its
+// mount path), or at the end.
+void upsert(json& list, json item, std::string_view alsoKey = {}) {
+  const auto same = [&](const json& entry) {
+    if (!entry.is_object()) {
+      return false;
+    }
+    return entry.value("name", "") == item.value("name", "") ||
+           (!alsoKey.empty() && entry.contains(alsoKey) && entry.at(alsoKey) == item.at(alsoKey));
+  };
+  json kept = json::array();
+  bool placed = false;
+  for (const auto& entry : list) {
+    if (!same(entry)) {
+      kept.push_back(entry);
+    } else if (!placed) {
+      kept.push_back(item);
+      placed = true;
+    }
+  }
+  if (!placed) {
+    kept.push_back(std::move(item));
+  }
+  list = std::move(kept);
+}
+
+// The trial's command line in the template's shape: as many words in `command` as the template
+// has there, the rest in `args` when the template uses args, else everything in `command`.
+void setCommand(json& container, const json& templateContainer, std::vector<std::string> argv) {
+  container.erase("command");
+  container.erase("args");
+  const bool hasCommand = templateContainer.contains("command");
+  const bool hasArgs = templateContainer.contains("args");
+  if (argv.empty()) {
+    return;
+  }
+  if (!hasCommand) {
+    container["args"] = std::move(argv);
+    return;
+  }
+  if (!hasArgs) {
+    container["command"] = std::move(argv);
+    return;
+  }
+  const auto split = std::min(argv.size(), arrayAt(templateContainer, "command").size());
+  const auto middle = argv.begin() + static_cast<std::ptrdiff_t>(split);
+  container["command"] = std::vector<std::string>(argv.begin(), middle);
+  container["args"] = std::vector<std::string>(middle, argv.end());
+}
+
+json environment(const json& templateContainer, const api::AutotuneJob& job,
+                 const tuning::Trial& trial, const tuning::TrialFiles& files) {
+  json env = json::array();
+  std::set<std::string, std::less<>> protocolNames;
+  for (auto& [name, value] : tuning::protocolEnvironment(job.name(), trial, files)) {
+    protocolNames.insert(name);
+    env.push_back({{"name", std::move(name)}, {"value", std::move(value)}});
+  }
+  for (json variable : arrayAt(templateContainer, "env")) {
+    if (!variable.is_object() || protocolNames.contains(variable.value("name", ""))) {
+      continue;
+    }
+    if (const auto value = variable.find("value"); value != variable.end() && value->is_string()) {
+      *value = tuning::substitutePlaceholders(value->get<std::string>(), trial, job.name());
+    }
+    env.push_back(std::move(variable));
+  }
+  return env;
+}
+
+void setGpus(json& container, int gpus) {
+  json resources = objectAt(container, "resources");
+  for (const auto* field : {"limits", "requests"}) {
+    json amounts = objectAt(resources, field);
+    amounts[std::string(kGpuResource)] = gpus;
+    resources[field] = std::move(amounts);
+  }
+  container["resources"] = std::move(resources);
+}
+
+json ownerReference(const api::AutotuneJob& job) {
+  return {{"apiVersion", std::string(api::kApiVersion)},
+          {"kind", std::string(api::kKind)},
+          {"name", job.name()},
+          {"uid", job.uid()},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+json configVolume() {
+  const std::string fieldPath = "metadata.annotations['" + std::string(kConfigAnnotation) + "']";
+  return {
+      {"name", std::string(kConfigVolume)},
+      {"downwardAPI",
+       {{"items",
+         json::array({{{"path", "ds_config.json"}, {"fieldRef", {{"fieldPath", fieldPath}}}}})}}}};
+}
+
+}  // namespace
+
+std::string jobLabelValue(std::string_view jobName) { return labelValue(jobName); }
+
+std::string trialPodSelector(std::string_view jobName) {
+  return std::string(kJobLabel) + "=" + jobLabelValue(jobName);
+}
+
+std::string trialPodName(std::string_view jobName, std::string_view trialName, int attempt) {
+  if (attempt <= 0) {
+    return tuning::podName(jobName, trialName);
+  }
+  return tuning::podName(jobName, std::string(trialName) + "_r" + std::to_string(attempt));
+}
+
+json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+  const api::Spec& spec = job.spec;
+  const json templateMetadata = objectAt(spec.podTemplate, "metadata");
+  json podSpec = objectAt(spec.podTemplate, "spec");
+  podSpec["restartPolicy"] = "Never";
+
+  const auto primary = tuning::primaryContainer(spec);
+  const json templateContainer = primary ? primary->container : json::object();
+  const std::string messagePath = templateContainer.value(
+      "terminationMessagePath", std::string(kDefaultTerminationMessagePath));
+  const tuning::TrialFiles files{std::string(tuning::kTrialConfigPath), messagePath};
+
+  if (primary && podSpec.contains("containers") && podSpec["containers"].is_array() &&
+      primary->index < podSpec["containers"].size()) {
+    json& container = podSpec["containers"][primary->index];
+    setCommand(container, templateContainer,
+               tuning::trialCommand(spec, job.name(), trial, tuning::kTrialConfigPath));
+    container["env"] = environment(templateContainer, job, trial, files);
+    setGpus(container, spec.resources.gpusPerTrial);
+    container["terminationMessagePath"] = messagePath;
+    container["terminationMessagePolicy"] = "FallbackToLogsOnError";
+    json mounts = arrayAt(container, "volumeMounts");
+    upsert(mounts,
+           {{"name", std::string(kConfigVolume)},
+            {"mountPath", std::string(kConfigMountPath)},
+            {"readOnly", true}},
+           "mountPath");
+    container["volumeMounts"] = std::move(mounts);
+  }
+  json volumes = arrayAt(podSpec, "volumes");
+  upsert(volumes, configVolume());
+  podSpec["volumes"] = std::move(volumes);
+
+  json labels = objectAt(templateMetadata, "labels");
+  labels[std::string(kJobLabel)] = jobLabelValue(job.name());
+  labels[std::string(kTrialLabel)] = tuning::trialLabel(trial.name);
+  labels[std::string(kSpaceLabel)] = labelValue(trial.space);
+  if (!spec.queueName.empty()) {
+    labels[std::string(kQueueLabel)] = spec.queueName;
+  }
+  json annotations = objectAt(templateMetadata, "annotations");
+  annotations[std::string(kConfigAnnotation)] = tuning::launchConfig(spec, trial, files).dump();
+  annotations[std::string(kTrialNameAnnotation)] = trial.name;
+  annotations[std::string(kAttemptAnnotation)] = std::to_string(std::max(0, attempt));
+
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", trialPodName(job.name(), trial.name, attempt)},
+            {"namespace", job.namespaceName()},
+            {"labels", std::move(labels)},
+            {"annotations", std::move(annotations)},
+            {"ownerReferences", json::array({ownerReference(job)})}}},
+          {"spec", std::move(podSpec)}};
+}
+
+}  // namespace autotune::controller

@@ -1,0 +1,93 @@
+#pragma once
+// What a trial Pod says about its trial: still waiting for a node, running, finished with an exit
+// the trial protocol classifies, or lost to something that is not the config's fault (eviction,
+// a node gone, a deletion the controller did not make), which is relaunched rather than counted.
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+#include "api/job.h"
+#include "tuning/protocol.h"
+
+namespace autotune::controller {
+
+// Wall-clock time, as the API server stamps objects.
+using Timestamp = std::chrono::system_clock::time_point;
+
+// RFC 3339: 2026-01-02T03:04:05Z as the API server writes it, also with fractional seconds or a
+// numeric offset.
+std::optional<Timestamp> parseTime(std::string_view text);
+
+// RFC 3339 in UTC: whole seconds without a fraction (as metav1.Time), others with milliseconds.
+std::string formatTime(Timestamp time);
+
+// A lost trial is launched again at most this many times; then it counts as Failed.
+inline constexpr int kMaxRelaunches = 2;
+
+struct TrialPodState {
+  enum class Phase {
+    kPending,   // not started: waiting for a node, or for its containers to start
+    kRunning,   // the primary container has not ended
+    kFinished,  // the primary container ended: `exit` holds how
+    kLost,      // the Pod is gone or going for reasons outside the trial: relaunch it
+  };
+  Phase phase = Phase::kPending;
+  std::string podName;
+  std::string trialName;             // canonical, from the annotation autotune.io/trial-name
+  std::string space;                 // from the label autotune.io/space
+  int attempt = 0;                   // from the annotation autotune.io/attempt
+  std::optional<Timestamp> created;  // metadata.creationTimestamp: pending since then
+  std::optional<Timestamp> started;  // status.startTime: the kubelet took the Pod
+  bool scheduled = false;            // bound to a node
+  bool unschedulable = false;        // the scheduler reported PodScheduled=False, Unschedulable
+  // Why it waits (the scheduler's message, or the container's waiting reason), or why it is lost.
+  std::string message;
+  // kFinished only: the primary container's exit. On exit 0 the termination message is the
+  // metrics file (exit.metrics); otherwise it is the log tail (exit.message).
+  tuning::TrialExit exit;
+  std::optional<Timestamp> containerStarted;   // state.terminated.startedAt
+  std::optional<Timestamp> containerFinished;  // state.terminated.finishedAt
+};
+
+// The names of the cluster's Nodes, when the caller knows them.
+using NodeNames = std::set<std::string, std::less<>>;
+
+// Reads a trial Pod. `spec` names the primary container. With `nodes`, a Pod bound to a Node not
+// among them is lost. A Pod being deleted is lost unless its trial had ended by itself before the
+// deletion: the controller deletes a trial's Pod only after recording the trial in
+// status.results, so Pods of recorded trials are not to be observed at all.
+// The error names a Pod that lacks the trial-name annotation (not made by trialPod).
+tl::expected<TrialPodState, std::string> observe(const nlohmann::json& pod, const api::Spec& spec,
+                                                 const std::optional<NodeNames>& nodes = {});
+
+// When a pending or running trial runs out of time: creationTimestamp + schedulingTimeout until
+// the kubelet takes the Pod (a trial that cannot be scheduled does not start its trial timeout),
+// then status.startTime + trialTimeout. Nothing for finished and lost trials.
+std::optional<Timestamp> deadline(const TrialPodState& state, const api::Spec& spec);
+
+// Whether a lost trial is to be launched again (as attempt + 1).
+bool shouldRelaunch(const TrialPodState& state);
+
+// A trial's result, to write to status.results before its Pod is deleted.
+struct TrialConclusion {
+  api::TrialRecord record;
+  std::optional<api::MeasuredModel> measured;  // what the profiling trial measured
+};
+
+// The result of a trial at `now`, if it has one:
+// - finished: tuning::classify of its exit (the profiling trial's model info in `measured`),
+//   started and lasting as its container did;
+// - past its deadline: Unschedulable if the kubelet never took it, else TimedOut (the caller
+//   deletes the Pod after recording);
+// - lost with no relaunch left: Failed, naming what happened to it.
+// Nothing while it is in flight, or lost and to be relaunched.
+std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::Spec& spec,
+                                        Timestamp now);
+
+}  // namespace autotune::controller

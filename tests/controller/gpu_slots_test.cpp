@@ -1,0 +1,210 @@
+#include "controller/gpu_slots.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using autotune::controller::fitsSomeNode;
+using autotune::controller::freeSlotsFor;
+using autotune::controller::gpuCapacity;
+using autotune::controller::GpuCapacity;
+using autotune::controller::gpuMemoryBytes;
+using nlohmann::json;
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+// A Ready node with `gpus` allocatable GPUs, as the API server returns it (quantities as strings).
+json gpuNode(const std::string& name, int gpus, std::optional<std::string> memoryMiB = {}) {
+  json node = {{"metadata", {{"name", name}, {"labels", json::object()}}},
+               {"spec", json::object()},
+               {"status",
+                {{"allocatable", {{"cpu", "64"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
+                 {"conditions", json::parse(R"([{"type": "MemoryPressure", "status": "False"},
+                                                {"type": "Ready", "status": "True"}])")}}}};
+  if (memoryMiB) {
+    node["metadata"]["labels"]["nvidia.com/gpu.memory"] = *memoryMiB;
+  }
+  return node;
+}
+
+json cordoned(json node) {
+  node["spec"]["unschedulable"] = true;
+  return node;
+}
+
+json notReady(json node) {
+  node["status"]["conditions"][1]["status"] = "False";
+  return node;
+}
+
+json container(int gpus) {
+  return {{"name", "main"},
+          {"resources", {{"limits", {{"nvidia.com/gpu", gpus}, {"memory", "16Gi"}}}}}};
+}
+
+// A Pod asking for `gpus` GPUs, bound to `node` (empty: not yet scheduled).
+json gpuPod(const std::string& name, int gpus, const std::string& node,
+            const std::string& phase = "Running") {
+  json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}}},
+              {"spec", {{"containers", json::array({container(gpus)})}}},
+              {"status", {{"phase", phase}}}};
+  if (!node.empty()) {
+    pod["spec"]["nodeName"] = node;
+  }
+  return pod;
+}
+
+TEST(GpuCapacity, CountsTheGpusOfReadySchedulableNodes) {
+  const GpuCapacity capacity = gpuCapacity(
+      {gpuNode("a", 8), gpuNode("b", 8), cordoned(gpuNode("c", 8)), notReady(gpuNode("d", 8))}, {});
+  EXPECT_EQ(capacity.total(), 16);
+  EXPECT_EQ(capacity.free(), 16);
+  ASSERT_EQ(capacity.nodes.size(), 2U);
+  EXPECT_EQ(capacity.nodes[0].name, "a");
+  EXPECT_EQ(capacity.nodes[1].name, "b");
+}
+
+TEST(GpuCapacity, NodesWithoutGpusOrWithoutAReadyConditionAreLeftOut) {
+  json cpuOnly = gpuNode("cpu", 0);
+  json silent = gpuNode("silent", 8);
+  silent["status"].erase("conditions");
+  json numeric = gpuNode("numeric", 0);
+  numeric["status"]["allocatable"]["nvidia.com/gpu"] = 4;
+  const GpuCapacity capacity = gpuCapacity({cpuOnly, silent, numeric}, {});
+  ASSERT_EQ(capacity.nodes.size(), 1U);
+  EXPECT_EQ(capacity.nodes[0].name, "numeric");
+  EXPECT_EQ(capacity.total(), 4);
+}
+
+TEST(GpuCapacity, BoundUnfinishedPodsHoldTheirGpus) {
+  const GpuCapacity capacity =
+      gpuCapacity({gpuNode("a", 8), gpuNode("b", 8)},
+                  {gpuPod("train", 4, "a"), gpuPod("starting", 2, "b", "Pending"),
+                   gpuPod("done", 8, "b", "Succeeded"), gpuPod("crashed", 8, "a", "Failed")});
+  EXPECT_EQ(capacity.used(), 6);
+  EXPECT_EQ(capacity.free(), 10);
+  EXPECT_EQ(capacity.nodes[0].used, 4);
+  EXPECT_EQ(capacity.nodes[1].used, 2);
+}
+
+TEST(GpuCapacity, PodsOnLeftOutNodesAndPodsWithoutGpusDoNotCount) {
+  const GpuCapacity capacity = gpuCapacity({gpuNode("a", 8), cordoned(gpuNode("c", 8))},
+                                           {gpuPod("drained", 8, "c"), gpuPod("cpu-only", 0, "a")});
+  EXPECT_EQ(capacity.used(), 0);
+  EXPECT_EQ(capacity.free(), 8);
+}
+
+TEST(GpuCapacity, RequestsCountWhenLimitsAreAbsentAndInitContainersAsTheSchedulerDoes) {
+  json pod = gpuPod("p", 0, "a");
+  pod["spec"]["containers"] = json::parse(R"([
+      {"name": "main", "resources": {"requests": {"nvidia.com/gpu": "2"}}},
+      {"name": "helper", "resources": {"limits": {"nvidia.com/gpu": "1"}}}])");
+  EXPECT_EQ(gpuCapacity({gpuNode("a", 8)}, {pod}).used(), 3);
+
+  pod["spec"]["initContainers"] = json::parse(R"([
+      {"name": "warmup", "resources": {"limits": {"nvidia.com/gpu": 6}}}])");
+  EXPECT_EQ(gpuCapacity({gpuNode("a", 8)}, {pod}).used(), 6);
+
+  pod["spec"]["initContainers"] = json::parse(R"([
+      {"name": "sidecar", "restartPolicy": "Always",
+       "resources": {"limits": {"nvidia.com/gpu": 1}}}])");
+  EXPECT_EQ(gpuCapacity({gpuNode("a", 8)}, {pod}).used(), 4);
+}
+
+TEST(GpuCapacity, UnboundPodsReserveWhereTheyFitSoTheyAreNotCountedTwice) {
+  const GpuCapacity capacity =
+      gpuCapacity({gpuNode("a", 8), gpuNode("b", 4)},
+                  {gpuPod("big", 8, "", "Pending"), gpuPod("small", 4, "", "Pending"),
+                   gpuPod("huge", 16, "", "Pending")});
+  EXPECT_EQ(capacity.nodes[0].reserved, 8);
+  EXPECT_EQ(capacity.nodes[1].reserved, 4);
+  EXPECT_EQ(capacity.reserved(), 12);
+  EXPECT_EQ(capacity.waiting, 16);
+  EXPECT_EQ(capacity.free(), 0);
+}
+
+TEST(GpuCapacity, AnUnboundPodTakesTheTightestNodeThatFits) {
+  const GpuCapacity capacity =
+      gpuCapacity({gpuNode("a", 8), gpuNode("b", 4)}, {gpuPod("small", 4, "", "Pending")});
+  EXPECT_EQ(capacity.nodes[0].reserved, 0);
+  EXPECT_EQ(capacity.nodes[1].reserved, 4);
+  EXPECT_EQ(freeSlotsFor(capacity, 8), 1);
+}
+
+TEST(FreeSlots, TrialsFitOnOneNodeEach) {
+  const GpuCapacity capacity =
+      gpuCapacity({gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 4)}, {gpuPod("train", 2, "a")});
+  EXPECT_EQ(freeSlotsFor(capacity, 1), 18);
+  EXPECT_EQ(freeSlotsFor(capacity, 2), 9);
+  EXPECT_EQ(freeSlotsFor(capacity, 4), 4);
+  EXPECT_EQ(freeSlotsFor(capacity, 8), 1);
+}
+
+TEST(FreeSlots, FreeGpusSpreadOverNodesDoNotMakeASlot) {
+  const GpuCapacity capacity =
+      gpuCapacity({gpuNode("a", 8), gpuNode("b", 8)}, {gpuPod("x", 4, "a"), gpuPod("y", 4, "b")});
+  EXPECT_EQ(capacity.free(), 8);
+  EXPECT_EQ(freeSlotsFor(capacity, 8), 0);
+  EXPECT_TRUE(fitsSomeNode(capacity, 8));
+}
+
+TEST(FreeSlots, ATrialLargerThanEveryNodeNeverFits) {
+  const GpuCapacity capacity = gpuCapacity({gpuNode("a", 8), gpuNode("b", 8)}, {});
+  EXPECT_EQ(capacity.free(), 16);
+  EXPECT_EQ(freeSlotsFor(capacity, 16), 0);
+  EXPECT_FALSE(fitsSomeNode(capacity, 16));
+  EXPECT_EQ(freeSlotsFor(capacity, 0), 0);
+}
+
+TEST(FreeSlots, CordonedAndNotReadyNodesGiveNoSlots) {
+  const GpuCapacity capacity =
+      gpuCapacity({cordoned(gpuNode("a", 16)), notReady(gpuNode("b", 16))}, {});
+  EXPECT_EQ(freeSlotsFor(capacity, 16), 0);
+  EXPECT_FALSE(fitsSomeNode(capacity, 16));
+}
+
+TEST(FreeSlots, FinishedTrialPodsGiveTheirGpusBack) {
+  const std::vector<json> nodes = {gpuNode("a", 16)};
+  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a")}), 16), 0);
+  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a", "Succeeded")}), 16), 1);
+  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a", "Failed")}), 16), 1);
+}
+
+TEST(FreeSlots, AnOverCommittedNodeHasNoneFreeRatherThanLessThanNone) {
+  const GpuCapacity capacity =
+      gpuCapacity({gpuNode("a", 4), gpuNode("b", 4)}, {gpuPod("x", 8, "a")});
+  EXPECT_EQ(capacity.nodes[0].free(), 0);
+  EXPECT_EQ(capacity.free(), 4);
+  EXPECT_EQ(freeSlotsFor(capacity, 4), 1);
+}
+
+TEST(GpuMemory, TheLabelIsMebibytesAsFeatureDiscoveryWritesIt) {
+  const GpuCapacity capacity = gpuCapacity({gpuNode("a", 8, "81920")}, {});
+  EXPECT_EQ(gpuMemoryBytes(capacity, 8), 81920 * kMiB);
+}
+
+TEST(GpuMemory, TheSmallestOfTheNodesThatCouldHoldTheTrialCounts) {
+  const GpuCapacity capacity = gpuCapacity(
+      {gpuNode("a100", 8, "81920"), gpuNode("v100", 16, "32768"), gpuNode("t4", 2, "15360"),
+       gpuNode("unlabelled", 8), cordoned(gpuNode("l4", 16, "23034"))},
+      {});
+  EXPECT_EQ(gpuMemoryBytes(capacity, 8), 32768 * kMiB);
+  EXPECT_EQ(gpuMemoryBytes(capacity, 16), 32768 * kMiB);
+  EXPECT_EQ(gpuMemoryBytes(capacity, 1), 15360 * kMiB);
+  EXPECT_FALSE(gpuMemoryBytes(capacity, 32).has_value());
+}
+
+TEST(GpuMemory, AQuantityIsReadWithItsUnitAndNonsenseIsIgnored) {
+  EXPECT_EQ(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "40Gi")}, {}), 8), 40 * 1024 * kMiB);
+  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "lots")}, {}), 8).has_value());
+  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "0")}, {}), 8).has_value());
+  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8)}, {}), 8).has_value());
+}
+
+}  // namespace

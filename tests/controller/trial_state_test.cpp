@@ -1,0 +1,488 @@
+#include "controller/trial_state.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/codec.h"
+#include "api/job.h"
+#include "controller/trial_pod.h"
+#include "tuning/space.h"
+
+namespace {
+
+using autotune::api::AutotuneJob;
+using autotune::api::Outcome;
+using autotune::controller::conclude;
+using autotune::controller::deadline;
+using autotune::controller::formatTime;
+using autotune::controller::NodeNames;
+using autotune::controller::observe;
+using autotune::controller::parseTime;
+using autotune::controller::shouldRelaunch;
+using autotune::controller::Timestamp;
+using autotune::controller::trialPod;
+using autotune::controller::TrialPodState;
+using autotune::tuning::describeSpace;
+using autotune::tuning::makeFastTrial;
+using autotune::tuning::makeProfileTrial;
+using nlohmann::json;
+using Phase = TrialPodState::Phase;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+constexpr std::string_view kCreated = "2026-11-22T12:00:00Z";
+constexpr std::string_view kStarted = "2026-11-22T12:00:04Z";
+constexpr std::string_view kContainerStarted = "2026-11-22T12:00:05Z";
+constexpr std::string_view kContainerFinished = "2026-11-22T12:03:25Z";
+constexpr std::string_view kMetrics =
+    R"({"throughput": 87.3, "latency": 5865000.0, "FLOPS_per_gpu": 1.2e13})";
+constexpr std::string_view kCudaOutOfMemory =
+    "Traceback (most recent call last):\n"
+    "  File \"run_clm.py\", line 212, in <module>\n"
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 31.75 "
+    "GiB total capacity; 28.12 GiB already allocated; 1.43 GiB free)\n";
+
+Timestamp at(std::string_view text) {
+  const auto time = parseTime(text);
+  EXPECT_TRUE(time.has_value()) << text;
+  return time.value_or(Timestamp{});
+}
+
+// DESIGN §2's example job: trialTimeout 30m, the default schedulingTimeout of 15m.
+constexpr std::string_view kJob = R"(
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata: {name: gpt2-large, namespace: ml, uid: 6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10}
+spec:
+  deepspeedConfig:
+    train_micro_batch_size_per_gpu: auto
+    gradient_accumulation_steps: 1
+    fp16: {enabled: true}
+    zero_optimization: {stage: [0, 1, 2, 3]}
+  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}
+  search: {strategy: deepspeed, fast: true, metric: throughput, maxTrials: 50, seed: 1}
+  parallelism: 2
+  trialTimeout: 30m
+  argMappings: {train_micro_batch_size_per_gpu: --per_device_train_batch_size}
+  template:
+    spec:
+      containers:
+      - name: trainer
+        image: example.org/gpt2-train:1.0
+        command: [deepspeed, run_clm.py, --deepspeed, /etc/autotune/ds_config.json]
+)";
+
+AutotuneJob gpt2Large() {
+  auto job = autotune::api::decodeJobYaml(kJob);
+  EXPECT_TRUE(job.has_value());
+  return job.value_or(AutotuneJob{});
+}
+
+const AutotuneJob& job() {
+  static const AutotuneJob kJob = gpt2Large();
+  return kJob;
+}
+
+// The Pod of trial z1_gas1_tmbspg3 as the controller creates it, as the API server returns it
+// before the scheduler has looked at it.
+json createdPod(int attempt = 0) {
+  json pod = trialPod(job(), makeFastTrial(describeSpace(job().spec), 1, 3, 1), attempt);
+  pod["metadata"]["creationTimestamp"] = kCreated;
+  pod["status"] = {{"phase", "Pending"}};
+  return pod;
+}
+
+json unschedulablePod() {
+  json pod = createdPod();
+  pod["status"]["conditions"] = json::parse(R"([{"type": "PodScheduled", "status": "False",
+      "reason": "Unschedulable",
+      "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}])");
+  return pod;
+}
+
+json boundPod(json pod = createdPod()) {
+  pod["spec"]["nodeName"] = "gpu-node-1";
+  pod["status"]["startTime"] = kStarted;
+  pod["status"]["conditions"] = json::parse(R"([{"type": "PodScheduled", "status": "True"}])");
+  return pod;
+}
+
+json withTrainerState(json pod, const std::string& phase, json state) {
+  pod["status"]["phase"] = phase;
+  pod["status"]["containerStatuses"] = {{{"name", "trainer"}, {"state", std::move(state)}}};
+  return pod;
+}
+
+json runningPod(json pod = createdPod()) {
+  return withTrainerState(boundPod(std::move(pod)), "Running",
+                          {{"running", {{"startedAt", kContainerStarted}}}});
+}
+
+json terminatedPod(int exitCode, const std::string& reason, std::string_view message,
+                   json pod = createdPod()) {
+  json terminated = {{"exitCode", exitCode},
+                     {"reason", reason},
+                     {"startedAt", kContainerStarted},
+                     {"finishedAt", kContainerFinished}};
+  if (!message.empty()) {
+    terminated["message"] = message;
+  }
+  return withTrainerState(boundPod(std::move(pod)), exitCode == 0 ? "Succeeded" : "Failed",
+                          {{"terminated", std::move(terminated)}});
+}
+
+TrialPodState observed(const json& pod, const std::optional<NodeNames>& nodes = {}) {
+  auto state = observe(pod, job().spec, nodes);
+  EXPECT_TRUE(state.has_value()) << state.error();
+  return state.value_or(TrialPodState{});
+}
+
+// --- RFC 3339 ------------------------------------------------------------------------------------
+
+TEST(Rfc3339, TheApiServersTimesRoundTrip) {
+  const Timestamp time = at("2026-11-22T12:00:05Z");
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(time), 1795348805);
+  EXPECT_EQ(formatTime(time), "2026-11-22T12:00:05Z");
+}
+
+TEST(Rfc3339, FractionsAndOffsetsAreUnderstood) {
+  EXPECT_EQ(at("2026-11-22T12:00:05.250Z") - at("2026-11-22T12:00:05Z"),
+            std::chrono::milliseconds(250));
+  EXPECT_EQ(formatTime(at("2026-11-22T12:00:05.250Z")), "2026-11-22T12:00:05.250Z");
+  EXPECT_EQ(at("2026-11-22T12:00:05.123456789Z") - at("2026-11-22T12:00:05Z"),
+            std::chrono::nanoseconds(123456789));
+  EXPECT_EQ(at("2026-11-22T13:30:05+01:30"), at("2026-11-22T12:00:05Z"));
+  EXPECT_EQ(at("2026-11-22T07:00:05-05:00"), at("2026-11-22T12:00:05Z"));
+  EXPECT_EQ(formatTime(at("2024-02-29T23:59:59Z")), "2024-02-29T23:59:59Z");
+  EXPECT_EQ(formatTime(at("1999-12-31T23:59:59z")), "1999-12-31T23:59:59Z");
+}
+
+TEST(Rfc3339, AnythingElseIsNotATime) {
+  for (const std::string_view text :
+       {"", "2026-11-22", "2026-11-22T12:00:05", "2026-11-22 12:00:05Z", "2026-13-01T00:00:00Z",
+        "2026-02-30T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T12:60:00Z",
+        "2026-11-22T12:00:05.Z", "2026-11-22T12:00:05+0100", "2026-11-22T12:00:05ZZ",
+        "20x6-11-22T12:00:05Z", "2026-+1-22T12:00:05Z"}) {
+    EXPECT_FALSE(parseTime(text).has_value()) << text;
+  }
+}
+
+// --- observe
+// ---------------------------------------------------------------------------------------
+
+TEST(ObserveTrialPod, ThePodNamesItsTrialSpaceAndAttempt) {
+  const TrialPodState state = observed(createdPod(1));
+  EXPECT_EQ(state.podName, "gpt2-large-z1-gas1-tmbspg3-r1");
+  EXPECT_EQ(state.trialName, "z1_gas1_tmbspg3");
+  EXPECT_EQ(state.space, "z1");
+  EXPECT_EQ(state.attempt, 1);
+  EXPECT_EQ(state.created, at(kCreated));
+}
+
+TEST(ObserveTrialPod, APodWithoutItsTrialNameIsAnError) {
+  json pod = createdPod();
+  pod["metadata"]["annotations"].erase("autotune.io/trial-name");
+  const auto state = observe(pod, job().spec);
+  ASSERT_FALSE(state.has_value());
+  EXPECT_EQ(state.error(),
+            "pod gpt2-large-z1-gas1-tmbspg3 has no autotune.io/trial-name annotation");
+}
+
+TEST(ObserveTrialPod, AnUnschedulableTrialIsPendingSinceItWasCreated) {
+  const TrialPodState state = observed(unschedulablePod());
+  EXPECT_EQ(state.phase, Phase::kPending);
+  EXPECT_TRUE(state.unschedulable);
+  EXPECT_FALSE(state.scheduled);
+  EXPECT_EQ(state.message, "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.");
+  EXPECT_EQ(state.created, at(kCreated));
+  EXPECT_FALSE(state.started.has_value());
+}
+
+TEST(ObserveTrialPod, ANewPodIsPendingButNotYetUnschedulable) {
+  const TrialPodState state = observed(createdPod());
+  EXPECT_EQ(state.phase, Phase::kPending);
+  EXPECT_FALSE(state.unschedulable);
+  EXPECT_FALSE(state.scheduled);
+}
+
+TEST(ObserveTrialPod, ABoundPodPullingItsImageIsPendingAndStarted) {
+  json pod = withTrainerState(
+      boundPod(), "Pending",
+      {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image"}}}});
+  const TrialPodState state = observed(pod);
+  EXPECT_EQ(state.phase, Phase::kPending);
+  EXPECT_TRUE(state.scheduled);
+  EXPECT_FALSE(state.unschedulable);
+  EXPECT_EQ(state.started, at(kStarted));
+  EXPECT_EQ(state.message, "ImagePullBackOff: Back-off pulling image");
+}
+
+TEST(ObserveTrialPod, ARunningTrialStartedWhenTheKubeletTookIt) {
+  const TrialPodState state = observed(runningPod());
+  EXPECT_EQ(state.phase, Phase::kRunning);
+  EXPECT_TRUE(state.scheduled);
+  EXPECT_EQ(state.started, at(kStarted));
+}
+
+TEST(ObserveTrialPod, ExitZeroGivesTheTerminationMessageAsMetrics) {
+  const TrialPodState state = observed(terminatedPod(0, "Completed", kMetrics));
+  EXPECT_EQ(state.phase, Phase::kFinished);
+  EXPECT_EQ(state.exit.exitCode, 0);
+  EXPECT_EQ(state.exit.metrics, std::string(kMetrics));
+  EXPECT_TRUE(state.exit.message.empty());
+  EXPECT_EQ(state.containerStarted, at(kContainerStarted));
+  EXPECT_EQ(state.containerFinished, at(kContainerFinished));
+}
+
+TEST(ObserveTrialPod, ExitZeroWithoutAMessageHasNoMetrics) {
+  const TrialPodState state = observed(terminatedPod(0, "Completed", ""));
+  EXPECT_EQ(state.phase, Phase::kFinished);
+  EXPECT_FALSE(state.exit.metrics.has_value());
+}
+
+TEST(ObserveTrialPod, AFailedExitGivesTheTerminationMessageAsTheLogTail) {
+  const TrialPodState state = observed(terminatedPod(1, "Error", kCudaOutOfMemory));
+  EXPECT_EQ(state.phase, Phase::kFinished);
+  EXPECT_EQ(state.exit.exitCode, 1);
+  EXPECT_FALSE(state.exit.metrics.has_value());
+  EXPECT_NE(state.exit.message.find("CUDA out of memory"), std::string::npos);
+}
+
+TEST(ObserveTrialPod, OomKilledIsReadFromTheContainersReason) {
+  const TrialPodState state = observed(terminatedPod(137, "OOMKilled", ""));
+  EXPECT_EQ(state.phase, Phase::kFinished);
+  EXPECT_TRUE(state.exit.oomKilled);
+}
+
+TEST(ObserveTrialPod, ThePrimaryContainerDecidesNotASidecar) {
+  json pod = runningPod();
+  pod["status"]["containerStatuses"].push_back(json::parse(
+      R"({"name": "log-shipper", "state": {"terminated": {"exitCode": 2, "reason": "Error"}}})"));
+  EXPECT_EQ(observed(pod).phase, Phase::kRunning);
+}
+
+TEST(ObserveTrialPod, AnEvictedTrialIsLost) {
+  json pod = terminatedPod(137, "Error", "");
+  pod["status"]["reason"] = "Evicted";
+  pod["status"]["message"] = "The node was low on resource: memory.";
+  const TrialPodState state = observed(pod);
+  EXPECT_EQ(state.phase, Phase::kLost);
+  EXPECT_EQ(state.message, "Evicted: The node was low on resource: memory.");
+}
+
+TEST(ObserveTrialPod, APreemptedOrTaintEvictedTrialIsLost) {
+  json pod = runningPod();
+  pod["status"]["conditions"].push_back(json::parse(R"({"type": "DisruptionTarget",
+      "status": "True", "reason": "PreemptionByScheduler",
+      "message": "Preempted in order to admit critical pod"})"));
+  const TrialPodState state = observed(pod);
+  EXPECT_EQ(state.phase, Phase::kLost);
+  EXPECT_EQ(state.message, "PreemptionByScheduler: Preempted in order to admit critical pod");
+}
+
+TEST(ObserveTrialPod, ATrialOnALostNodeIsLost) {
+  json nodeLost = runningPod();
+  nodeLost["status"]["reason"] = "NodeLost";
+  EXPECT_EQ(observed(nodeLost).phase, Phase::kLost);
+
+  json unknown = runningPod();
+  unknown["status"]["phase"] = "Unknown";
+  EXPECT_EQ(observed(unknown).phase, Phase::kLost);
+
+  const TrialPodState gone = observed(runningPod(), NodeNames{"gpu-node-2"});
+  EXPECT_EQ(gone.phase, Phase::kLost);
+  EXPECT_EQ(gone.message, "node gpu-node-1 is gone");
+  EXPECT_EQ(observed(runningPod(), NodeNames{"gpu-node-1"}).phase, Phase::kRunning);
+  EXPECT_EQ(observed(runningPod()).phase, Phase::kRunning);
+}
+
+TEST(ObserveTrialPod, APodDeletedBySomeoneElseWhileRunningIsLost) {
+  json pod = runningPod();
+  pod["metadata"]["deletionTimestamp"] = "2026-11-22T12:02:30Z";
+  pod["metadata"]["deletionGracePeriodSeconds"] = 30;
+  const TrialPodState state = observed(pod);
+  EXPECT_EQ(state.phase, Phase::kLost);
+  EXPECT_EQ(state.message, "deleted before the trial ended");
+
+  json killed = terminatedPod(143, "Error", "");
+  killed["metadata"]["deletionTimestamp"] = "2026-11-22T12:03:50Z";
+  killed["metadata"]["deletionGracePeriodSeconds"] = 30;
+  EXPECT_EQ(observed(killed).phase, Phase::kLost);
+}
+
+TEST(ObserveTrialPod, ATrialThatEndedBeforeItsPodWasDeletedKeepsItsResult) {
+  json succeeded = terminatedPod(0, "Completed", kMetrics);
+  succeeded["metadata"]["deletionTimestamp"] = "2026-11-22T12:03:40Z";
+  succeeded["metadata"]["deletionGracePeriodSeconds"] = 30;
+  EXPECT_EQ(observed(succeeded).phase, Phase::kFinished);
+
+  json failed = terminatedPod(1, "Error", "ValueError: bad batch size");
+  failed["metadata"]["deletionTimestamp"] = "2026-11-22T12:10:00Z";
+  failed["metadata"]["deletionGracePeriodSeconds"] = 30;
+  EXPECT_EQ(observed(failed).phase, Phase::kFinished);
+}
+
+TEST(ObserveTrialPod, APodTheKubeletRefusedIsLost) {
+  json pod = createdPod();
+  pod["spec"]["nodeName"] = "gpu-node-1";
+  pod["status"] = json::parse(R"({"phase": "Failed", "reason": "UnexpectedAdmissionError",
+      "message": "Allocate failed due to no healthy devices present"})");
+  const TrialPodState state = observed(pod);
+  EXPECT_EQ(state.phase, Phase::kLost);
+  EXPECT_EQ(state.message,
+            "Failed without running the trial: UnexpectedAdmissionError: Allocate failed due to "
+            "no healthy devices present");
+}
+
+TEST(ObserveTrialPod, AContainerWhoseStatusTheKubeletLostIsLost) {
+  EXPECT_EQ(observed(terminatedPod(137, "ContainerStatusUnknown", "")).phase, Phase::kLost);
+}
+
+// --- deadlines and conclusions -------------------------------------------------------------------
+
+TEST(ConcludeTrial, SucceededWithTheMetricItsContainerWrote) {
+  const auto conclusion = conclude(observed(terminatedPod(0, "Completed", kMetrics)), job().spec,
+                                   at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  const auto& record = conclusion->record;
+  EXPECT_EQ(record.name, "z1_gas1_tmbspg3");
+  EXPECT_EQ(record.space, "z1");
+  EXPECT_EQ(record.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(record.value, 87.3);
+  EXPECT_EQ(record.reason, "");
+  EXPECT_EQ(record.startTime, kContainerStarted);
+  EXPECT_DOUBLE_EQ(record.durationSeconds, 200);
+  EXPECT_FALSE(conclusion->measured.has_value());
+}
+
+TEST(ConcludeTrial, ExitZeroWithoutMetricsIsMetricsUnavailable) {
+  const auto conclusion =
+      conclude(observed(terminatedPod(0, "Completed", "")), job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kMetricsUnavailable);
+  EXPECT_FALSE(conclusion->record.value.has_value());
+  EXPECT_EQ(conclusion->record.reason, "exited 0 without writing its metrics file");
+}
+
+TEST(ConcludeTrial, OomKilledIsOom) {
+  const auto conclusion =
+      conclude(observed(terminatedPod(137, "OOMKilled", "")), job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kOOM);
+  EXPECT_EQ(conclusion->record.reason, "OOMKilled");
+}
+
+TEST(ConcludeTrial, ACudaOutOfMemoryErrorWithExitOneIsOom) {
+  const auto conclusion = conclude(observed(terminatedPod(1, "Error", kCudaOutOfMemory)),
+                                   job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kOOM);
+  EXPECT_NE(conclusion->record.reason.find("CUDA out of memory"), std::string::npos);
+}
+
+TEST(ConcludeTrial, AnyOtherFailureIsFailedWithItsLogTail) {
+  const auto conclusion =
+      conclude(observed(terminatedPod(1, "Error", "Traceback:\nValueError: bad batch size\n")),
+               job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
+  EXPECT_EQ(conclusion->record.reason, "exited 1: Traceback:\nValueError: bad batch size");
+}
+
+TEST(ConcludeTrial, AContainerThatCouldNotRunIsFailedWithTheKubeletsReason) {
+  const auto conclusion =
+      conclude(observed(terminatedPod(128, "StartError", "")), job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
+  EXPECT_EQ(conclusion->record.reason, "exited 128: StartError");
+}
+
+TEST(ConcludeTrial, TheProfilingTrialGivesTheMeasuredModel) {
+  json pod = trialPod(job(), makeProfileTrial(describeSpace(job().spec)));
+  pod["metadata"]["creationTimestamp"] = kCreated;
+  pod = terminatedPod(0, "Completed",
+                      R"({"num_params": 774030080, "activation_mem_per_gpu": 9600000000})", pod);
+  const auto conclusion = conclude(observed(pod), job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.name, "profile_model_info");
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kSucceeded);
+  ASSERT_TRUE(conclusion->measured.has_value());
+  EXPECT_EQ(conclusion->measured->numParameters, 774030080);
+  EXPECT_EQ(conclusion->measured->activationMemoryPerSample, 9600000000);
+}
+
+TEST(ConcludeTrial, AnUnschedulableTrialWaitsForTheSchedulingTimeoutOnly) {
+  const TrialPodState state = observed(unschedulablePod());
+  EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15));
+  EXPECT_FALSE(conclude(state, job().spec, at(kCreated) + minutes(14)).has_value());
+
+  const auto conclusion = conclude(state, job().spec, at(kCreated) + minutes(15));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kUnschedulable);
+  EXPECT_EQ(conclusion->record.reason,
+            "not scheduled within spec.schedulingTimeout: 0/4 nodes are available: 4 "
+            "Insufficient nvidia.com/gpu.");
+  EXPECT_EQ(conclusion->record.startTime, kCreated);
+  EXPECT_DOUBLE_EQ(conclusion->record.durationSeconds, 0);
+}
+
+TEST(ConcludeTrial, TheTrialTimeoutRunsFromWhenTheKubeletTookThePod) {
+  const TrialPodState state = observed(runningPod());
+  EXPECT_EQ(deadline(state, job().spec), at(kStarted) + minutes(30));
+  EXPECT_FALSE(conclude(state, job().spec, at(kStarted) + minutes(29)).has_value());
+
+  const auto conclusion = conclude(state, job().spec, at(kStarted) + minutes(31));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(conclusion->record.reason, "ran longer than spec.trialTimeout");
+  EXPECT_EQ(conclusion->record.startTime, kStarted);
+  EXPECT_DOUBLE_EQ(conclusion->record.durationSeconds, 31 * 60);
+}
+
+TEST(ConcludeTrial, AnImageThatNeverPullsTimesOutSayingWhy) {
+  json pod = withTrainerState(
+      boundPod(), "Pending",
+      {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image"}}}});
+  const auto conclusion = conclude(observed(pod), job().spec, at(kStarted) + minutes(30));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(conclusion->record.reason,
+            "ran longer than spec.trialTimeout; its container was waiting: ImagePullBackOff: "
+            "Back-off pulling image");
+}
+
+TEST(ConcludeTrial, FinishedAndLostTrialsHaveNoDeadline) {
+  EXPECT_FALSE(deadline(observed(terminatedPod(0, "Completed", kMetrics)), job().spec));
+  json evicted = runningPod();
+  evicted["status"]["reason"] = "Evicted";
+  EXPECT_FALSE(deadline(observed(evicted), job().spec));
+}
+
+TEST(ConcludeTrial, ALostTrialIsRelaunchedTwiceAndThenCountsAsFailed) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    json pod = runningPod(createdPod(attempt));
+    pod["status"]["reason"] = "Evicted";
+    const TrialPodState state = observed(pod);
+    EXPECT_TRUE(shouldRelaunch(state)) << attempt;
+    EXPECT_FALSE(conclude(state, job().spec, at(kStarted) + minutes(90)).has_value()) << attempt;
+  }
+  json pod = runningPod(createdPod(2));
+  pod["status"]["reason"] = "Evicted";
+  pod["status"]["message"] = "The node was low on resource: memory.";
+  const TrialPodState state = observed(pod);
+  EXPECT_FALSE(shouldRelaunch(state));
+  const auto conclusion = conclude(state, job().spec, at(kStarted) + minutes(5));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
+  EXPECT_EQ(conclusion->record.reason,
+            "lost on 3 attempts, last: Evicted: The node was low on resource: memory.");
+}
+
+TEST(ConcludeTrial, OnlyLostTrialsAreRelaunched) {
+  EXPECT_FALSE(shouldRelaunch(observed(runningPod())));
+  EXPECT_FALSE(shouldRelaunch(observed(terminatedPod(1, "Error", ""))));
+}
+
+}  // namespace

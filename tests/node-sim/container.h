@@ -1,0 +1,106 @@
+#pragma once
+// What a kubelet derives from a Pod around running its first container: the command and
+// environment, the volumes it mounts, the termination message, and the status it reports. Pure
+// functions of the Pod's JSON and of files, so the node simulator's threads only move data.
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+#include <utility>
+#include <vector>
+
+namespace autotune::nodesim {
+
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// The downward API's value of `fieldPath` for `pod`: metadata.name, metadata.namespace,
+// metadata.uid, metadata.annotations['k'], metadata.labels['k'], spec.nodeName,
+// spec.serviceAccountName, status.hostIP or status.podIP. A missing annotation or label is empty,
+// as in Kubernetes; a path outside that list is an error.
+tl::expected<std::string, std::string> fieldValue(const nlohmann::json& pod,
+                                                  const std::string& fieldPath);
+
+// Kubernetes' $(VAR) expansion in command, args and env values: $(NAME) of a variable defined
+// in `variables` (the last definition wins) becomes its value, $$ becomes $, anything else is
+// left as written.
+std::string expandReferences(std::string_view text, const Environment& variables);
+
+// The container's env list in order, each value expanded against the entries before it.
+// valueFrom supports fieldRef only: a secret, ConfigMap or resource reference is an error.
+tl::expected<Environment, std::string> containerEnvironment(const nlohmann::json& pod,
+                                                            const nlohmann::json& container);
+
+// What the NVIDIA device plugin's allocation looks like from inside the container: with a
+// nvidia.com/gpu limit of N, CUDA_VISIBLE_DEVICES=0,...,N-1 (the container sees only its own GPUs,
+// numbered from 0), unless the container sets the variable itself. Empty without a GPU limit.
+Environment deviceEnvironment(const nlohmann::json& container, const Environment& environment);
+
+// command followed by args, expanded against `environment`. Without a command the args are the
+// whole command line: there is no image, so no entrypoint to prepend.
+tl::expected<std::vector<std::string>, std::string> containerCommand(
+    const nlohmann::json& container, const Environment& environment);
+
+// A bind mount into the container's view of the filesystem.
+struct Mount {
+  std::filesystem::path source;  // in the Pod's folder
+  std::string target;            // where the container sees it
+  bool readOnly = false;
+};
+
+struct PreparedMounts {
+  std::vector<Mount> mounts;
+  std::vector<std::string> skipped;  // volumes of kinds the simulator does not provide, and why
+};
+
+// Materialises the volumes the container mounts under `folder`/volumes (downwardAPI and
+// projected downwardAPI items as files, emptyDir as an empty folder) and adds the termination
+// message file `folder`/termination-log on the container's terminationMessagePath (default
+// /dev/termination-log), last, so that it wins over a volume mounted above it.
+tl::expected<PreparedMounts, std::string> prepareMounts(const nlohmann::json& pod,
+                                                        const nlohmann::json& container,
+                                                        const std::filesystem::path& folder);
+
+// The last `limit` bytes of a file (the kubelet keeps the end of a long termination message);
+// empty when the file is missing.
+std::string readTail(const std::filesystem::path& path, std::size_t limit);
+
+// The kubelet's FallbackToLogsOnError text: the last 80 lines of the log, at most 2048 bytes.
+std::string logTail(const std::filesystem::path& path);
+
+// How the container ended, in the terms of containerStatuses[].state.terminated.
+struct Outcome {
+  int exitCode = 0;
+  std::optional<int> signal;
+  std::string reason;  // Completed, Error, StartError, ContainerStatusUnknown
+  std::string message;
+  std::string startedAt;
+  std::string finishedAt;
+};
+
+// The outcome of a process that exited with `exitCode` or was killed by `signal`: reason
+// Completed or Error, and the termination message the kubelet would report (the file's last 4096
+// bytes; with FallbackToLogsOnError, an empty file and a failure, the log's tail instead).
+Outcome exitOutcome(const nlohmann::json& container, std::optional<int> exitCode,
+                    std::optional<int> signal, const std::filesystem::path& terminationFile,
+                    const std::filesystem::path& log);
+
+// RFC 3339 in whole seconds (metav1.Time) and in microseconds (metav1.MicroTime, for Leases).
+std::string timestamp(std::chrono::system_clock::time_point time);
+std::string microTimestamp(std::chrono::system_clock::time_point time);
+
+// Rewrites `status` (a Pod's current status) as a kubelet reports a Pod whose first container
+// runs since `startedAt`: phase Running, startTime, the kubelet's conditions (others kept), and
+// a status per container (the first running, the rest waiting: only the first is run).
+void markRunning(nlohmann::json& status, const nlohmann::json& pod, const std::string& startedAt,
+                 const std::string& hostIp);
+
+// Rewrites `status` for a Pod whose first container ended: phase Succeeded for exit 0, else
+// Failed, with the container's terminated state.
+void markTerminated(nlohmann::json& status, const nlohmann::json& pod, const Outcome& outcome,
+                    const std::string& hostIp);
+
+}  // namespace autotune::nodesim

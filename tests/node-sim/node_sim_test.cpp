@@ -1,0 +1,429 @@
+// autotune-node-sim against a real kube-apiserver: the Nodes it registers and keeps alive, and the
+// Pods it runs. Pods are bound by setting spec.nodeName, as the scheduler would, so the API server
+// alone is enough. Every wait polls a condition against a deadline.
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "executor/process.h"
+#include "k8s/client.h"
+#include "support/control_plane.h"
+
+namespace autotune::nodesim {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const k8s::Resource kPods{"", "v1", "pods", true};
+const k8s::Resource kNodes{"", "v1", "nodes", false};
+const k8s::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
+
+[[maybe_unused]] const auto* const kControlPlane =
+    ::testing::AddGlobalTestEnvironment(new testing::ControlPlane);
+
+// Polls `condition` every 100 ms until it holds or `timeout` has passed.
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::seconds timeout = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) {
+      return true;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  return condition();
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+bool processExists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+// The PID a Pod's shell wrote to `path` once the line is complete. The Pod says `echo $$$$`:
+// Kubernetes turns $$ in a command into $, and the simulator does too.
+std::optional<pid_t> writtenPid(const std::filesystem::path& path) {
+  const std::string text = readFile(path);
+  pid_t pid = 0;
+  if (!text.ends_with('\n') ||
+      std::from_chars(text.data(), text.data() + text.size(), pid).ec != std::errc()) {
+    return std::nullopt;
+  }
+  return pid;
+}
+
+// An autotune-node-sim process, its log in its folder.
+class Simulator {
+ public:
+  Simulator(std::filesystem::path folder, const std::vector<std::string>& flags)
+      : folder_(std::move(folder)) {
+    executor::LaunchSpec spec;
+    spec.argv = {NODE_SIM_BINARY, "--kubeconfig", testing::ControlPlane::kubeconfigPath(),
+                 "--work-dir", (folder_ / "pods").string()};
+    spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
+    spec.stdoutPath = (folder_ / "node-sim.out").string();
+    spec.stderrPath = (folder_ / "node-sim.log").string();
+    auto started = executor::ChildProcess::start(spec);
+    if (started) {
+      process_ = *started;
+    } else {
+      startError_ = started.error();
+    }
+  }
+
+  bool running() const { return process_ && !exited_ && !process_->poll(); }
+  const std::string& startError() const { return startError_; }
+
+  // SIGTERM, then its exit code (nullopt if a signal ended it).
+  std::optional<int> stop() {
+    if (!process_ || exited_) {
+      return std::nullopt;
+    }
+    process_->signalGroup(SIGTERM);
+    exited_ = true;
+    return process_->wait().exitCode;
+  }
+
+  std::string log() const {
+    const std::string text = readFile(folder_ / "node-sim.log");
+    return "\n--- node-sim log (end) ---\n" +
+           text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+  }
+
+ private:
+  std::filesystem::path folder_;
+  std::optional<executor::ChildProcess> process_;
+  bool exited_ = false;
+  std::string startError_;
+};
+
+// A temporary folder for one simulator and the files its tests share with their Pods.
+std::filesystem::path scratchFolder(const std::string& name) {
+  auto folder = std::filesystem::temp_directory_path() /
+                ("autotune-node-sim-test-" + std::to_string(getpid())) / name;
+  std::filesystem::create_directories(folder);
+  return folder;
+}
+
+json pod(const std::string& name, const std::string& node, const std::string& script) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"nodeName", node},
+            {"restartPolicy", "Never"},
+            {"containers", json::array({{{"name", "trial"},
+                                         {"image", "autotune/trial-sim:latest"},
+                                         {"command", json::array({"sh", "-c", script})}}})}}}};
+}
+
+// The trial protocol's config delivery: the annotation as /etc/autotune/ds_config.json.
+json withConfig(json object, const std::string& config) {
+  object["metadata"]["annotations"]["autotune.io/ds-config"] = config;
+  object["spec"]["volumes"] = json::array(
+      {{{"name", "autotune-config"},
+        {"downwardAPI",
+         {{"items", json::array({{{"path", "ds_config.json"},
+                                  {"fieldRef",
+                                   {{"fieldPath",
+                                     "metadata.annotations['autotune.io/ds-config']"}}}}})}}}}});
+  object["spec"]["containers"][0]["volumeMounts"] = json::array(
+      {{{"name", "autotune-config"}, {"mountPath", "/etc/autotune"}, {"readOnly", true}}});
+  return object;
+}
+
+class NodeSim : public testing::ApiServerTest {
+ protected:
+  static void SetUpTestSuite() {
+    folder() = scratchFolder("suite");
+    // A program only on the simulator's --bin-dir, as trial-sim is in build/bin.
+    std::filesystem::create_directories(folder() / "bin");
+    std::ofstream tool(folder() / "bin" / "autotune-hello");
+    tool << "#!/bin/sh\necho \"hello from $HOSTNAME\" > /dev/termination-log\n";
+    tool.close();
+    std::filesystem::permissions(folder() / "bin" / "autotune-hello",
+                                 std::filesystem::perms::owner_all);
+    prefix() = "sim" + std::to_string(getpid() % 100000);
+    simulator() = std::make_unique<Simulator>(
+        folder(), std::vector<std::string>{"--nodes", "2", "--gpus-per-node", "4", "--gpu-memory",
+                                           "32Gi", "--name-prefix", prefix(), "--bin-dir",
+                                           (folder() / "bin").string(), "--heartbeat-seconds", "1",
+                                           "--delete-nodes-on-exit"});
+  }
+
+  static void TearDownTestSuite() {
+    if (simulator()) {
+      const auto code = simulator()->stop();
+      if (code != 0) {
+        ADD_FAILURE() << "the simulator did not exit 0 on SIGTERM" << simulator()->log();
+      }
+      simulator().reset();
+    }
+    std::filesystem::remove_all(folder().parent_path());
+  }
+
+  void SetUp() override {
+    ApiServerTest::SetUp();
+    ASSERT_TRUE(simulator()->startError().empty()) << simulator()->startError();
+    // Registered once its first Node exists (it registers all before it watches).
+    ASSERT_TRUE(eventually([&] { return client().get(kNodes, "", node(1)).has_value(); }))
+        << simulator()->log();
+  }
+
+  static std::filesystem::path& folder() {
+    static std::filesystem::path path;
+    return path;
+  }
+  static std::string& prefix() {
+    static std::string name;
+    return name;
+  }
+  static std::unique_ptr<Simulator>& simulator() {
+    static std::unique_ptr<Simulator> running;
+    return running;
+  }
+  static std::string node(int index) { return prefix() + "-" + std::to_string(index); }
+
+  // The Pod once its phase is `phase`, or null after the deadline.
+  json waitForPhase(const std::string& name, const std::string& phase) const {
+    json seen;
+    const bool reached = eventually([&] {
+      auto current = client().get(kPods, ns(), name);
+      if (current) {
+        seen = *current;
+      }
+      return current && (*current)["status"].value("phase", "") == phase;
+    });
+    EXPECT_TRUE(reached) << name << " did not reach " << phase
+                         << "; last seen: " << seen.dump().substr(0, 2000) << simulator()->log();
+    return reached ? seen : json();
+  }
+
+  static json terminated(const json& pod) {
+    return pod["status"]["containerStatuses"][0]["state"]["terminated"];
+  }
+};
+
+TEST_F(NodeSim, RegistersReadyGpuNodesAndRenewsTheirHeartbeat) {
+  for (int index = 0; index < 2; ++index) {
+    auto registered = client().get(kNodes, "", node(index));
+    ASSERT_TRUE(registered) << k8s::describe(registered.error());
+    const json& status = (*registered)["status"];
+    EXPECT_EQ(status["capacity"]["nvidia.com/gpu"], "4");
+    EXPECT_EQ(status["allocatable"]["nvidia.com/gpu"], "4");
+    EXPECT_EQ(status["allocatable"]["pods"], "110");
+    EXPECT_EQ((*registered)["metadata"]["labels"]["nvidia.com/gpu.memory"], "32768");
+    EXPECT_EQ((*registered)["metadata"]["labels"]["kubernetes.io/hostname"], node(index));
+    const auto ready = std::find_if(status["conditions"].begin(), status["conditions"].end(),
+                                    [](const json& c) { return c["type"] == "Ready"; });
+    ASSERT_NE(ready, status["conditions"].end());
+    EXPECT_EQ((*ready)["status"], "True");
+  }
+  // The heartbeat: the Lease's renewTime and the Ready condition's lastHeartbeatTime both move.
+  const auto lease = client().get(kLeases, "kube-node-lease", node(0));
+  ASSERT_TRUE(lease) << k8s::describe(lease.error());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], node(0));
+  const auto heartbeat = [&] {
+    auto current = client().get(kNodes, "", node(0));
+    for (const auto& condition : (*current)["status"]["conditions"]) {
+      if (condition["type"] == "Ready") {
+        return condition["lastHeartbeatTime"].get<std::string>();
+      }
+    }
+    return std::string();
+  };
+  const std::string firstBeat = heartbeat();
+  EXPECT_TRUE(eventually([&] {
+    auto renewed = client().get(kLeases, "kube-node-lease", node(0));
+    return renewed && (*renewed)["spec"]["renewTime"] != (*lease)["spec"]["renewTime"];
+  })) << simulator()->log();
+  EXPECT_TRUE(eventually([&] { return heartbeat() != firstBeat; })) << simulator()->log();
+}
+
+TEST_F(NodeSim, ADownwardApiConfigBecomesTheTerminationMessage) {
+  const std::string config =
+      R"({"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}})";
+  ASSERT_TRUE(client().create(
+      kPods, ns(),
+      withConfig(pod("trial-1", node(0), "cat /etc/autotune/ds_config.json > /dev/termination-log"),
+                 config)));
+  const json done = waitForPhase("trial-1", "Succeeded");
+  ASSERT_FALSE(done.is_null());
+  EXPECT_EQ(terminated(done)["exitCode"], 0);
+  EXPECT_EQ(terminated(done)["reason"], "Completed");
+  EXPECT_EQ(terminated(done)["message"], config);
+  EXPECT_TRUE(terminated(done).contains("startedAt"));
+  EXPECT_TRUE(terminated(done).contains("finishedAt"));
+  EXPECT_TRUE(done["status"].contains("startTime"));
+}
+
+TEST_F(NodeSim, TheEnvironmentComesFromValuesFieldRefsAndTheGpuLimit) {
+  json object =
+      pod("trial-env", node(1),
+          "echo \"$AUTOTUNE_TRIAL $POD_NAMESPACE $JOB $DS_CONFIG $CUDA_VISIBLE_DEVICES\" > "
+          "/dev/termination-log");
+  object["metadata"]["annotations"]["autotune.io/job"] = "gpt2";
+  object["spec"]["containers"][0]["env"] = json::array(
+      {{{"name", "AUTOTUNE_TRIAL"},
+        {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+       {{"name", "POD_NAMESPACE"},
+        {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}},
+       {{"name", "JOB"},
+        {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.annotations['autotune.io/job']"}}}}}},
+       {{"name", "DS_CONFIG"}, {"value", "/etc/autotune/$(AUTOTUNE_TRIAL).json"}}});
+  object["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2";
+  ASSERT_TRUE(client().create(kPods, ns(), object));
+  const json done = waitForPhase("trial-env", "Succeeded");
+  ASSERT_FALSE(done.is_null());
+  EXPECT_EQ(terminated(done)["message"],
+            "trial-env " + ns() + " gpt2 /etc/autotune/trial-env.json 0,1\n");
+}
+
+TEST_F(NodeSim, AFailingCommandEndsFailedWithItsOutputTail) {
+  json object = pod("broken", node(0), "seq 1 200; echo broken >&2; exit 3");
+  object["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  ASSERT_TRUE(client().create(kPods, ns(), object));
+  // A message file written before failing wins over the log.
+  json written =
+      pod("broken-with-message", node(0), "echo from-file > /dev/termination-log; exit 1");
+  written["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  ASSERT_TRUE(client().create(kPods, ns(), written));
+
+  const json failed = waitForPhase("broken", "Failed");
+  ASSERT_FALSE(failed.is_null());
+  EXPECT_EQ(terminated(failed)["exitCode"], 3);
+  EXPECT_EQ(terminated(failed)["reason"], "Error");
+  // The kubelet's fallback: the last 80 lines of stdout and stderr together.
+  std::string tail;
+  for (int line = 122; line <= 200; ++line) {
+    tail += std::to_string(line) + "\n";
+  }
+  EXPECT_EQ(terminated(failed)["message"], tail + "broken\n");
+
+  const json withMessage = waitForPhase("broken-with-message", "Failed");
+  ASSERT_FALSE(withMessage.is_null());
+  EXPECT_EQ(terminated(withMessage)["exitCode"], 1);
+  EXPECT_EQ(terminated(withMessage)["message"], "from-file\n");
+}
+
+TEST_F(NodeSim, DeletingARunningPodKillsItsProcessAndThePodGoes) {
+  const auto pidFile = folder() / (ns() + ".pid");
+  ASSERT_TRUE(client().create(
+      kPods, ns(),
+      pod("sleeper", node(1), "echo $$$$ > " + pidFile.string() + "; exec sleep 1000")));
+  const json running = waitForPhase("sleeper", "Running");
+  ASSERT_FALSE(running.is_null());
+  EXPECT_TRUE(running["status"]["containerStatuses"][0]["state"].contains("running"));
+  ASSERT_TRUE(eventually([&] { return writtenPid(pidFile).has_value(); }));
+  const pid_t pid = *writtenPid(pidFile);
+  ASSERT_TRUE(processExists(pid));
+
+  // A default graceful delete: the simulator stops the process, then confirms the deletion.
+  ASSERT_TRUE(client().remove(kPods, ns(), "sleeper"));
+  EXPECT_TRUE(eventually([&] {
+    auto current = client().get(kPods, ns(), "sleeper");
+    return !current && current.error().kind == k8s::ErrorKind::kNotFound;
+  })) << simulator()->log();
+  EXPECT_FALSE(processExists(pid));
+}
+
+TEST_F(NodeSim, AProcessThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
+  const auto pidFile = folder() / (ns() + ".pid");
+  // Ignored signals stay ignored across exec, so sleep ignores SIGTERM too.
+  ASSERT_TRUE(client().create(
+      kPods, ns(),
+      pod("stubborn", node(0),
+          "trap '' TERM; echo $$$$ > " + pidFile.string() + "; while true; do sleep 0.1; done")));
+  ASSERT_FALSE(waitForPhase("stubborn", "Running").is_null());
+  ASSERT_TRUE(eventually([&] { return writtenPid(pidFile).has_value(); }));
+  const pid_t pid = *writtenPid(pidFile);
+
+  const auto deleted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client().remove(kPods, ns(), "stubborn"));
+  EXPECT_TRUE(eventually([&] {
+    auto current = client().get(kPods, ns(), "stubborn");
+    return !current && current.error().kind == k8s::ErrorKind::kNotFound;
+  })) << simulator()->log();
+  // The simulator waits 3 s between SIGTERM and SIGKILL.
+  EXPECT_GE(std::chrono::steady_clock::now() - deleted, 2s);
+  EXPECT_FALSE(processExists(pid));
+}
+
+TEST_F(NodeSim, PodsOnOneNodeSeeOnlyTheirOwnFiles) {
+  // Both run at once: each waits for the gate, then reads its config and writes its message
+  // through the same container paths.
+  const auto gate = folder() / (ns() + ".gate");
+  const std::string script = "while [ ! -e " + gate.string() +
+                             " ]; do sleep 0.05; done; cat /etc/autotune/ds_config.json > "
+                             "/dev/termination-log";
+  ASSERT_TRUE(
+      client().create(kPods, ns(), withConfig(pod("left", node(0), script), R"({"a": 1})")));
+  ASSERT_TRUE(
+      client().create(kPods, ns(), withConfig(pod("right", node(0), script), R"({"b": 2})")));
+  ASSERT_FALSE(waitForPhase("left", "Running").is_null());
+  ASSERT_FALSE(waitForPhase("right", "Running").is_null());
+  std::ofstream(gate).close();
+
+  const json left = waitForPhase("left", "Succeeded");
+  const json right = waitForPhase("right", "Succeeded");
+  ASSERT_FALSE(left.is_null());
+  ASSERT_FALSE(right.is_null());
+  EXPECT_EQ(terminated(left)["message"], R"({"a": 1})");
+  EXPECT_EQ(terminated(right)["message"], R"({"b": 2})");
+  // Nothing reached the host's own path.
+  EXPECT_EQ(readFile("/dev/termination-log"), "");
+}
+
+TEST_F(NodeSim, CommandsAreFoundOnTheBinFolder) {
+  json object = pod("hello", node(1), "");
+  object["spec"]["containers"][0]["command"] = json::array({"autotune-hello"});
+  ASSERT_TRUE(client().create(kPods, ns(), object));
+  const json done = waitForPhase("hello", "Succeeded");
+  ASSERT_FALSE(done.is_null());
+  EXPECT_EQ(terminated(done)["message"], "hello from hello\n");
+}
+
+TEST_F(NodeSim, SigtermStopsEveryPodAndDeletesTheNodes) {
+  const auto folder = scratchFolder("own");
+  const std::string prefix = "own" + std::to_string(getpid() % 100000);
+  Simulator own(folder, {"--nodes", "1", "--gpus-per-node", "8", "--gpu-memory", "80Gi",
+                         "--name-prefix", prefix, "--delete-nodes-on-exit"});
+  ASSERT_TRUE(own.startError().empty()) << own.startError();
+  ASSERT_TRUE(eventually([&] { return client().get(kNodes, "", prefix + "-0").has_value(); }))
+      << own.log();
+  EXPECT_EQ(
+      (*client().get(kNodes, "", prefix + "-0"))["metadata"]["labels"]["nvidia.com/gpu.memory"],
+      "81920");
+  const auto pidFile = folder / "pid";
+  ASSERT_TRUE(client().create(
+      kPods, ns(),
+      pod("long", prefix + "-0", "echo $$$$ > " + pidFile.string() + "; exec sleep 1000")));
+  ASSERT_TRUE(eventually([&] { return writtenPid(pidFile).has_value(); })) << own.log();
+  const pid_t pid = *writtenPid(pidFile);
+
+  EXPECT_EQ(own.stop(), 0) << own.log();
+  EXPECT_FALSE(processExists(pid));
+  const auto node = client().get(kNodes, "", prefix + "-0");
+  ASSERT_FALSE(node);
+  EXPECT_EQ(node.error().kind, k8s::ErrorKind::kNotFound);
+}
+
+}  // namespace
+}  // namespace autotune::nodesim
