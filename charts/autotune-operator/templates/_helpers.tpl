@@ -1,0 +1,117 @@
+{{/*
+The chart name, or nameOverride.
+*/}}
+{{- define "autotune-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name of the release's objects: fullnameOverride, or <release>-<chart> unless the release name
+already holds the chart name. Truncated to 63 characters, the limit of a DNS-1123 label.
+*/}}
+{{- define "autotune-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The chart label: name and version, with "+" (not allowed in a label value) replaced.
+*/}}
+{{- define "autotune-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels of every object.
+*/}}
+{{- define "autotune-operator.labels" -}}
+helm.sh/chart: {{ include "autotune-operator.chart" . }}
+{{ include "autotune-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/part-of: autotune-operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+Selector labels: only the ones that never change across upgrades, because a Deployment's selector
+is immutable.
+*/}}
+{{- define "autotune-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "autotune-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+The operator's ServiceAccount.
+*/}}
+{{- define "autotune-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "autotune-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The operator's image.
+*/}}
+{{- define "autotune-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+The rules for the namespaced resources the operator reads and writes: granted cluster-wide by a
+ClusterRole, or per watched namespace by a Role when watchNamespaces is set. They list exactly the
+calls the operator makes.
+*/}}
+{{- define "autotune-operator.namespacedRules" -}}
+- apiGroups: ["autotune.io"]
+  resources: ["autotunejobs"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["autotune.io"]
+  resources: ["autotunejobs/status"]
+  verbs: ["get", "update", "patch"]
+# Trial Pods carry an ownerReference with blockOwnerDeletion to their job; clusters that enforce
+# OwnerReferencesPermissionEnforcement require update on the owner's finalizers for that.
+- apiGroups: ["autotune.io"]
+  resources: ["autotunejobs/finalizers"]
+  verbs: ["update"]
+# Trial Pods: the operator creates them, watches them for results and deletes finished ones.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+# The output ConfigMap with the best DeepSpeed config.
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+# The afterTuning Job, created once the search succeeds.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "create"]
+{{- end }}
+
+{{/*
+A label map as "key=value, ..." for messages.
+*/}}
+{{- define "autotune-operator.labelList" -}}
+{{- $pairs := list }}
+{{- range $key, $value := . }}
+{{- $pairs = append $pairs (printf "%s=%s" $key $value) }}
+{{- end }}
+{{- join ", " $pairs }}
+{{- end }}

@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# The Helm chart charts/autotune-operator, checked with helm itself and against a real API server:
+# lint, renders for the default, namespaced and monitoring values, least-privilege RBAC, the schema
+# refusing bad values, the CRD copy, the Grafana dashboard, the server accepting every rendered
+# object, and helm install / uninstall.
+#
+#   tests/chart/chart_test.sh [SOURCE_DIR]
+#
+# Starts its own control plane with scripts/controlplane, or uses the cluster of
+# $AUTOTUNE_TEST_KUBECONFIG (with helm and kubectl on PATH); every name it creates there carries a
+# random suffix, and it removes what it created, except the CRD, which Helm never deletes either.
+set -euo pipefail
+
+source_dir=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
+chart=$source_dir/charts/autotune-operator
+crd=crds/autotunejobs.autotune.io.yaml
+here=$source_dir/tests/chart
+work=$(mktemp -d /tmp/autotune-chart-test.XXXXXX)
+failures=0
+own_controlplane=false
+
+# Names unique to this run, so that runs sharing one cluster do not meet.
+run_id=$((RANDOM % 90000 + 10000))
+release=autotune-$run_id
+release_ns=autotune-chart-$run_id
+team_a=team-a-$run_id
+team_b=team-b-$run_id
+# The releases actually installed; the renders above are only templated and dry-run.
+installed=install-$run_id
+installed_ns=install-ns-$run_id
+
+# helm keeps its caches and settings in the work folder, not in the caller's home.
+export HELM_CACHE_HOME=$work/helm/cache HELM_CONFIG_HOME=$work/helm/config
+export HELM_DATA_HOME=$work/helm/data
+
+cleanup() {
+  if $own_controlplane; then
+    "$source_dir/scripts/controlplane" down >/dev/null 2>&1 || true
+  elif [[ -n ${KUBECONFIG:-} ]]; then
+    helm uninstall "$installed" -n "$release_ns" >/dev/null 2>&1 || true
+    helm uninstall "$installed_ns" -n "$release_ns" >/dev/null 2>&1 || true
+    kubectl delete namespace "$release_ns" "$team_a" "$team_b" --wait=false \
+      --ignore-not-found >/dev/null 2>&1 || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Runs a check; on failure prints the tail of what it said, indented under the description.
+check() {
+  local description=$1 output
+  shift
+  if output=$("$@" 2>&1); then
+    echo "ok - $description"
+  else
+    echo "not ok - $description"
+    sed 's/^/    /' <<<"$output" | tail -40
+    failures=$((failures + 1))
+  fi
+}
+
+# A check that the rest cannot do without: stop at its failure.
+require() {
+  local before=$failures
+  check "$@"
+  if ((failures > before)); then
+    echo "chart_test: stopping, a prerequisite failed"
+    exit 1
+  fi
+}
+
+if [[ -n ${AUTOTUNE_TEST_KUBECONFIG:-} ]]; then
+  export KUBECONFIG=$AUTOTUNE_TEST_KUBECONFIG
+  for tool in helm kubectl; do
+    command -v "$tool" >/dev/null || {
+      echo "chart_test: AUTOTUNE_TEST_KUBECONFIG is set but $tool is not on PATH"
+      exit 1
+    }
+  done
+else
+  export AUTOTUNE_CONTROLPLANE_DIR=$work/controlplane
+  own_controlplane=true
+  if ! "$source_dir/scripts/controlplane" up 2>"$work/up.log"; then
+    echo "not ok - the control plane comes up"
+    grep -v 'Unhandled Error' "$work/up.log" | tail -20 | sed 's/^/    /'
+    exit 1
+  fi
+  eval "$("$source_dir/scripts/controlplane" env)"
+fi
+command -v python3 >/dev/null || { echo "chart_test: python3 is needed"; exit 1; }
+
+manifests() { python3 "$here/manifests.py" "$@"; }
+
+# helm template's YAML as a stream of JSON objects. kubectl parses it: `label --local` removing a
+# label no object has changes nothing and needs no server, and prints each object as JSON.
+to_json() { kubectl label --local -f "$1" -o json autotune.invalid/unused- ; }
+
+render() {
+  local name=$1
+  shift
+  helm template "$release" "$chart" --namespace "$release_ns" "$@" >"$work/$name.yaml" &&
+    to_json "$work/$name.yaml" >"$work/$name.json"
+}
+
+cat >"$work/namespaced-values.yaml" <<VALUES
+watchNamespaces: [$team_a, $team_b]
+VALUES
+cat >"$work/monitoring-values.yaml" <<'VALUES'
+serviceMonitor: {enabled: true}
+dashboard: {enabled: true}
+VALUES
+values_files=(namespaced-values.yaml monitoring-values.yaml)
+
+# --- Static checks: helm alone --------------------------------------------------------------------
+
+lint_strict() {
+  helm lint --strict "$chart" || return 1
+  local values
+  for values in "${values_files[@]}"; do
+    helm lint --strict "$chart" -f "$work/$values" || return 1
+  done
+}
+
+check "helm lint passes" helm lint "$chart"
+check "helm lint --strict passes for the default, namespaced and monitoring values" lint_strict
+require "helm template renders the default values" render default
+require "helm template renders watchNamespaces: [$team_a, $team_b]" \
+  render namespaced -f "$work/namespaced-values.yaml"
+require "helm template renders serviceMonitor and dashboard enabled" \
+  render monitoring -f "$work/monitoring-values.yaml"
+
+# helm template must fail, and its message must name what was wrong ($1, a pattern).
+refused() {
+  local pattern=$1 output
+  shift
+  if output=$(helm template "$release" "$chart" --namespace "$release_ns" "$@" 2>&1); then
+    echo "helm template $* was accepted"
+    return 1
+  fi
+  grep -q -- "$pattern" <<<"$output" || {
+    echo "helm template $* failed without naming $pattern:"
+    echo "$output"
+    return 1
+  }
+}
+
+check "values.schema.json rejects replicaCount=abc" refused replicaCount --set replicaCount=abc
+check "values.schema.json rejects an unknown top-level key (a typo)" \
+  refused replicas --set replicas=3
+check "values.schema.json rejects an unknown log level" refused logLevel --set logLevel=verbose
+check "two replicas without leader election are refused" \
+  refused leaderElection --set leaderElection.enabled=false
+check "Kubernetes older than 1.30 is refused" refused kubeVersion --kube-version 1.29.0
+
+crd_identical() {
+  [[ -f $source_dir/$crd ]] || { echo "$crd is missing"; return 1; }
+  cmp "$source_dir/$crd" "$chart/$crd" || {
+    echo "the chart's CRD differs from $crd: copy it with"
+    echo "  cp $crd charts/autotune-operator/$crd"
+    return 1
+  }
+}
+check "the chart's CRD is a byte-identical copy of $crd" crd_identical
+
+no_wildcards() {
+  local name
+  for name in default namespaced monitoring; do
+    manifests wildcards <"$work/$name.json" || return 1
+  done
+}
+check "no RBAC rule grants a wildcard" no_wildcards
+
+# What the operator calls on objects in the namespaces it watches (scope $1), as manifests.py
+# grants prints it: scope, API group, resource, sorted verbs.
+namespaced_grants() {
+  local scope=$1
+  printf "$scope %s\n" \
+    "autotune.io autotunejobs get,list,patch,update,watch" \
+    "autotune.io autotunejobs/status get,patch,update" \
+    "autotune.io autotunejobs/finalizers update" \
+    "core pods create,delete,get,list,watch" \
+    "core configmaps create,get,list,patch,update,watch" \
+    "core events create,patch" \
+    "events.k8s.io events create,patch" \
+    "batch jobs create,get"
+}
+common_grants() {
+  echo "cluster core nodes get,list,watch"
+  echo "$release_ns coordination.k8s.io leases create,get,update"
+}
+
+# The render $1 grants exactly the lines on stdin, no more and no fewer.
+grants_exactly() {
+  diff -u --label expected --label "$1" <(sort) <(manifests grants <"$work/$1.json" | sort)
+}
+check "the default render grants exactly the operator's calls, cluster-wide" \
+  grants_exactly default < <({ namespaced_grants cluster; common_grants; })
+check "the namespaced render grants them in $team_a and $team_b only" \
+  grants_exactly namespaced < <({ namespaced_grants "$team_a"; namespaced_grants "$team_b"
+    common_grants; })
+
+no_cluster_pods_or_configmaps() {
+  ! manifests grants <"$work/namespaced.json" | grep -E '^cluster core (pods|configmaps) '
+}
+check "the namespaced render has no ClusterRole granting pods or configmaps" \
+  no_cluster_pods_or_configmaps
+
+all_bound() {
+  local name
+  for name in default namespaced; do
+    manifests bound <"$work/$name.json" || return 1
+  done
+}
+check "every Role and ClusterRole is bound to the chart's ServiceAccount" all_bound
+
+operator_flags=(--metrics-bind-address :8080 --health-probe-bind-address :8081 --leader-elect
+  --workers 4 --qps 20 --burst 40 --log-level info)
+default_deployment() {
+  manifests deployment 2 -- "${operator_flags[@]}" <"$work/default.json" &&
+    manifests absent-flag --namespace <"$work/default.json"
+}
+check "the Deployment: 2 replicas, leader election, hardened, probes, POD_NAMESPACE, flags" \
+  default_deployment
+check "the namespaced Deployment passes --namespace $team_a,$team_b" \
+  manifests deployment 2 -- --namespace "$team_a,$team_b" <"$work/namespaced.json"
+single_without_election() {
+  render single --set replicaCount=1 --set leaderElection.enabled=false &&
+    manifests deployment 1 <"$work/single.json" &&
+    manifests absent-flag --leader-elect <"$work/single.json" &&
+    ! manifests objects <"$work/single.json" | grep -E '^Role(Binding)? .*leader-election'
+}
+check "one replica without leader election: no --leader-elect and no Lease Role" \
+  single_without_election
+
+check "the metrics Service selects the operator; the ServiceMonitor selects the Service" \
+  manifests service <"$work/monitoring.json"
+monitoring_only_when_enabled() {
+  local objects
+  objects=$(manifests objects <"$work/default.json")
+  if grep -E '^(ServiceMonitor |ConfigMap .*-dashboard$)' <<<"$objects"; then
+    echo "rendered with serviceMonitor and dashboard disabled"
+    return 1
+  fi
+  objects=$(manifests objects <"$work/monitoring.json")
+  grep -q '^ServiceMonitor ' <<<"$objects" || { echo "no ServiceMonitor when enabled"; return 1; }
+  grep -q '^ConfigMap .*-dashboard$' <<<"$objects" || {
+    echo "no dashboard ConfigMap when enabled"
+    return 1
+  }
+}
+check "the ServiceMonitor and the dashboard ConfigMap exist only when enabled" \
+  monitoring_only_when_enabled
+# Label checks read the whole list (grep without -q), so that the writer never meets a closed pipe.
+has_label() {
+  manifests labels "$1" <"$work/monitoring.json" | grep -x "$2" >/dev/null || {
+    echo "the $1 lacks the label $2"
+    return 1
+  }
+}
+check "the ServiceMonitor carries the label release=prometheus" \
+  has_label ServiceMonitor release=prometheus
+
+dashboard=$chart/dashboards/autotune.json
+check "the dashboard JSON parses" python3 -m json.tool "$dashboard"
+check "the dashboard shows every operator metric, and only those, through \${datasource}" \
+  python3 "$here/dashboard.py" "$dashboard"
+dashboard_configmap() {
+  has_label ConfigMap grafana_dashboard=1 &&
+    manifests dashboard-data <"$work/monitoring.json" >"$work/dashboard-data.json" &&
+    diff <(python3 -m json.tool "$dashboard") <(python3 -m json.tool "$work/dashboard-data.json")
+}
+check "the dashboard ConfigMap carries grafana_dashboard=1 and the dashboard file" \
+  dashboard_configmap
+
+# --- Against the API server -----------------------------------------------------------------------
+
+create_namespaces() {
+  local namespace
+  for namespace in "$release_ns" "$team_a" "$team_b"; do
+    kubectl create namespace "$namespace" || return 1
+  done
+}
+require "the test's namespaces can be created" create_namespaces
+
+# Server-side dry runs: the API server validates every object as it would on install (schemas,
+# names, RBAC rules) and stores nothing. The rendered objects need no CRD; the CRD itself is checked
+# the same way, server-side so that its size does not meet the last-applied annotation's limit, and
+# forcing conflicts, which a CRD that Helm installed on a shared cluster would otherwise raise.
+# Only the server's complaints are shown.
+accepted() { kubectl apply --dry-run=server "$@" >/dev/null; }
+check "the API server accepts the CRD (server-side dry run)" \
+  accepted --server-side --force-conflicts -f "$chart/$crd"
+check "the API server accepts the default render" accepted -f "$work/default.yaml"
+check "the API server accepts the namespaced render" accepted -f "$work/namespaced.yaml"
+without_servicemonitor() {
+  manifests without ServiceMonitor <"$work/monitoring.json" >"$work/monitoring-applied.json" &&
+    accepted -f "$work/monitoring-applied.json"
+}
+# No ServiceMonitor CRD here: that one object is left to the structural checks above.
+check "the API server accepts the monitoring render, ServiceMonitor aside" without_servicemonitor
+
+# The permissions of ServiceAccount $1 (namespace/name), as the API server's authorizer sees
+# them, against the lines on stdin: "yes|no" and the arguments of `kubectl auth can-i`.
+access_is() {
+  local account=$1 expected verb mismatches=0
+  while read -r expected verb; do
+    local answer
+    # shellcheck disable=SC2086 # the line holds several arguments
+    answer=$(kubectl auth can-i $verb --as="system:serviceaccount:${account%/*}:${account#*/}" \
+      2>/dev/null || true)
+    if [[ $answer != "$expected" ]]; then
+      echo "can-i $verb: $answer, expected $expected"
+      mismatches=$((mismatches + 1))
+    fi
+  done
+  ((mismatches == 0))
+}
+
+installed_objects() {
+  helm install "$installed" "$chart" --namespace "$release_ns" >"$work/install.out" || return 1
+  grep -q 'kubectl apply -f' "$work/install.out" || {
+    echo "NOTES.txt did not show how to apply a job:"
+    cat "$work/install.out"
+    return 1
+  }
+  local fullname=$installed-autotune-operator
+  kubectl get crd autotunejobs.autotune.io &&
+    kubectl -n "$release_ns" get deployment "$fullname" &&
+    kubectl -n "$release_ns" get serviceaccount "$fullname" &&
+    kubectl get clusterrole "$fullname" "$fullname-nodes" &&
+    kubectl -n "$release_ns" get service "$fullname-metrics"
+}
+require "helm install creates the CRD, Deployment, ServiceAccount, ClusterRoles and Service" \
+  installed_objects
+
+established() {
+  kubectl wait --for condition=Established --timeout=60s crd/autotunejobs.autotune.io
+}
+check "the CRD is established" established
+
+check "the installed ServiceAccount may make the operator's calls and no others" \
+  access_is "$release_ns/$installed-autotune-operator" <<ACCESS
+yes list autotunejobs.autotune.io --all-namespaces
+yes watch autotunejobs.autotune.io -n $team_a
+yes patch autotunejobs.autotune.io --subresource=status -n $team_a
+yes update autotunejobs.autotune.io --subresource=finalizers -n $team_a
+no delete autotunejobs.autotune.io -n $team_a
+no create autotunejobs.autotune.io -n $team_a
+yes create pods -n $team_a
+yes delete pods -n $team_b
+no update pods -n $team_a
+yes create configmaps -n $team_a
+no delete configmaps -n $team_a
+yes create events -n $team_a
+yes patch events.events.k8s.io -n $team_a
+yes create jobs.batch -n $team_a
+no delete jobs.batch -n $team_a
+yes list nodes
+no update nodes
+yes update leases.coordination.k8s.io -n $release_ns
+no update leases.coordination.k8s.io -n $team_a
+no get secrets -n $release_ns
+no create pods --subresource=exec -n $team_a
+ACCESS
+
+check "helm install with watchNamespaces succeeds" \
+  helm install "$installed_ns" "$chart" --namespace "$release_ns" \
+  -f "$work/namespaced-values.yaml"
+check "the namespaced ServiceAccount may work in $team_a and $team_b only" \
+  access_is "$release_ns/$installed_ns-autotune-operator" <<ACCESS
+yes create pods -n $team_a
+yes list autotunejobs.autotune.io -n $team_b
+yes create configmaps -n $team_b
+no create pods -n default
+no list pods --all-namespaces
+no list autotunejobs.autotune.io --all-namespaces
+no get configmaps -n $release_ns
+yes list nodes
+yes create leases.coordination.k8s.io -n $release_ns
+ACCESS
+
+uninstalled() {
+  helm uninstall "$installed" --namespace "$release_ns" &&
+    helm uninstall "$installed_ns" --namespace "$release_ns" || return 1
+  local left
+  left=$(kubectl get deployments,serviceaccounts,services,roles,rolebindings -A -o name \
+    -l "app.kubernetes.io/instance in ($installed,$installed_ns)"
+    kubectl get clusterroles,clusterrolebindings -o name \
+      -l "app.kubernetes.io/instance in ($installed,$installed_ns)") || return 1
+  [[ -z $left ]] || { echo "left behind: $left"; return 1; }
+  # Helm never deletes a CRD: that would delete every AutotuneJob with it.
+  kubectl get crd autotunejobs.autotune.io
+}
+check "helm uninstall removes both releases' objects and keeps the CRD" uninstalled
+
+if ((failures > 0)); then
+  echo "chart_test: $failures checks failed"
+  exit 1
+fi
+echo "chart_test: all checks passed"
