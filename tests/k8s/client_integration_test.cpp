@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <thread>
 
 #include "k8s/client.h"
 #include "support/control_plane.h"
@@ -192,6 +193,84 @@ TEST_F(Client, AUserWithoutRightsIsForbidden) {
   ASSERT_FALSE(forbidden);
   EXPECT_EQ(forbidden.error().kind, ErrorKind::kForbidden) << describe(forbidden.error());
   EXPECT_EQ(forbidden.error().httpStatus, 403);
+}
+
+const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                          false};
+const Resource kWidgets{"test.autotune.io", "v1", "widgets", true};
+
+// A namespaced test CRD with a status subresource, created once per control plane.
+bool installWidgetCrd(const k8s::Client& client) {
+  const json crd = {
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata", {{"name", "widgets.test.autotune.io"}}},
+      {"spec",
+       {{"group", "test.autotune.io"},
+        {"scope", "Namespaced"},
+        {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
+        {"versions",
+         {{{"name", "v1"},
+           {"served", true},
+           {"storage", true},
+           {"subresources", {{"status", json::object()}}},
+           {"schema",
+            {{"openAPIV3Schema",
+              {{"type", "object"},
+               {"properties",
+                {{"spec", {{"type", "object"}, {"properties", {{"size", {{"type", "integer"}}}}}}},
+                 {"status",
+                  {{"type", "object"},
+                   {"properties", {{"phase", {{"type", "string"}}}}}}}}}}}}}}}}}}};
+  auto created = client.create(kCustomResourceDefinitions, "", crd);
+  if (!created && created.error().kind != ErrorKind::kAlreadyExists) {
+    return false;
+  }
+  // Requests for the new resource succeed once the CRD is Established.
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    auto found = client.get(kCustomResourceDefinitions, "", "widgets.test.autotune.io");
+    for (const auto& condition :
+         found ? (*found)["status"].value("conditions", json::array()) : json::array()) {
+      if (condition.value("type", "") == "Established" && condition.value("status", "") == "True") {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST_F(Client, CustomResourcesHaveTheirOwnStatusSubresource) {
+  ASSERT_TRUE(installWidgetCrd(client()));
+  auto created = client().create(kWidgets, ns(),
+                                 {{"apiVersion", "test.autotune.io/v1"},
+                                  {"kind", "Widget"},
+                                  {"metadata", {{"name", "w"}}},
+                                  {"spec", {{"size", 3}}}});
+  ASSERT_TRUE(created) << describe(created.error());
+
+  json withStatus = *created;
+  withStatus["status"] = {{"phase", "Running"}};
+  withStatus["spec"]["size"] = 99;  // ignored: the status subresource writes status only
+  auto written = client().updateStatus(kWidgets, ns(), withStatus);
+  ASSERT_TRUE(written) << describe(written.error());
+  EXPECT_EQ((*written)["status"]["phase"], "Running");
+  EXPECT_EQ((*written)["spec"]["size"], 3);
+
+  json stale = *created;
+  stale["spec"]["size"] = 4;
+  const auto conflict = client().update(kWidgets, ns(), stale);
+  ASSERT_FALSE(conflict);
+  EXPECT_EQ(conflict.error().kind, ErrorKind::kConflict) << describe(conflict.error());
+
+  json fresh = *written;
+  fresh["spec"]["size"] = 4;
+  fresh["status"]["phase"] = "Ignored";  // and the main resource writes no status
+  auto updated = client().update(kWidgets, ns(), fresh);
+  ASSERT_TRUE(updated) << describe(updated.error());
+  EXPECT_EQ((*updated)["spec"]["size"], 4);
+  EXPECT_EQ((*updated)["status"]["phase"], "Running");
+  ASSERT_TRUE(client().remove(kWidgets, ns(), "w"));
 }
 
 // A server whose certificate another CA signed is refused before any request is sent.
