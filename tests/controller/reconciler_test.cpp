@@ -1,0 +1,339 @@
+// The reconcile's decisions against an in-memory API server: what it launches, the order of its
+// writes (a result before its Pod's deletion), invalid specs, unschedulable jobs, timeouts,
+// relaunches, and a restart that makes the same decisions. The same behaviours run against the
+// real API server in the end-to-end tier (tests/e2e).
+
+#include "controller/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/codec.h"
+#include "controller/trial_pod.h"
+#include "controller/trial_state.h"
+#include "runtime/informer.h"
+
+namespace autotune::controller {
+namespace {
+
+using nlohmann::json;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+// Just enough of an API server: objects by path, resourceVersions, the status subresource,
+// AlreadyExists and Conflict, and a log of every write.
+class MemoryApi : public k8s::Transport {
+ public:
+  tl::expected<k8s::HttpResponse, std::string> send(const k8s::HttpRequest& request) override {
+    const std::string path = request.target.substr(0, request.target.find('?'));
+    const bool status = path.ends_with("/status");
+    const std::string objectPath = status ? path.substr(0, path.size() - 7) : path;
+    if (request.method != "GET") {
+      writes.push_back(request.method + " " + path);
+    }
+    if (request.method == "GET") {
+      const auto found = objects.find(objectPath);
+      return found == objects.end() ? answer(404, "NotFound")
+                                    : k8s::HttpResponse{200, found->second.dump(), {}};
+    }
+    if (request.method == "DELETE") {
+      return objects.erase(objectPath) > 0 ? k8s::HttpResponse{200, "{}", {}}
+                                           : answer(404, "NotFound");
+    }
+    json body = json::parse(request.body);
+    if (request.method == "POST") {
+      const std::string created = path + "/" + body["metadata"].value("name", "");
+      if (objects.contains(created)) {
+        return answer(409, "AlreadyExists");
+      }
+      body["metadata"]["uid"] = "uid-" + body["metadata"].value("name", "");
+      body["metadata"]["creationTimestamp"] = formatTime(now);
+      return store(created, std::move(body));
+    }
+    if (request.method == "PATCH") {  // server-side apply: the object as sent
+      return store(objectPath, std::move(body));
+    }
+    const auto found = objects.find(objectPath);  // PUT
+    if (found == objects.end()) {
+      return answer(404, "NotFound");
+    }
+    if (body["metadata"].value("resourceVersion", "") !=
+        found->second["metadata"].value("resourceVersion", "")) {
+      return answer(409, "Conflict");
+    }
+    json updated = found->second;
+    if (status) {
+      updated["status"] = body["status"];
+    } else {
+      body["status"] = updated.value("status", json::object());
+      updated = std::move(body);
+    }
+    return store(objectPath, std::move(updated));
+  }
+
+  tl::expected<k8s::HttpResponse, std::string> stream(const k8s::HttpRequest&,
+                                                      const k8s::LineHandler&, std::chrono::seconds,
+                                                      std::stop_token) override {
+    return tl::unexpected(std::string("no watches here"));
+  }
+
+  std::vector<json> under(const std::string& prefix) const {
+    std::vector<json> found;
+    for (const auto& [path, object] : objects) {
+      if (path.starts_with(prefix) && path.find('/', prefix.size()) == std::string::npos) {
+        found.push_back(object);
+      }
+    }
+    return found;
+  }
+
+  int count(const std::string& write) const {
+    return static_cast<int>(std::count(writes.begin(), writes.end(), write));
+  }
+
+  std::map<std::string, json> objects;
+  std::vector<std::string> writes;
+  std::chrono::system_clock::time_point now;
+
+ private:
+  tl::expected<k8s::HttpResponse, std::string> store(const std::string& path, json object) {
+    object["metadata"]["resourceVersion"] = std::to_string(++version_);
+    objects[path] = object;
+    return k8s::HttpResponse{200, object.dump(), {}};
+  }
+
+  static tl::expected<k8s::HttpResponse, std::string> answer(int code, const std::string& reason) {
+    return k8s::HttpResponse{
+        code,
+        json{{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", reason}}.dump(),
+        {}};
+  }
+
+  int version_ = 0;
+};
+
+constexpr std::string_view kJobs = "/apis/autotune.io/v1alpha1/namespaces/ml/autotunejobs";
+constexpr std::string_view kPodsPath = "/api/v1/namespaces/ml/pods";
+
+json node(const std::string& name, int gpus) {
+  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.memory", "32768"}}}}},
+          {"status",
+           {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+json gpt2Job(int gpusPerTrial = 16) {
+  auto job = api::yamlToJson(R"(
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata: {name: gpt2, namespace: ml, generation: 1}
+spec:
+  deepspeedConfig:
+    train_micro_batch_size_per_gpu: auto
+    gradient_accumulation_steps: 1
+    fp16: {enabled: true}
+    zero_optimization: {stage: [0, 1, 2, 3]}
+  model: {numParameters: 774000000, activationMemoryPerSample: 9600000000}
+  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}
+  parallelism: 2
+  trialTimeout: 30m
+  template:
+    spec:
+      containers:
+      - {name: trainer, image: trial-sim, command: [trial-sim, --deepspeed, x]}
+)");
+  EXPECT_TRUE(job.has_value());
+  (*job)["spec"]["resources"]["gpusPerTrial"] = gpusPerTrial;
+  return *job;
+}
+
+class Reconcile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_->now = now_;
+    nodes_.replace({node("gpu-0", 16), node("gpu-1", 16)});
+  }
+
+  void submit(json job) {
+    job["metadata"]["uid"] = "uid-gpt2";
+    job["metadata"]["creationTimestamp"] = formatTime(now_);
+    job["metadata"]["resourceVersion"] = "1";
+    api_->objects[std::string(kJobs) + "/gpt2"] = job;
+  }
+
+  // What the watches would have delivered by now.
+  void syncCaches() {
+    jobs_.replace(api_->under(std::string(kJobs) + "/"));
+    pods_.replace(api_->under(std::string(kPodsPath) + "/"));
+  }
+
+  runtime::ReconcileResult reconcile() {
+    syncCaches();
+    Reconciler reconciler(client_, Caches{{&jobs_}, {&pods_}, &nodes_}, {},
+                          [this] { return now_; });
+    const auto result = reconciler.reconcile("ml/gpt2");
+    syncCaches();
+    return result;
+  }
+
+  json job() const { return api_->objects.at(std::string(kJobs) + "/gpt2"); }
+  std::vector<json> pods() const { return api_->under(std::string(kPodsPath) + "/"); }
+
+  json& pod(const std::string& name) {
+    return api_->objects.at(std::string(kPodsPath) + "/" + name);
+  }
+
+  void finish(const std::string& name, int exitCode, const std::string& message) {
+    json& trial = pod(name);
+    trial["spec"]["nodeName"] = "gpu-0";
+    trial["status"] = {{"phase", exitCode == 0 ? "Succeeded" : "Failed"},
+                       {"startTime", formatTime(now_)},
+                       {"containerStatuses",
+                        {{{"name", "trainer"},
+                          {"state",
+                           {{"terminated",
+                             {{"exitCode", exitCode},
+                              {"reason", exitCode == 0 ? "Completed" : "Error"},
+                              {"message", message},
+                              {"startedAt", formatTime(now_)},
+                              {"finishedAt", formatTime(now_ + seconds(30))}}}}}}}}};
+  }
+
+  void run(const std::string& name, std::chrono::system_clock::time_point since) {
+    json& trial = pod(name);
+    trial["spec"]["nodeName"] = "gpu-0";
+    trial["status"] = {
+        {"phase", "Running"},
+        {"startTime", formatTime(since)},
+        {"containerStatuses",
+         {{{"name", "trainer"}, {"state", {{"running", {{"startedAt", formatTime(since)}}}}}}}}};
+  }
+
+  std::shared_ptr<MemoryApi> api_ = std::make_shared<MemoryApi>();
+  k8s::Client client_{api_};
+  runtime::Store jobs_;
+  runtime::Store pods_;
+  runtime::Store nodes_;
+  std::chrono::system_clock::time_point now_ = parseTime("2026-11-22T12:00:00Z").value();
+};
+
+TEST_F(Reconcile, LaunchesUpToParallelismTrialPodsAndReportsRunning) {
+  submit(gpt2Job());
+  reconcile();
+  ASSERT_EQ(pods().size(), 2U);
+  for (const auto& trial : pods()) {
+    EXPECT_TRUE(trial["metadata"]["name"].get<std::string>().starts_with("gpt2-z"));
+    EXPECT_EQ(trial["metadata"]["ownerReferences"][0]["uid"], "uid-gpt2");
+  }
+  const json status = job()["status"];
+  EXPECT_EQ(status["phase"], "Running");
+  EXPECT_EQ(status["trials"]["launched"], 2);
+  EXPECT_EQ(status["observedGeneration"], 1);
+  EXPECT_GE(api_->count("POST /api/v1/namespaces/ml/events"), 2);
+}
+
+TEST_F(Reconcile, RecordsAResultBeforeDeletingItsPod) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string first = pods()[0]["metadata"]["name"];
+  finish(first, 0, R"({"throughput": 59.0, "latency": 1.0, "FLOPS_per_gpu": 1.0})");
+  api_->writes.clear();
+  reconcile();
+
+  const json results = job()["status"]["results"];
+  ASSERT_EQ(results.size(), 1U);
+  EXPECT_EQ(results[0]["outcome"], "Succeeded");
+  EXPECT_EQ(results[0]["value"], 59.0);
+  const auto statusWrite = std::find(api_->writes.begin(), api_->writes.end(),
+                                     "PUT " + std::string(kJobs) + "/gpt2/status");
+  const auto podDelete = std::find(api_->writes.begin(), api_->writes.end(),
+                                   "DELETE " + std::string(kPodsPath) + "/" + first);
+  ASSERT_NE(statusWrite, api_->writes.end());
+  ASSERT_NE(podDelete, api_->writes.end());
+  EXPECT_LT(statusWrite, podDelete);
+}
+
+TEST_F(Reconcile, AReconcileAfterARestartCreatesNothingTwice) {
+  submit(gpt2Job());
+  reconcile();
+  const auto launched = pods();
+  api_->writes.clear();
+  reconcile();  // a fresh Reconciler, as after a restart, with the same world
+  EXPECT_EQ(pods(), launched);
+  for (const auto& write : api_->writes) {
+    EXPECT_FALSE(write.starts_with("POST " + std::string(kPodsPath))) << write;
+  }
+}
+
+TEST_F(Reconcile, ASemanticallyInvalidSpecFailsNamingTheFieldAndLaunchesNothing) {
+  json invalid = gpt2Job();
+  invalid["spec"]["argMappings"] = {{"no_such_key", "--flag"}};
+  submit(invalid);
+  reconcile();
+  EXPECT_TRUE(pods().empty());
+  const json status = job()["status"];
+  EXPECT_EQ(status["phase"], "Failed");
+  const auto conditions = status["conditions"];
+  const auto specValid = std::find_if(conditions.begin(), conditions.end(),
+                                      [](const json& c) { return c["type"] == "SpecValid"; });
+  ASSERT_NE(specValid, conditions.end());
+  EXPECT_EQ((*specValid)["status"], "False");
+  EXPECT_NE((*specValid)["message"].get<std::string>().find("spec.argMappings.no_such_key"),
+            std::string::npos);
+}
+
+TEST_F(Reconcile, AJobNoNodeCanHoldWaitsAsUnschedulableWithoutPods) {
+  submit(gpt2Job(64));
+  const auto result = reconcile();
+  EXPECT_TRUE(pods().empty());
+  const json status = job()["status"];
+  EXPECT_EQ(status["phase"], "Pending");
+  EXPECT_EQ(status["trials"]["running"], 0);
+  EXPECT_NE(status["message"].get<std::string>().find("spec.resources.gpusPerTrial"),
+            std::string::npos);
+  EXPECT_TRUE(result.requeueAfter.has_value());
+}
+
+TEST_F(Reconcile, TrialsPastTheirTimeoutsAreRecordedThenStopped) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string running = pods()[0]["metadata"]["name"];
+  const std::string neverScheduled = pods()[1]["metadata"]["name"];
+  run(running, now_);
+  now_ += minutes(31);  // past trialTimeout (30m) and the default schedulingTimeout (15m)
+  reconcile();
+  std::map<std::string, std::string> outcomes;
+  const json results = job()["status"]["results"];
+  for (const auto& result : results) {
+    outcomes[trialPodName("gpt2", result["name"].get<std::string>())] =
+        result["outcome"].get<std::string>();
+  }
+  EXPECT_EQ(outcomes[running], "TimedOut");
+  EXPECT_EQ(outcomes[neverScheduled], "Unschedulable");
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + running));
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + neverScheduled));
+}
+
+TEST_F(Reconcile, AnEvictedTrialRunsAgainAsItsNextAttempt) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string first = pods()[0]["metadata"]["name"];
+  pod(first)["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  reconcile();
+  EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
+  EXPECT_TRUE(job()["status"].value("results", json::array()).empty());
+}
+
+TEST_F(Reconcile, ADeletedJobIsNoError) {
+  const auto result = reconcile();
+  EXPECT_FALSE(result.failed);
+  EXPECT_TRUE(api_->writes.empty());
+}
+
+}  // namespace
+}  // namespace autotune::controller
