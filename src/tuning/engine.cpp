@@ -134,6 +134,26 @@ int trialsSinceImprovement(const SearchContext& context, const std::vector<std::
   return since;
 }
 
+// Trials that ran or run but that the plan has walked past (a speculative probe beyond the
+// boundary it later found) are still trials of this search: callers look their configs up.
+void addTrialsLeftBehind(const SearchContext& context, const EngineInput& input,
+                         Decision& decision) {
+  std::vector<std::string> names = input.inFlight;
+  for (const auto& record : input.finished) {
+    names.push_back(record.name);
+  }
+  for (const auto& name : names) {
+    const bool known = std::any_of(decision.trials.begin(), decision.trials.end(),
+                                   [&](const Trial& trial) { return trial.name == name; });
+    if (known) {
+      continue;
+    }
+    if (auto trial = fastTrialNamed(context.space, name)) {
+      decision.trials.push_back(std::move(*trial));
+    }
+  }
+}
+
 Decision decide(const EngineInput& input) {
   const SearchContext context = contextFor(input);
   Decision decision;
@@ -150,6 +170,7 @@ Decision decide(const EngineInput& input) {
   Plan plan = context.space.search.strategy == api::Strategy::kDeepSpeed ? planDeepSpeed(context)
                                                                          : planList(context);
   decision.trials = std::move(plan.known);
+  addTrialsLeftBehind(context, input, decision);
   decision.pruned = std::move(plan.pruned);
   selectBest(context, decision);
 

@@ -1,6 +1,7 @@
 #include "tuning/space.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace autotune::tuning {
@@ -187,6 +188,20 @@ Trial makeFastTrial(const TuningSpace& space, int stage, int microBatch, int gra
   trial.name = fastTrialName(stage, gradientAccumulation, microBatch);
   trial.space = "z" + std::to_string(stage);
   return trial;
+}
+
+std::optional<Trial> fastTrialNamed(const TuningSpace& space, std::string_view name) {
+  int stage = 0;
+  int gradientAccumulation = 0;
+  int microBatch = 0;
+  const std::string text(name);
+  // NOLINTNEXTLINE(cert-err34-c): the round trip below rejects anything sscanf misread
+  if (std::sscanf(text.c_str(), "z%d_gas%d_tmbspg%d", &stage, &gradientAccumulation, &microBatch) !=
+          3 ||
+      fastTrialName(stage, gradientAccumulation, microBatch) != text) {
+    return std::nullopt;
+  }
+  return makeFastTrial(space, stage, microBatch, gradientAccumulation);
 }
 
 Trial makeKnobTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation,

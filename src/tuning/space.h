@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/job.h"
@@ -58,6 +59,9 @@ struct Trial {
 
 // A trial of the micro-batch search: z<stage>_gas<gas>_tmbspg<mbs> in space z<stage>.
 Trial makeFastTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation);
+
+// The micro-batch trial a name like z1_gas1_tmbspg3 stands for, if it is one.
+std::optional<Trial> fastTrialNamed(const TuningSpace& space, std::string_view name);
 
 // A trial that also sets other keys; named with them, in the given space.
 Trial makeKnobTrial(const TuningSpace& space, int stage, int microBatch, int gradientAccumulation,

@@ -69,6 +69,22 @@ TEST_P(PublishedModelTest, ParallelTrialsFinishingOutOfOrderReachTheSameBest) {
   }
 }
 
+// Callers look up a finished trial's config in the decision, even for a speculative probe the
+// plan walked past.
+TEST_P(PublishedModelTest, EveryLaunchedTrialCanBeLookedUpInEveryDecision) {
+  const PublishedModel& model = GetParam();
+  for (const int slots : {1, 2, 4}) {
+    const SearchRun run = drive(specFor(model), publishedOracle(model), parallel(slots, 3));
+    for (const auto& name : run.launched) {
+      const auto found =
+          std::find_if(run.last.trials.begin(), run.last.trials.end(),
+                       [&](const tuning::Trial& trial) { return trial.name == name; });
+      ASSERT_NE(found, run.last.trials.end()) << name << " with " << slots << " slots";
+      EXPECT_FALSE(found->config.empty()) << name;
+    }
+  }
+}
+
 TEST_P(PublishedModelTest, EveryStrategyFindsThePublishedBest) {
   const PublishedModel& model = GetParam();
   for (const auto strategy :
