@@ -48,15 +48,6 @@ bool ownedBy(const json& object, const std::string& uid) {
   });
 }
 
-json ownerReference(const api::AutotuneJob& job) {
-  return {{"apiVersion", api::kApiVersion},
-          {"kind", api::kKind},
-          {"name", job.name()},
-          {"uid", job.uid()},
-          {"controller", true},
-          {"blockOwnerDeletion", true}};
-}
-
 // Sets a metav1.Condition, keeping its transition time when its status does not change.
 void setCondition(std::vector<api::Condition>& conditions, const std::string& type, bool value,
                   const std::string& reason, const std::string& message, const std::string& now,
@@ -533,7 +524,7 @@ class Reconciler::Pass {
       if (!writeOutput(decision)) {
         return failed("write the output ConfigMap");
       }
-      if (job_.spec.afterTuning && !startAfterTuning()) {
+      if (job_.spec.afterTuning && !startAfterTuning(*decision.best)) {
         return failed("create the afterTuning Job");
       }
     }
@@ -597,32 +588,13 @@ class Reconciler::Pass {
   }
 
   // DeepSpeed's `--autotuning run`: the user's Job, with the optimal config mounted.
-  bool startAfterTuning() {
-    const std::string name = job_.name() + "-after-tuning";
-    json batch = {{"apiVersion", "batch/v1"},
-                  {"kind", "Job"},
-                  {"metadata",
-                   {{"name", name},
-                    {"namespace", job_.namespaceName()},
-                    {"labels", {{std::string(kJobLabel), jobLabelValue(job_.name())}}},
-                    {"ownerReferences", json::array({ownerReference(job_)})}}},
-                  {"spec", job_.spec.afterTuning->value("spec", json::object())}};
-    json& podSpec = batch["spec"]["template"]["spec"];
-    podSpec["volumes"].push_back(
-        {{"name", kConfigVolume},
-         {"configMap",
-          {{"name", job_.spec.output.configMapName},
-           {"items", json::array({{{"key", "ds_config.json"}, {"path", "ds_config.json"}}})}}}});
-    for (auto& container : podSpec["containers"]) {
-      container["volumeMounts"].push_back(
-          {{"name", kConfigVolume}, {"mountPath", kConfigMountPath}, {"readOnly", true}});
-    }
-    auto created = client_.create(kBatchJobs, job_.namespaceName(), batch);
+  bool startAfterTuning(const tuning::Trial& best) {
+    auto created = client_.create(kBatchJobs, job_.namespaceName(), afterTuningJob(job_, best));
     if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists) {
       warn("afterTuning Job: " + k8s::describe(created.error()));
       return false;
     }
-    job_.status.afterTuningJob = name;
+    job_.status.afterTuningJob = afterTuningJobName(job_.name());
     return true;
   }
 

@@ -148,15 +148,6 @@ void setGpus(json& container, int gpus) {
   container["resources"] = std::move(resources);
 }
 
-json ownerReference(const api::AutotuneJob& job) {
-  return {{"apiVersion", std::string(api::kApiVersion)},
-          {"kind", std::string(api::kKind)},
-          {"name", job.name()},
-          {"uid", job.uid()},
-          {"controller", true},
-          {"blockOwnerDeletion", true}};
-}
-
 json configVolume() {
   const std::string fieldPath = "metadata.annotations['" + std::string(kConfigAnnotation) + "']";
   return {
@@ -167,6 +158,15 @@ json configVolume() {
 }
 
 }  // namespace
+
+json ownerReference(const api::AutotuneJob& job) {
+  return {{"apiVersion", std::string(api::kApiVersion)},
+          {"kind", std::string(api::kKind)},
+          {"name", job.name()},
+          {"uid", job.uid()},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
 
 std::string jobLabelValue(std::string_view jobName) { return labelValue(jobName); }
 
@@ -235,6 +235,59 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
             {"annotations", std::move(annotations)},
             {"ownerReferences", json::array({ownerReference(job)})}}},
           {"spec", std::move(podSpec)}};
+}
+
+std::string afterTuningJobName(std::string_view jobName) {
+  return std::string(jobName) + "-after-tuning";
+}
+
+json afterTuningJob(const api::AutotuneJob& job, const tuning::Trial& best) {
+  const api::Spec& spec = job.spec;
+  const json jobTemplate = spec.afterTuning.value_or(json::object());
+  json batchSpec = objectAt(jobTemplate, "spec");
+  json podTemplate = objectAt(batchSpec, "template");
+  json podSpec = objectAt(podTemplate, "spec");
+  // The command comes from the after-tuning template's primary container, with the best
+  // trial's values through argMappings and placeholders, as a trial's would.
+  api::Spec runSpec = spec;
+  runSpec.podTemplate = podTemplate;
+  if (!tuning::primaryContainer(runSpec)) {
+    runSpec.primaryContainer.clear();  // no container of that name here: the first one
+  }
+  const auto primary = tuning::primaryContainer(runSpec);
+  if (primary && podSpec.contains("containers") && podSpec["containers"].is_array() &&
+      primary->index < podSpec["containers"].size()) {
+    json& container = podSpec["containers"][primary->index];
+    setCommand(container, primary->container,
+               tuning::trialCommand(runSpec, job.name(), best, tuning::kTrialConfigPath));
+    json mounts = arrayAt(container, "volumeMounts");
+    upsert(mounts,
+           {{"name", std::string(kConfigVolume)},
+            {"mountPath", std::string(kConfigMountPath)},
+            {"readOnly", true}},
+           "mountPath");
+    container["volumeMounts"] = std::move(mounts);
+  }
+  json volumes = arrayAt(podSpec, "volumes");
+  upsert(volumes,
+         {{"name", std::string(kConfigVolume)},
+          {"configMap",
+           {{"name", spec.output.configMapName},
+            {"items", json::array({{{"key", "ds_config.json"}, {"path", "ds_config.json"}}})}}}});
+  podSpec["volumes"] = std::move(volumes);
+  podTemplate["spec"] = std::move(podSpec);
+  batchSpec["template"] = std::move(podTemplate);
+
+  json labels = objectAt(objectAt(jobTemplate, "metadata"), "labels");
+  labels[std::string(kJobLabel)] = jobLabelValue(job.name());
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata",
+           {{"name", afterTuningJobName(job.name())},
+            {"namespace", job.namespaceName()},
+            {"labels", std::move(labels)},
+            {"ownerReferences", json::array({ownerReference(job)})}}},
+          {"spec", std::move(batchSpec)}};
 }
 
 }  // namespace autotune::controller

@@ -58,4 +58,14 @@ std::string trialPodName(std::string_view jobName, std::string_view trialName, i
 //   autotune.io/ds-config, which holds tuning::launchConfig.
 nlohmann::json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt = 0);
 
+// The controller reference every object made for a job carries, so that deleting the job
+// deletes them.
+nlohmann::json ownerReference(const api::AutotuneJob& job);
+
+// DeepSpeed's `--autotuning run`: the batch/v1 Job of spec.afterTuning, its primary container's
+// command given the best trial's values (argMappings, placeholders, --deepspeed pointed at
+// /etc/autotune/ds_config.json), with the output ConfigMap's ds_config.json mounted there.
+std::string afterTuningJobName(std::string_view jobName);
+nlohmann::json afterTuningJob(const api::AutotuneJob& job, const tuning::Trial& best);
+
 }  // namespace autotune::controller

@@ -451,3 +451,41 @@ TEST(TrialPod, TheProfilingTrialWritesModelInfoToTheTerminationMessage) {
 }
 
 }  // namespace
+
+namespace {
+
+using autotune::controller::afterTuningJob;
+
+TEST(AfterTuningJob, RunsTheUsersJobWithTheBestValuesAndTheOptimalConfigMounted) {
+  json document = designDocument();
+  document["spec"]["afterTuning"] = parseYaml(R"(
+metadata: {labels: {team: ml}}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: train
+        image: example.org/gpt2-train:1.0
+        command: [deepspeed, run_clm.py, --deepspeed, old.json, --num_train_epochs, "3"]
+)");
+  const AutotuneJob job = decode(document);
+  const TuningSpace space = describeSpace(job.spec);
+  const json batch = afterTuningJob(job, makeFastTrial(space, 1, 3, 1));
+
+  EXPECT_EQ(batch["kind"], "Job");
+  EXPECT_EQ(batch["metadata"]["name"], "gpt2-large-after-tuning");
+  EXPECT_EQ(batch["metadata"]["labels"]["team"], "ml");
+  EXPECT_EQ(batch["metadata"]["ownerReferences"][0]["uid"], kUid);
+  EXPECT_EQ(batch["spec"]["backoffLimit"], 0);
+  const json& pod = batch["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["containers"][0]["command"],
+            json({"deepspeed", "run_clm.py", "--deepspeed", "/etc/autotune/ds_config.json",
+                  "--num_train_epochs", "3", "--per_device_train_batch_size", "3"}));
+  EXPECT_EQ(pod["containers"][0]["volumeMounts"][0]["mountPath"], "/etc/autotune");
+  EXPECT_EQ(pod["volumes"][0]["configMap"]["name"], "gpt2-large-optimal");
+  EXPECT_EQ(pod["volumes"][0]["configMap"]["items"][0]["key"], "ds_config.json");
+}
+
+}  // namespace
