@@ -3,8 +3,8 @@ BUILD_DIR ?= build
 JOBS ?= 2
 SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test unit integration images controlplane lint format demo bench \
-	clean
+.PHONY: all deps configure build test unit integration e2e images controlplane lint format demo \
+	bench clean
 
 all: build
 
@@ -27,6 +27,9 @@ unit: build
 integration: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration -j$(JOBS)
 
+e2e: build controlplane
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L e2e
+
 # The Kubernetes control-plane binaries, kubectl and helm, cached outside the repository.
 controlplane:
 	scripts/controlplane build
@@ -34,6 +37,8 @@ controlplane:
 # The build steps of each image's Dockerfile, run here so they cannot rot without a Docker engine.
 images:
 	images/trial-sim/build.sh $(BUILD_DIR)/images/trial-sim
+	images/operator/build.sh $(BUILD_DIR)/images/operator
+	images/deepspeed-example/check.sh $(BUILD_DIR)
 
 lint:
 	clang-format --dry-run -Werror $(SOURCES)
@@ -42,13 +47,11 @@ lint:
 format:
 	clang-format -i $(SOURCES)
 
-# The operator's end-to-end demo arrives with the controller; until then the demo plans the example
-# and runs its search locally, with trial-sim standing in for DeepSpeed.
-demo: deps build
-	$(BUILD_DIR)/bin/autotune plan examples/gpt2-large.yaml
-	rm -rf $(BUILD_DIR)/demo-results
-	$(BUILD_DIR)/bin/autotune run examples/gpt2-large-local.yaml --gpus 0-31 \
-	  --results $(BUILD_DIR)/demo-results
+# The operator end to end on this machine (scripts/demo): a local control plane with a scheduler and
+# a controller manager, the CRD, two simulated 16-GPU nodes, the operator with the chart's RBAC, and
+# examples/gpt2-large-trial-sim.yaml run to its best config; everything is stopped at the end.
+demo: deps build controlplane images
+	scripts/demo $(BUILD_DIR)
 
 bench: build
 	$(BUILD_DIR)/bin/bench_tuning_efficiency

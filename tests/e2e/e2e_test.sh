@@ -1,0 +1,671 @@
+#!/usr/bin/env bash
+# The end-to-end tier: the operator as its own process, with only the RBAC the Helm chart grants,
+# against a real control plane (kube-apiserver, etcd, scheduler, controller manager) whose GPU
+# Nodes are simulated by autotune-node-sim, so that each trial Pod runs trial-sim for real.
+#
+# Cases, each in a namespace of its own: the GPT2-large example to DeepSpeed's published best, its
+# ConfigMap, columns and Events; grid, random and model-based; an OOM boundary; a crashing trial;
+# a hung trial past trialTimeout; a job no node can hold; specs refused by the API server and by
+# the operator; two jobs sharing the GPUs; a job deleted mid-run; and the operator killed with
+# SIGKILL mid-job and restarted, without a trial run twice or a result lost.
+#
+# Usage: e2e_test.sh OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR
+# AUTOTUNE_E2E_KEEP=1 keeps the work folder (logs, launch logs) even when every check passes;
+# AUTOTUNE_E2E_CASES (names of the case_* functions, e.g. "example restart") runs only those.
+set -euo pipefail
+
+if (($# != 4)); then
+  echo "usage: $0 OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR" >&2
+  exit 2
+fi
+export AUTOTUNE_OPERATOR=$1 AUTOTUNE_NODE_SIM=$2 AUTOTUNE_TRIAL_SIM=$3
+source_dir=$(cd "$4" && pwd)
+# shellcheck source=scripts/e2e-env
+source "$source_dir/scripts/e2e-env"
+
+command -v python3 >/dev/null || { echo "e2e_test: python3 is needed"; exit 1; }
+
+work=$(mktemp -d /tmp/autotune-e2e.XXXXXX)
+# Trial processes of this run carry it as an argument trial-sim ignores, so they can be found.
+marker=autotune-e2e-$$
+published_best=z1_gas1_tmbspg3
+failures=0
+case_ns=''
+dumped=''
+
+cleanup() {
+  local status=$?
+  e2e_down
+  if ((failures == 0 && status == 0)) && [[ -z ${AUTOTUNE_E2E_KEEP:-} ]]; then
+    rm -rf "$work"
+  else
+    echo "e2e_test: logs kept in $work (operator.log, node-sim.log, launches/, controlplane/logs/)"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- reporting -----------------------------------------------------------------------------------
+
+# What a failure needs to be understood: the operator's last words, the case's jobs and Pods.
+# Once per case, however many of its checks fail.
+dump() {
+  [[ $dumped != "$case_ns" ]] || return 0
+  dumped=$case_ns
+  {
+    echo "--- operator log (last 40 lines)"
+    tail -40 "$E2E_OPERATOR_LOG"
+    if [[ -n $case_ns ]]; then
+      echo "--- kubectl get atj -n $case_ns -o yaml"
+      kubectl get atj -n "$case_ns" -o yaml | head -250
+      echo "--- kubectl get events -n $case_ns"
+      kubectl get events -n "$case_ns" --sort-by=.metadata.creationTimestamp | tail -40
+    fi
+    echo "--- kubectl get pods -A -l autotune.io/job -o wide"
+    kubectl get pods -A -l autotune.io/job -o wide
+  } 2>&1 | sed 's/^/    # /'
+}
+
+# Runs a check and prints ok or not ok; on failure, what it said and the dump. Returns the
+# check's status, so that `require ... || return 0` can end a case whose next steps need it.
+check() {
+  local description=$1
+  shift
+  if "$@" >"$work/output" 2>&1; then
+    echo "ok - $description"
+    return 0
+  fi
+  echo "not ok - $description"
+  tail -30 "$work/output" | sed 's/^/    /'
+  failures=$((failures + 1))
+  dump
+  return 1
+}
+
+# A check whose failure does not stop the case.
+expect() { check "$@" || true; }
+
+note() { echo "# $*"; }
+
+# Starts a case in a fresh namespace.
+begin_case() {
+  case_ns=e2e-$1
+  echo
+  note "case $1 (namespace $case_ns)"
+  kubectl create namespace "$case_ns" >/dev/null
+}
+
+# Removes a finished case's namespace in the background; what it held no longer matters.
+end_case() { kubectl delete namespace "$case_ns" --wait=false >/dev/null 2>&1 || true; }
+
+# --- waiting -------------------------------------------------------------------------------------
+
+# Polls a command until it succeeds, for at most $1 seconds.
+eventually() {
+  local seconds=$1
+  shift
+  local deadline=$((SECONDS + seconds))
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.3
+  done
+}
+
+# The command succeeds every time it is tried over $1 seconds: something does not happen.
+throughout() {
+  local seconds=$1
+  shift
+  local deadline=$((SECONDS + seconds))
+  while ((SECONDS < deadline)); do
+    "$@" || return 1
+    sleep 0.3
+  done
+}
+
+# --- the jobs ------------------------------------------------------------------------------------
+
+# An AutotuneJob of GPT2-large on 16 V100-32GB GPUs per trial, its trials running trial-sim, in the
+# case's namespace. Settings as key=value override the defaults below (startup: trial-sim's
+# --startup-seconds; command replaces the whole command); YAML flow values are written as they go
+# into the manifest. Every trial appends its name to launches/<ns>-<name>.log.
+job_manifest() {
+  local name=$1
+  shift
+  local strategy=deepspeed stages='[0, 1, 2, 3]' micro=auto gpus=16 parallelism=2 timeout=2m
+  local max_failed=10 early=5 max_trials=50 startup=0.5 command=''
+  local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
+  local setting
+  for setting in "$@"; do
+    case ${setting%%=*} in
+      strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
+        startup | command | arg_mappings) local "$setting" ;;
+      *)
+        echo "job_manifest: unknown setting $setting" >&2
+        return 1
+        ;;
+    esac
+  done
+  if [[ -z $command ]]; then
+    command="[trial-sim, --profile, gpt2-large, --startup-seconds, \"$startup\","
+    command+=" --e2e-run, $marker]"
+  fi
+  cat <<JOB
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata:
+  name: $name
+  namespace: $case_ns
+spec:
+  deepspeedConfig:
+    train_micro_batch_size_per_gpu: $micro
+    gradient_accumulation_steps: 1
+    fp16: {enabled: true}
+    zero_optimization: {stage: $stages}
+  model: {numParameters: 774000000, activationMemoryPerSample: 9600000000}
+  resources: {gpusPerTrial: $gpus, gpuMemory: 32Gi}
+  search:
+    strategy: $strategy
+    metric: throughput
+    maxTrials: $max_trials
+    earlyStopping: $early
+    seed: 1
+  parallelism: $parallelism
+  trialTimeout: $timeout
+  maxFailedTrials: $max_failed
+  argMappings: $arg_mappings
+  template:
+    spec:
+      containers:
+        - name: trainer
+          image: autotune/trial-sim:0.1.0
+          command: $command
+          args: [--deepspeed, /etc/autotune/ds_config.json]
+          env:
+            - {name: AUTOTUNE_SIM_LAUNCH_LOG, value: "$(launch_log "$name")"}
+JOB
+}
+
+launch_log() { echo "$work/launches/$case_ns-$1.log"; }
+
+# Creates a job from job_manifest's settings.
+create_job() { job_manifest "$@" | kubectl apply -f -; }
+
+field() { kubectl get atj "$1" -n "$case_ns" -o jsonpath="$2"; }
+
+phase_of() { field "$1" '{.status.phase}'; }
+
+terminal() {
+  case $(phase_of "$1") in
+    Succeeded | Failed) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+# The job ends within $3 seconds in phase $2.
+ends_in() {
+  local job=$1 phase=$2 seconds=$3
+  if ! eventually "$seconds" terminal "$job"; then
+    echo "still $(phase_of "$job") after ${seconds}s: $(field "$job" '{.status.message}')"
+    return 1
+  fi
+  local actual
+  actual=$(phase_of "$job")
+  [[ $actual == "$phase" ]] || {
+    echo "ended $actual: $(field "$job" '{.status.message}')"
+    return 1
+  }
+}
+
+best_is() {
+  local best
+  best=$(field "$1" '{.status.best.trial}')
+  [[ $best == "$2" ]] || {
+    echo "best is '${best}', expected $2"
+    return 1
+  }
+}
+
+# A Python expression over the job (`job`, `status`, `results`, `names`, `outcomes`, `cond(type)`)
+# is true. On failure it prints the expression and the status.
+job_satisfies() {
+  local job=$1 expression=$2
+  kubectl get atj "$job" -n "$case_ns" -o json | python3 -c '
+import json, sys
+job = json.load(sys.stdin)
+status = job.get("status", {})
+results = status.get("results", [])
+names = [r.get("name") for r in results]
+outcomes = {r.get("name"): r.get("outcome") for r in results}
+def cond(kind):
+    return next((c for c in status.get("conditions", []) if c.get("type") == kind), {})
+if not eval("(" + sys.argv[1] + ")"):  # parenthesised: the expression may span lines
+    print("not true:", sys.argv[1])
+    print(json.dumps(status, indent=1)[:4000])
+    sys.exit(1)
+' "$expression"
+}
+
+# The job's Events include every reason given.
+events_include() {
+  local job=$1 reasons
+  shift
+  reasons=$(kubectl get events -n "$case_ns" --field-selector "involvedObject.name=$job" \
+    -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}')
+  local reason
+  for reason in "$@"; do
+    grep -qx "$reason" <<<"$reasons" || {
+      echo "no $reason event; the job has: $(sort -u <<<"$reasons" | tr '\n' ' ')"
+      return 1
+    }
+  done
+}
+
+trial_pods() { kubectl get pods -n "$case_ns" -l "autotune.io/job=$1" -o name; }
+
+no_trial_pods() { [[ -z $(trial_pods "$1") ]]; }
+
+# Trial Pods of the job in phase Running.
+running_pods() {
+  kubectl get pods -n "$case_ns" -l "autotune.io/job=$1" --field-selector status.phase=Running \
+    -o name
+}
+
+no_running_pods() { [[ -z $(running_pods "$1") ]]; }
+
+some_running_pod() { [[ -n $(running_pods "$1") ]]; }
+
+# Every trial of the job started exactly once, and the launches are exactly the recorded results.
+launched_once() {
+  local job=$1 log
+  log=$(launch_log "$job")
+  [[ -s $log ]] || { echo "nothing in $log"; return 1; }
+  local twice
+  twice=$(sort "$log" | uniq -d)
+  [[ -z $twice ]] || { echo "launched more than once: $twice"; return 1; }
+  diff -u --label launched --label recorded <(sort "$log") \
+    <(field "$job" '{range .status.results[*]}{.name}{"\n"}{end}' | sort)
+}
+
+# No trial process of this run whose command line holds $1 is left.
+no_process_with() { ! pgrep -f -- "$1" >/dev/null; }
+
+# --- the cases -----------------------------------------------------------------------------------
+
+case_rbac() {
+  echo
+  note "case rbac: the operator runs as ServiceAccount $E2E_OPERATOR_ACCOUNT with the chart's RBAC"
+  local as=(kubectl --kubeconfig "$E2E_OPERATOR_KUBECONFIG")
+  expect "the operator may list AutotuneJobs in every namespace" \
+    "${as[@]}" auth can-i list autotunejobs.autotune.io --all-namespaces
+  expect "the operator may create Pods" "${as[@]}" auth can-i create pods -n default
+  expect "the operator may not list Secrets" not "${as[@]}" auth can-i list secrets -A
+  expect "the operator may not delete Nodes" not "${as[@]}" auth can-i delete nodes
+  expect "the operator may not write Leases outside autotune-system" \
+    not "${as[@]}" auth can-i update leases.coordination.k8s.io -n default
+  expect "the operator is not the admin" \
+    test "$("${as[@]}" auth whoami -o jsonpath='{.status.userInfo.username}')" = \
+    "system:serviceaccount:autotune-system:$E2E_OPERATOR_ACCOUNT"
+}
+
+not() { ! "$@"; }
+
+# examples/gpt2-large-trial-sim.yaml as a user applies it, in the case's namespace.
+apply_example() {
+  kubectl patch --local -f "$source_dir/examples/gpt2-large-trial-sim.yaml" --type=merge \
+    -p "{\"metadata\": {\"namespace\": \"$case_ns\"}}" -o yaml | kubectl apply -f -
+}
+
+configmap_data() {
+  kubectl get configmap "$1" -n "$case_ns" -o jsonpath="{.data.${2//./\\.}}"
+}
+
+configmap_has_keys() {
+  local key
+  for key in ds_config.json cmd.txt summary.txt results.json; do
+    [[ -n $(configmap_data "$1" "$key") ]] || { echo "no $key in ConfigMap $1"; return 1; }
+  done
+}
+
+optimal_config() {
+  configmap_data "$1" ds_config.json | python3 -c '
+import json, sys
+config = json.load(sys.stdin)
+print(json.dumps(config))
+assert config["train_micro_batch_size_per_gpu"] == 3, "micro-batch is not 3"
+assert config["zero_optimization"]["stage"] == 1, "ZeRO stage is not 1"
+assert config.get("train_batch_size") == 48, "train_batch_size is not 3 x 1 x 16 GPUs"
+assert "autotuning" not in config, "the autotuning section is left in"
+'
+}
+
+results_json_complete() {
+  local recorded
+  recorded=$(field "$2" '{range .status.results[*]}{.name}{"\n"}{end}' | sort | tr '\n' ' ')
+  configmap_data "$1" results.json | python3 -c '
+import json, sys
+trials = json.load(sys.stdin)
+names = " ".join(sorted(t["name"] for t in trials)) + " "
+print("results.json:", names)
+print("status:      ", sys.argv[1])
+assert names == sys.argv[1], "results.json does not hold the recorded trials"
+bare = [t["name"] for t in trials if not isinstance(t.get("config"), dict)]
+assert not bare, "results.json lacks the config of " + ", ".join(bare)
+' "$recorded"
+}
+
+# `kubectl get atj` prints the CRD's columns, and -o wide the rest.
+printer_columns() {
+  local plain wide
+  local wide_header='^NAME +PHASE +BEST +METRIC +BEST TRIAL +LAUNCHED +SUCCEEDED +RUNNING'
+  wide_header+=' +MAX TRIALS +AGE$'
+  plain=$(kubectl get atj "$1" -n "$case_ns")
+  wide=$(kubectl get atj "$1" -n "$case_ns" -o wide)
+  echo "$plain"
+  echo "$wide"
+  [[ $(head -1 <<<"$plain") =~ ^NAME\ +PHASE\ +BEST\ +LAUNCHED\ +SUCCEEDED\ +AGE$ ]] &&
+    [[ $(head -1 <<<"$wide") =~ $wide_header ]] &&
+    [[ $(tail -1 <<<"$wide") =~ ^$1\ +Succeeded\ +[0-9.]+\ +throughput\ +$published_best\  ]]
+}
+
+case_example() {
+  begin_case example
+  local job=gpt2-large
+  check "examples/gpt2-large-trial-sim.yaml is applied" apply_example || return 0
+  check "the example Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0
+  expect "its best is DeepSpeed's published $published_best" best_is "$job" "$published_best"
+  expect "conditions: SpecValid and Complete True, Running False" job_satisfies "$job" \
+    'cond("SpecValid").get("status") == "True" and cond("Complete").get("status") == "True"
+     and cond("Running").get("status") == "False"'
+  expect "status.trials counts every recorded result; none is recorded twice" job_satisfies "$job" \
+    'status["trials"]["launched"] == len(results) == len(set(names)) > 0 and
+     status["trials"]["succeeded"] == list(outcomes.values()).count("Succeeded")'
+  expect "the ConfigMap gpt2-large-optimal has ds_config.json, cmd.txt, summary.txt, results.json" \
+    configmap_has_keys gpt2-large-optimal
+  expect "ds_config.json: micro-batch 3, ZeRO stage 1, train batch 48, no autotuning section" \
+    optimal_config gpt2-large-optimal
+  expect "cmd.txt passes --per_device_train_batch_size 3" \
+    grep -q -- '--per_device_train_batch_size 3' <(configmap_data gpt2-large-optimal cmd.txt)
+  expect "summary.txt is DeepSpeed's table with the global best" \
+    grep -Eq "^\| global +\| [0-9]+ +\| [0-9.]+ +\| $published_best" \
+    <(configmap_data gpt2-large-optimal summary.txt)
+  expect "results.json holds every recorded trial, each with its config" \
+    results_json_complete gpt2-large-optimal "$job"
+  expect "kubectl get atj prints the phase, best, trials and age columns" printer_columns "$job"
+  expect "Events: TrialLaunched, TrialSucceeded, TrialOOM, BestImproved, Completed" \
+    events_include "$job" TrialLaunched TrialSucceeded TrialOOM BestImproved Completed
+  expect "no trial Pod remains (cleanup DeleteFinished)" eventually 30 no_trial_pods "$job"
+  end_case
+}
+
+# Grid, random and model-based over the same small space at once, one namespace each: stages 0
+# and 1, micro-batches 1 to 4; the memory model prunes three of the eight, and every strategy
+# ends where the engine's tests say, at the published best.
+case_strategies() {
+  local strategy
+  for strategy in grid random model-based; do
+    begin_case "$strategy"
+    expect "a $strategy job is created" create_job "$strategy" strategy="$strategy" \
+      stages='[0, 1]' micro='[1, 2, 3, 4]' early=0
+  done
+  for strategy in grid random model-based; do
+    case_ns=e2e-$strategy
+    echo
+    note "case $strategy: results"
+    check "$strategy Succeeds within 240s" ends_in "$strategy" Succeeded 240 || continue
+    expect "$strategy ends at $published_best" best_is "$strategy" "$published_best"
+    expect "$strategy ran at most the 5 configurations left after pruning 3" job_satisfies \
+      "$strategy" 'status["trials"]["pruned"] == 3 and 0 < len(results) <= 5'
+    expect "$strategy launched each trial once" launched_once "$strategy"
+    end_case
+  done
+}
+
+# Stage 1 alone: the micro-batch search steps over the memory boundary at 4.
+case_oom() {
+  begin_case oom
+  local job=oom
+  check "a job probing the OOM boundary is created" create_job "$job" stages='[1]' || return 0
+  check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "a result has outcome OOM, counted in status.trials.oom" job_satisfies "$job" \
+    '"OOM" in outcomes.values() and status["trials"]["oom"] == list(outcomes.values()).count("OOM")'
+  expect "the OOM reason is the CUDA out-of-memory message" job_satisfies "$job" \
+    'all("out of memory" in r.get("reason", "") for r in results if r["outcome"] == "OOM")'
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "a TrialOOM Event" events_include "$job" TrialOOM
+  end_case
+}
+
+case_crash() {
+  begin_case crash
+  local job=crash
+  check "a job whose trials crash with 'boom' is created" create_job "$job" stages='[1]' \
+    parallelism=1 max_failed=1 \
+    command="[trial-sim, --profile, gpt2-large, --fail-with, boom, --e2e-run, $marker]" ||
+    return 0
+  check "it ends Failed within 120s" ends_in "$job" Failed 120 || return 0
+  expect "the trial's outcome is Failed with a reason containing boom" job_satisfies "$job" \
+    'len(results) == 1 and results[0]["outcome"] == "Failed" and "boom" in results[0]["reason"]'
+  expect "the message and the Failed condition name spec.maxFailedTrials" job_satisfies "$job" \
+    '"maxFailedTrials" in status["message"] and cond("Failed").get("status") == "True"
+     and "maxFailedTrials" in cond("Failed").get("message", "")'
+  expect "Events: TrialFailed" events_include "$job" TrialFailed
+  expect "no trial Pod remains" eventually 30 no_trial_pods "$job"
+  end_case
+}
+
+# Two trials; z1_gas1_tmbspg1 hangs (trial-sim's start-up takes 600s) past trialTimeout 3s, while
+# z1_gas1_tmbspg3 runs normally.
+case_timeout() {
+  begin_case timeout
+  local job=hung hang="hung-$marker"
+  # shellcheck disable=SC2016  # expanded by the trial's shell, not here
+  local script='if [ "$AUTOTUNE_TRIAL" = z1_gas1_tmbspg1 ];'
+  script+=' then exec trial-sim --startup-seconds 600 "$@";'
+  script+=' else exec trial-sim --startup-seconds 0.5 "$@"; fi'
+  check "a job with a hanging trial and trialTimeout 3s is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 3]' early=0 timeout=3s arg_mappings='{}' \
+    command="[sh, -c, '$script', trial-sim, --profile, gpt2-large, --e2e-run, $hang]" || return 0
+  check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "z1_gas1_tmbspg1 has outcome TimedOut, counted in status.trials.timedOut" job_satisfies \
+    "$job" 'outcomes.get("z1_gas1_tmbspg1") == "TimedOut" and status["trials"]["timedOut"] == 1'
+  expect "the other trial is the best" best_is "$job" "$published_best"
+  expect "the timed-out trial's Pod is gone" \
+    eventually 30 not kubectl get pod "$job-z1-gas1-tmbspg1" -n "$case_ns"
+  expect "its process is stopped" eventually 30 no_process_with "$hang"
+  end_case
+}
+
+case_unschedulable() {
+  begin_case unschedulable
+  local job=too-big
+  check "a job wanting 64 GPUs per trial (nodes have 16) is created" create_job "$job" gpus=64 \
+    parallelism=1 || return 0
+  check "condition Running=False, reason Unschedulable, naming spec.resources.gpusPerTrial" \
+    eventually 60 job_satisfies "$job" \
+    'cond("Running").get("status") == "False" and cond("Running").get("reason") == "Unschedulable"
+     and "spec.resources.gpusPerTrial" in cond("Running").get("message", "")' || return 0
+  expect "it stays Pending with status.trials.running 0 and no trial Pod Running" \
+    throughout 5 job_satisfies "$job" \
+    'status.get("phase") == "Pending" and status.get("trials", {}).get("running", 0) == 0'
+  expect "no trial Pod of it is Running" no_running_pods "$job"
+  kubectl delete atj "$job" -n "$case_ns" --wait=false >/dev/null
+  end_case
+}
+
+no_pods_in_namespace() { [[ -z $(kubectl get pods -n "$case_ns" -o name) ]]; }
+
+refused_naming() {
+  local field=$1 output
+  shift
+  if output=$("$@" 2>&1); then
+    echo "accepted: $output"
+    return 1
+  fi
+  echo "$output"
+  grep -qF "$field" <<<"$output"
+}
+
+# shellcheck disable=SC2016  # ${no_such_key} is the text of the spec and of the Python check
+case_invalid() {
+  begin_case invalid
+  expect "the API server refuses search.strategy bogus, naming spec.search.strategy" \
+    refused_naming spec.search.strategy create_job refused strategy=bogus
+  check "a job whose argMappings names no deepspeedConfig key is created" \
+    create_job unmapped arg_mappings='{no_such_key: --no-such-flag}' &&
+    expect "it gets SpecValid=False naming spec.argMappings.no_such_key, and phase Failed" \
+      eventually 30 job_satisfies unmapped \
+      'cond("SpecValid").get("status") == "False"
+       and "spec.argMappings.no_such_key" in cond("SpecValid").get("message", "")
+       and status.get("phase") == "Failed"'
+  check "a job whose command holds an unknown \${placeholder} is created" create_job unknown \
+    command="[trial-sim, '--tag=\${no_such_key}', --e2e-run, $marker]" &&
+    expect "it gets SpecValid=False naming the command and the placeholder, and phase Failed" \
+      eventually 30 job_satisfies unknown \
+      'cond("SpecValid").get("status") == "False" and status.get("phase") == "Failed"
+       and "spec.template.spec.containers[0].command" in cond("SpecValid").get("message", "")
+       and "${no_such_key}" in cond("SpecValid").get("message", "")'
+  expect "an InvalidSpec Event" events_include unmapped InvalidSpec
+  expect "no Pod is created for either" throughout 3 no_pods_in_namespace
+  end_case
+}
+
+# Samples the trial Pods of every namespace until $1 is removed: one line in $2 per sample, the
+# number Running and the number the scheduler could not place.
+sample_pods() {
+  local flag=$1 samples=$2 states
+  local pod='{.status.phase}{" "}{.status.conditions[?(@.type=="PodScheduled")].reason}{"\n"}'
+  while [[ -f $flag ]]; do
+    states=$(kubectl get pods -A -l autotune.io/job -o jsonpath="{range .items[*]}$pod{end}" \
+      2>/dev/null) || states=''
+    echo "$(grep -c '^Running' <<<"$states") $(grep -c 'Unschedulable' <<<"$states")" >>"$samples"
+    sleep 0.2
+  done
+}
+
+# Column $1 of the samples in $2, at its largest.
+most() { cut -d' ' -f"$1" "$2" | sort -n | tail -1; }
+
+at_most_running() {
+  local limit=$1 samples=$2 count
+  count=$(wc -l <"$samples")
+  echo "$count samples, at most $(most 1 "$samples") trial Pods Running at once"
+  ((count >= 5 && $(most 1 "$samples") >= 1 && $(most 1 "$samples") <= limit))
+}
+
+both_best() { best_is "$1" "$published_best" && best_is "$2" "$published_best"; }
+
+# Two jobs each wanting both nodes (parallelism 2, 16 GPUs per trial) share 2 × 16 GPUs.
+case_sharing() {
+  begin_case sharing
+  local flag=$work/sampling samples=$work/pods.samples
+  : >"$samples"
+  touch "$flag"
+  sample_pods "$flag" "$samples" &
+  local sampler=$!
+  expect "job first is created" create_job first stages='[0, 1]' startup=1
+  expect "job second is created" create_job second stages='[0, 1]' startup=1
+  expect "first Succeeds within 300s" ends_in first Succeeded 300
+  expect "second Succeeds within 300s" ends_in second Succeeded 300
+  rm -f "$flag"
+  wait "$sampler" || true
+  expect "both end at $published_best" both_best first second
+  expect "at no time were more than 2 trial Pods Running (2 nodes × 16 GPUs)" \
+    at_most_running 2 "$samples"
+  note "$(wc -l <"$samples") samples: at most $(most 1 "$samples") trial Pods Running and" \
+    "$(most 2 "$samples") left unschedulable at once"
+  end_case
+}
+
+case_deletion() {
+  begin_case deletion
+  local job=doomed slow="slow-$marker"
+  check "a job with slow trials is created" create_job "$job" stages='[1]' \
+    command="[trial-sim, --profile, gpt2-large, --startup-seconds, \"120\", --e2e-run, $slow]" ||
+    return 0
+  check "a trial Pod of it is Running" eventually 60 some_running_pod "$job" || return 0
+  check "the job is deleted" kubectl delete atj "$job" -n "$case_ns" --wait=false || return 0
+  expect "its trial Pods are garbage-collected within 60s" eventually 60 no_trial_pods "$job"
+  expect "their processes are stopped" eventually 30 no_process_with "$slow"
+  end_case
+}
+
+results_at_least() {
+  [[ $(field "$1" '{range .status.results[*]}{.name}{"\n"}{end}' | grep -c .) -ge $2 ]]
+}
+
+launched_event() {
+  [[ -n $(kubectl get events -n "$case_ns" \
+    --field-selector "involvedObject.name=$1,reason=TrialLaunched" -o name) ]]
+}
+
+# Kills the operator with SIGKILL and starts it again (it campaigns for the Lease anew).
+crash_operator() { e2e_stop_operator KILL && e2e_start_operator; }
+
+# Every name in file $2 is still among the job's results.
+still_recorded() {
+  local missing
+  missing=$(comm -23 <(sort "$2") \
+    <(field "$1" '{range .status.results[*]}{.name}{"\n"}{end}' | sort))
+  [[ -z $missing ]] || { echo "lost after the restart: $missing"; return 1; }
+}
+
+mid_search() { results_at_least "$1" 5 && some_running_pod "$1"; }
+
+record_results() { field "$1" '{range .status.results[*]}{.name}{"\n"}{end}' >"$2"; }
+
+case_restart() {
+  begin_case restart
+  local job=gpt2-large snapshots=()
+  check "the GPT2-large job is created" create_job "$job" startup=1 || return 0
+  check "a TrialLaunched Event appears" eventually 60 launched_event "$job" || return 0
+  check "the operator is killed (SIGKILL) right after the first launch and restarted" \
+    crash_operator || return 0
+  check "a result is recorded" eventually 120 results_at_least "$job" 1 || return 0
+  snapshots+=("$work/recorded.1")
+  record_results "$job" "${snapshots[-1]}"
+  check "the operator is killed after the first result is recorded and restarted" \
+    crash_operator || return 0
+  check "five results are recorded and a trial is in flight" \
+    eventually 180 mid_search "$job" || return 0
+  snapshots+=("$work/recorded.5")
+  record_results "$job" "${snapshots[-1]}"
+  check "the operator is killed with a trial in flight and restarted" crash_operator || return 0
+  check "the job Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0
+  expect "its best is still $published_best" best_is "$job" "$published_best"
+  expect "every trial was launched exactly once, and each launch is recorded" \
+    launched_once "$job"
+  expect "status.results has no duplicate" job_satisfies "$job" \
+    'len(names) == len(set(names)) == status["trials"]["launched"]'
+  local snapshot
+  for snapshot in "${snapshots[@]}"; do
+    expect "the $(wc -l <"$snapshot") results recorded before a kill are still there" \
+      still_recorded "$job" "$snapshot"
+  done
+  expect "no trial Pod remains" eventually 30 no_trial_pods "$job"
+  end_case
+}
+
+# --- the run -------------------------------------------------------------------------------------
+
+mkdir -p "$work/launches"
+e2e_init "$work"
+if ! e2e_up; then
+  echo "not ok - the environment comes up (control plane, CRD, RBAC, nodes, operator)"
+  tail -20 "$E2E_OPERATOR_LOG" 2>/dev/null | sed 's/^/    /'
+  exit 1
+fi
+echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPUs, operator)"
+
+# AUTOTUNE_E2E_CASES="example restart" runs only those cases.
+for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom crash timeout unschedulable invalid \
+  sharing deletion restart}; do
+  "case_$name"
+done
+
+echo
+if ((failures > 0)); then
+  echo "e2e_test: $failures check(s) failed"
+  exit 1
+fi
+echo "e2e_test: every check passed"

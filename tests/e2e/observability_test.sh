@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The operator's metrics during a real job: a scrape of /metrics passes `promtool check metrics`,
+# a real Prometheus server on loopback scrapes the operator, and every PromQL expression of the
+# chart's Grafana dashboard returns data through Prometheus' HTTP API. /healthz and /readyz answer.
+# Usage: tests/e2e/observability_test.sh   (binaries from build/bin, see scripts/e2e-env)
+set -euo pipefail
+
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/e2e-env
+source "$source_dir/scripts/e2e-env"
+state=$(mktemp -d /tmp/autotune-observability.XXXXXX)
+e2e_init "$state"
+dashboard=$source_dir/charts/autotune-operator/dashboards/autotune.json
+job_namespace=default
+job_name=gpt2-large
+
+fail() {
+  echo "FAIL: $*" >&2
+  tail -20 "$E2E_OPERATOR_LOG" >&2 || true
+  exit 1
+}
+
+stop_all() {
+  [[ -f $state/prometheus.pid ]] && kill "$(cat "$state/prometheus.pid")" 2>/dev/null || true
+  e2e_down
+  rm -rf "$state"
+}
+trap stop_all EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+log_port() { sed -n "s/.*\"$1\":\\([0-9]*\\).*/\\1/p" "$E2E_OPERATOR_LOG" | tail -1; }
+
+start_prometheus() {
+  local port=$1 target=$2
+  cat >"$state/prometheus.yml" <<CONFIG
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: autotune-operator
+    # The operator's own namespace and job labels must win over Prometheus' target labels.
+    honor_labels: true
+    static_configs:
+      - targets: ["$target"]
+CONFIG
+  prometheus --config.file="$state/prometheus.yml" --storage.tsdb.path="$state/tsdb" \
+    --web.listen-address="127.0.0.1:$port" >"$state/prometheus.log" 2>&1 &
+  echo $! >"$state/prometheus.pid"
+}
+
+query() {
+  curl -sf --get "http://127.0.0.1:$prometheus_port/api/v1/query" --data-urlencode "query=$1"
+}
+
+has_data() {
+  query "$1" | python3 -c '
+import json, sys
+answer = json.load(sys.stdin)
+sys.exit(0 if answer["status"] == "success" and answer["data"]["result"] else 1)'
+}
+
+# The dashboard's expressions with its variables filled in as Grafana would for this job.
+dashboard_expressions() {
+  python3 - "$dashboard" "$job_namespace" "$job_name" <<'PY'
+import json, sys
+dashboard, namespace, job = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+def panels(items):
+    for panel in items:
+        yield panel
+        yield from panels(panel.get("panels", []))
+for panel in panels(dashboard["panels"]):
+    for target in panel.get("targets", []):
+        expr = target.get("expr", "")
+        for name, value in (("namespace", namespace), ("job", job)):
+            expr = expr.replace("${%s}" % name, value).replace("$" + name, value)
+        expr = expr.replace("$__rate_interval", "1m").replace("$__interval", "15s")
+        if expr:
+            print(panel.get("title", "?") + "\t" + expr.replace("\n", " "))
+PY
+}
+
+e2e_up || fail "the environment did not start"
+metrics_port=$(log_port metricsPort)
+probe_port=$(log_port probePort)
+[[ -n $metrics_port && $metrics_port != 0 ]] || fail "the operator logged no metrics port"
+
+curl -sf "http://127.0.0.1:$probe_port/healthz" >/dev/null || fail "/healthz is not ok"
+curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null || fail "/readyz is not ok"
+echo "ok: /healthz and /readyz answer 200"
+
+prometheus_port=$(free_port)
+start_prometheus "$prometheus_port" "127.0.0.1:$metrics_port"
+e2e_wait 60 "Prometheus to scrape the operator" has_data 'up{job="autotune-operator"} == 1' ||
+  fail "Prometheus never scraped the operator; $(tail -5 "$state/prometheus.log")"
+
+kubectl apply -f "$source_dir/examples/gpt2-large-trial-sim.yaml" >/dev/null
+succeeded() {
+  [[ $(kubectl get atj "$job_name" -n "$job_namespace" -o jsonpath='{.status.phase}') == Succeeded ]]
+}
+e2e_wait 300 "the job to succeed" succeeded || fail "the job did not succeed"
+echo "ok: the job succeeded"
+
+curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$state/scrape.txt"
+problems=$(promtool check metrics <"$state/scrape.txt" 2>&1) || fail "promtool: $problems"
+[[ -z $problems ]] || fail "promtool: $problems"
+grep -q "^autotune_best_value{.*job=\"$job_name\"" "$state/scrape.txt" ||
+  fail "no autotune_best_value for the job in the scrape"
+echo "ok: a scrape during the job passes promtool check metrics"
+
+# Prometheus has the last state once it has scraped the job's best value.
+e2e_wait 60 "Prometheus to see the best value" has_data "autotune_best_value{job=\"$job_name\"}" ||
+  fail "Prometheus never saw autotune_best_value"
+
+checked=0
+while IFS=$'\t' read -r title expr; do
+  e2e_wait 30 "data for \"$title\"" has_data "$expr" ||
+    fail "dashboard panel \"$title\": no data for $expr"
+  checked=$((checked + 1))
+done < <(dashboard_expressions)
+((checked > 0)) || fail "the dashboard has no expressions"
+echo "ok: all $checked dashboard expressions return data from a real Prometheus"
