@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "api/units.h"
+#include "controller/json_fields.h"
 #include "controller/trial_pod.h"
 
 namespace autotune::controller {
@@ -16,24 +17,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::int64_t kMebibyte = std::int64_t{1} << 20;
-
-const json& nothing() {
-  static const json kNull;
-  return kNull;
-}
-
-const json& member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nothing();
-  }
-  const auto found = object.find(key);
-  return found != object.end() ? *found : nothing();
-}
-
-std::string text(const json& object, std::string_view key) {
-  const json& value = member(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
-}
 
 // A count of devices: quantities are strings ("8") in what the API server returns, numbers in
 // what people write.

@@ -148,6 +148,26 @@ void setGpus(json& container, int gpus) {
   container["resources"] = std::move(resources);
 }
 
+// The read-only autotune-config volume at /etc/autotune.
+void mountConfig(json& container) {
+  json mounts = arrayAt(container, "volumeMounts");
+  upsert(mounts,
+         {{"name", std::string(kConfigVolume)},
+          {"mountPath", std::string(kConfigMountPath)},
+          {"readOnly", true}},
+         "mountPath");
+  container["volumeMounts"] = std::move(mounts);
+}
+
+// The primary container inside a Pod spec built from the template, if it is there.
+json* containerAt(json& podSpec, const std::optional<tuning::PrimaryContainer>& primary) {
+  if (!primary || !podSpec.contains("containers") || !podSpec["containers"].is_array() ||
+      primary->index >= podSpec["containers"].size()) {
+    return nullptr;
+  }
+  return &podSpec["containers"][primary->index];
+}
+
 json configVolume() {
   const std::string fieldPath = "metadata.annotations['" + std::string(kConfigAnnotation) + "']";
   return {
@@ -193,22 +213,15 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
       "terminationMessagePath", std::string(kDefaultTerminationMessagePath));
   const tuning::TrialFiles files{std::string(tuning::kTrialConfigPath), messagePath};
 
-  if (primary && podSpec.contains("containers") && podSpec["containers"].is_array() &&
-      primary->index < podSpec["containers"].size()) {
-    json& container = podSpec["containers"][primary->index];
+  if (json* found = containerAt(podSpec, primary)) {
+    json& container = *found;
     setCommand(container, templateContainer,
                tuning::trialCommand(spec, job.name(), trial, tuning::kTrialConfigPath));
     container["env"] = environment(templateContainer, job, trial, files);
     setGpus(container, spec.resources.gpusPerTrial);
     container["terminationMessagePath"] = messagePath;
     container["terminationMessagePolicy"] = "FallbackToLogsOnError";
-    json mounts = arrayAt(container, "volumeMounts");
-    upsert(mounts,
-           {{"name", std::string(kConfigVolume)},
-            {"mountPath", std::string(kConfigMountPath)},
-            {"readOnly", true}},
-           "mountPath");
-    container["volumeMounts"] = std::move(mounts);
+    mountConfig(container);
   }
   json volumes = arrayAt(podSpec, "volumes");
   upsert(volumes, configVolume());
@@ -255,18 +268,11 @@ json afterTuningJob(const api::AutotuneJob& job, const tuning::Trial& best) {
     runSpec.primaryContainer.clear();  // no container of that name here: the first one
   }
   const auto primary = tuning::primaryContainer(runSpec);
-  if (primary && podSpec.contains("containers") && podSpec["containers"].is_array() &&
-      primary->index < podSpec["containers"].size()) {
-    json& container = podSpec["containers"][primary->index];
+  if (json* found = containerAt(podSpec, primary)) {
+    json& container = *found;
     setCommand(container, primary->container,
                tuning::trialCommand(runSpec, job.name(), best, tuning::kTrialConfigPath));
-    json mounts = arrayAt(container, "volumeMounts");
-    upsert(mounts,
-           {{"name", std::string(kConfigVolume)},
-            {"mountPath", std::string(kConfigMountPath)},
-            {"readOnly", true}},
-           "mountPath");
-    container["volumeMounts"] = std::move(mounts);
+    mountConfig(container);
   }
   json volumes = arrayAt(podSpec, "volumes");
   upsert(volumes,

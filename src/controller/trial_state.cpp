@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "controller/json_fields.h"
 #include "controller/trial_pod.h"
 #include "tuning/naming.h"
 
@@ -31,24 +32,6 @@ std::optional<int> digits(std::string_view text, std::size_t position, std::size
     return std::nullopt;
   }
   return value;
-}
-
-const json& nothing() {
-  static const json kNull;
-  return kNull;
-}
-
-const json& member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nothing();
-  }
-  const auto found = object.find(key);
-  return found != object.end() ? *found : nothing();
-}
-
-std::string text(const json& object, std::string_view key) {
-  const json& value = member(object, key);
-  return value.is_string() ? value.get<std::string>() : "";
 }
 
 std::optional<Timestamp> timeAt(const json& object, std::string_view key) {
@@ -85,7 +68,7 @@ const json& primaryStatus(const json& pod, const api::Spec& spec) {
       return status;
     }
   }
-  return nothing();
+  return missing();
 }
 
 // The container ended before anyone asked the Pod to go: deletionTimestamp is when the grace

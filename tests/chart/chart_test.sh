@@ -15,8 +15,9 @@ source_dir=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 chart=$source_dir/charts/autotune-operator
 crd=crds/autotunejobs.autotune.io.yaml
 here=$source_dir/tests/chart
+# shellcheck source=tests/support/checks.sh
+source "$source_dir/tests/support/checks.sh"
 work=$(mktemp -d /tmp/autotune-chart-test.XXXXXX)
-failures=0
 own_controlplane=false
 
 # Names unique to this run, so that runs sharing one cluster do not meet.
@@ -46,24 +47,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs a check; on failure prints the tail of what it said, indented under the description.
-check() {
-  local description=$1 output
-  shift
-  if output=$("$@" 2>&1); then
-    echo "ok - $description"
-  else
-    echo "not ok - $description"
-    sed 's/^/    /' <<<"$output" | tail -40
-    failures=$((failures + 1))
-  fi
-}
 
 # A check that the rest cannot do without: stop at its failure.
 require() {
-  local before=$failures
-  check "$@"
-  if ((failures > before)); then
+  if ! check "$@"; then
     echo "chart_test: stopping, a prerequisite failed"
     exit 1
   fi
@@ -121,8 +108,8 @@ lint_strict() {
   done
 }
 
-check "helm lint passes" helm lint "$chart"
-check "helm lint --strict passes for the default, namespaced and monitoring values" lint_strict
+expect "helm lint passes" helm lint "$chart"
+expect "helm lint --strict passes for the default, namespaced and monitoring values" lint_strict
 require "helm template renders the default values" render default
 require "helm template renders watchNamespaces: [$team_a, $team_b]" \
   render namespaced -f "$work/namespaced-values.yaml"
@@ -144,13 +131,13 @@ refused() {
   }
 }
 
-check "values.schema.json rejects replicaCount=abc" refused replicaCount --set replicaCount=abc
-check "values.schema.json rejects an unknown top-level key (a typo)" \
+expect "values.schema.json rejects replicaCount=abc" refused replicaCount --set replicaCount=abc
+expect "values.schema.json rejects an unknown top-level key (a typo)" \
   refused replicas --set replicas=3
-check "values.schema.json rejects an unknown log level" refused logLevel --set logLevel=verbose
-check "two replicas without leader election are refused" \
+expect "values.schema.json rejects an unknown log level" refused logLevel --set logLevel=verbose
+expect "two replicas without leader election are refused" \
   refused leaderElection --set leaderElection.enabled=false
-check "Kubernetes older than 1.30 is refused" refused kubeVersion --kube-version 1.29.0
+expect "Kubernetes older than 1.30 is refused" refused kubeVersion --kube-version 1.29.0
 
 crd_identical() {
   [[ -f $source_dir/$crd ]] || { echo "$crd is missing"; return 1; }
@@ -160,7 +147,7 @@ crd_identical() {
     return 1
   }
 }
-check "the chart's CRD is a byte-identical copy of $crd" crd_identical
+expect "the chart's CRD is a byte-identical copy of $crd" crd_identical
 
 no_wildcards() {
   local name
@@ -168,7 +155,7 @@ no_wildcards() {
     manifests wildcards <"$work/$name.json" || return 1
   done
 }
-check "no RBAC rule grants a wildcard" no_wildcards
+expect "no RBAC rule grants a wildcard" no_wildcards
 
 # What the operator calls on objects in the namespaces it watches (scope $1), as manifests.py
 # grants prints it: scope, API group, resource, sorted verbs.
@@ -193,16 +180,16 @@ common_grants() {
 grants_exactly() {
   diff -u --label expected --label "$1" <(sort) <(manifests grants <"$work/$1.json" | sort)
 }
-check "the default render grants exactly the operator's calls, cluster-wide" \
+expect "the default render grants exactly the operator's calls, cluster-wide" \
   grants_exactly default < <({ namespaced_grants cluster; common_grants; })
-check "the namespaced render grants them in $team_a and $team_b only" \
+expect "the namespaced render grants them in $team_a and $team_b only" \
   grants_exactly namespaced < <({ namespaced_grants "$team_a"; namespaced_grants "$team_b"
     common_grants; })
 
 no_cluster_pods_or_configmaps() {
   ! manifests grants <"$work/namespaced.json" | grep -E '^cluster core (pods|configmaps) '
 }
-check "the namespaced render has no ClusterRole granting pods or configmaps" \
+expect "the namespaced render has no ClusterRole granting pods or configmaps" \
   no_cluster_pods_or_configmaps
 
 all_bound() {
@@ -211,7 +198,7 @@ all_bound() {
     manifests bound <"$work/$name.json" || return 1
   done
 }
-check "every Role and ClusterRole is bound to the chart's ServiceAccount" all_bound
+expect "every Role and ClusterRole is bound to the chart's ServiceAccount" all_bound
 
 operator_flags=(--metrics-bind-address :8080 --health-probe-bind-address :8081 --leader-elect
   --workers 4 --qps 20 --burst 40 --log-level info)
@@ -219,9 +206,9 @@ default_deployment() {
   manifests deployment 2 -- "${operator_flags[@]}" <"$work/default.json" &&
     manifests absent-flag --namespace <"$work/default.json"
 }
-check "the Deployment: 2 replicas, leader election, hardened, probes, POD_NAMESPACE, flags" \
+expect "the Deployment: 2 replicas, leader election, hardened, probes, POD_NAMESPACE, flags" \
   default_deployment
-check "the namespaced Deployment passes --namespace $team_a,$team_b" \
+expect "the namespaced Deployment passes --namespace $team_a,$team_b" \
   manifests deployment 2 -- --namespace "$team_a,$team_b" <"$work/namespaced.json"
 single_without_election() {
   render single --set replicaCount=1 --set leaderElection.enabled=false &&
@@ -229,10 +216,10 @@ single_without_election() {
     manifests absent-flag --leader-elect <"$work/single.json" &&
     ! manifests objects <"$work/single.json" | grep -E '^Role(Binding)? .*leader-election'
 }
-check "one replica without leader election: no --leader-elect and no Lease Role" \
+expect "one replica without leader election: no --leader-elect and no Lease Role" \
   single_without_election
 
-check "the metrics Service selects the operator; the ServiceMonitor selects the Service" \
+expect "the metrics Service selects the operator; the ServiceMonitor selects the Service" \
   manifests service <"$work/monitoring.json"
 monitoring_only_when_enabled() {
   local objects
@@ -248,7 +235,7 @@ monitoring_only_when_enabled() {
     return 1
   }
 }
-check "the ServiceMonitor and the dashboard ConfigMap exist only when enabled" \
+expect "the ServiceMonitor and the dashboard ConfigMap exist only when enabled" \
   monitoring_only_when_enabled
 # Label checks read the whole list (grep without -q), so that the writer never meets a closed pipe.
 has_label() {
@@ -257,19 +244,19 @@ has_label() {
     return 1
   }
 }
-check "the ServiceMonitor carries the label release=prometheus" \
+expect "the ServiceMonitor carries the label release=prometheus" \
   has_label ServiceMonitor release=prometheus
 
 dashboard=$chart/dashboards/autotune.json
-check "the dashboard JSON parses" python3 -m json.tool "$dashboard"
-check "the dashboard shows every operator metric, and only those, through \${datasource}" \
+expect "the dashboard JSON parses" python3 -m json.tool "$dashboard"
+expect "the dashboard shows every operator metric, and only those, through \${datasource}" \
   python3 "$here/dashboard.py" "$dashboard"
 dashboard_configmap() {
   has_label ConfigMap grafana_dashboard=1 &&
     manifests dashboard-data <"$work/monitoring.json" >"$work/dashboard-data.json" &&
     diff <(python3 -m json.tool "$dashboard") <(python3 -m json.tool "$work/dashboard-data.json")
 }
-check "the dashboard ConfigMap carries grafana_dashboard=1 and the dashboard file" \
+expect "the dashboard ConfigMap carries grafana_dashboard=1 and the dashboard file" \
   dashboard_configmap
 
 # --- Against the API server -----------------------------------------------------------------------
@@ -288,16 +275,16 @@ require "the test's namespaces can be created" create_namespaces
 # forcing conflicts, which a CRD that Helm installed on a shared cluster would otherwise raise.
 # Only the server's complaints are shown.
 accepted() { kubectl apply --dry-run=server "$@" >/dev/null; }
-check "the API server accepts the CRD (server-side dry run)" \
+expect "the API server accepts the CRD (server-side dry run)" \
   accepted --server-side --force-conflicts -f "$chart/$crd"
-check "the API server accepts the default render" accepted -f "$work/default.yaml"
-check "the API server accepts the namespaced render" accepted -f "$work/namespaced.yaml"
+expect "the API server accepts the default render" accepted -f "$work/default.yaml"
+expect "the API server accepts the namespaced render" accepted -f "$work/namespaced.yaml"
 without_servicemonitor() {
   manifests without ServiceMonitor <"$work/monitoring.json" >"$work/monitoring-applied.json" &&
     accepted -f "$work/monitoring-applied.json"
 }
 # No ServiceMonitor CRD here: that one object is left to the structural checks above.
-check "the API server accepts the monitoring render, ServiceMonitor aside" without_servicemonitor
+expect "the API server accepts the monitoring render, ServiceMonitor aside" without_servicemonitor
 
 # The permissions of ServiceAccount $1 (namespace/name), as the API server's authorizer sees
 # them, against the lines on stdin: "yes|no" and the arguments of `kubectl auth can-i`.
@@ -336,9 +323,9 @@ require "helm install creates the CRD, Deployment, ServiceAccount, ClusterRoles 
 established() {
   kubectl wait --for condition=Established --timeout=60s crd/autotunejobs.autotune.io
 }
-check "the CRD is established" established
+expect "the CRD is established" established
 
-check "the installed ServiceAccount may make the operator's calls and no others" \
+expect "the installed ServiceAccount may make the operator's calls and no others" \
   access_is "$release_ns/$installed-autotune-operator" <<ACCESS
 yes list autotunejobs.autotune.io --all-namespaces
 yes watch autotunejobs.autotune.io -n $team_a
@@ -363,10 +350,10 @@ no get secrets -n $release_ns
 no create pods --subresource=exec -n $team_a
 ACCESS
 
-check "helm install with watchNamespaces succeeds" \
+expect "helm install with watchNamespaces succeeds" \
   helm install "$installed_ns" "$chart" --namespace "$release_ns" \
   -f "$work/namespaced-values.yaml"
-check "the namespaced ServiceAccount may work in $team_a and $team_b only" \
+expect "the namespaced ServiceAccount may work in $team_a and $team_b only" \
   access_is "$release_ns/$installed_ns-autotune-operator" <<ACCESS
 yes create pods -n $team_a
 yes list autotunejobs.autotune.io -n $team_b
@@ -391,7 +378,7 @@ uninstalled() {
   # Helm never deletes a CRD: that would delete every AutotuneJob with it.
   kubectl get crd autotunejobs.autotune.io
 }
-check "helm uninstall removes both releases' objects and keeps the CRD" uninstalled
+expect "helm uninstall removes both releases' objects and keeps the CRD" uninstalled
 
 if ((failures > 0)); then
   echo "chart_test: $failures checks failed"

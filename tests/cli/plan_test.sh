@@ -4,42 +4,32 @@
 set -uo pipefail
 autotune=$1
 source_dir=$2
-failures=0
-
-check() {
-  local description=$1
-  shift
-  if "$@"; then
-    echo "ok - $description"
-  else
-    echo "not ok - $description"
-    failures=$((failures + 1))
-  fi
-}
+# shellcheck source=tests/support/checks.sh
+source "$source_dir/tests/support/checks.sh"
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 "$autotune" plan "$source_dir/examples/gpt2-large.yaml" >"$out/plan.txt" 2>"$out/plan.err"
-check "the example plans with exit 0" test $? -eq 0
-check "the plan shows the memory table" grep -q 'model states' "$out/plan.txt"
-check "the plan estimates ZeRO-1's largest micro-batch as 3" \
+expect "the example plans with exit 0" test $? -eq 0
+expect "the plan shows the memory table" grep -q 'model states' "$out/plan.txt"
+expect "the plan estimates ZeRO-1's largest micro-batch as 3" \
   grep -Eq '^1 +.* yes +3$' "$out/plan.txt"
-check "the plan starts at the user's own settings" grep -q 'z0_gas1_tmbspg1' "$out/plan.txt"
+expect "the plan starts at the user's own settings" grep -q 'z0_gas1_tmbspg1' "$out/plan.txt"
 
 "$autotune" plan "$source_dir/tests/cli/several-mistakes.yaml" >"$out/bad.txt" 2>"$out/bad.err"
-check "an invalid job exits 2" test $? -eq 2
+expect "an invalid job exits 2" test $? -eq 2
 for path in apiVersion spec.deepspeedConfig.zero_optimization.stage spec.resources.gpusPerTrial \
   spec.resources.nodesPerTrial spec.search.strategy spec.search.maxTrials spec.trialTimeout \
   spec.argMappings.no_such_key; do
-  check "the error names $path" grep -q "^$path[.[:alnum:]_\[]*\]*: " "$out/bad.err"
+  expect "the error names $path" grep -q "^$path[.[:alnum:]_\[]*\]*: " "$out/bad.err"
 done
-check "nothing is planned for an invalid job" test ! -s "$out/bad.txt"
+expect "nothing is planned for an invalid job" test ! -s "$out/bad.txt"
 
 "$autotune" plan "$out/missing.yaml" 2>/dev/null
-check "a missing file exits 2" test $? -eq 2
+expect "a missing file exits 2" test $? -eq 2
 "$autotune" 2>/dev/null
-check "no command prints usage and exits 2" test $? -eq 2
+expect "no command prints usage and exits 2" test $? -eq 2
 
 if ((failures > 0)); then
   echo "plan_test: $failures checks failed"

@@ -5,31 +5,12 @@
 set -uo pipefail
 source_dir=$1
 controlplane=$source_dir/scripts/controlplane
+# shellcheck source=tests/support/checks.sh
+source "$source_dir/tests/support/checks.sh"
 export AUTOTUNE_CONTROLPLANE_DIR
 AUTOTUNE_CONTROLPLANE_DIR=$(mktemp -d /tmp/autotune-controlplane-test.XXXXXX)
-failures=0
 
-check() {
-  local description=$1
-  shift
-  if "$@" >/dev/null 2>&1; then
-    echo "ok - $description"
-  else
-    echo "not ok - $description"
-    failures=$((failures + 1))
-  fi
-}
 
-# Waits up to $1 seconds for a command to succeed.
-eventually() {
-  local seconds=$1
-  shift
-  local deadline=$((SECONDS + seconds))
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
 
 cleanup() {
   "$controlplane" down >/dev/null 2>&1
@@ -66,15 +47,15 @@ owner_deletion_collects() {
   kubectl delete deployment smoke && eventually 60 has_no_replicaset
 }
 
-check "kubectl reaches the API server and the default namespace exists" \
+expect "kubectl reaches the API server and the default namespace exists" \
   kubectl get namespace default
-check "the server reports the version it was built as" reports_built_version
-check "a second up while running is refused" second_up_refused
-check "objects can be created and read back" round_trips
-check "RBAC is on: an unprivileged service account may not list pods" rbac_denies
-check "the controller manager runs: a Deployment gets its ReplicaSet" deployment_gets_replicaset
-check "garbage collection removes what a deleted owner left" owner_deletion_collects
-check "helm talks to the cluster" helm list --all-namespaces
+expect "the server reports the version it was built as" reports_built_version
+expect "a second up while running is refused" second_up_refused
+expect "objects can be created and read back" round_trips
+expect "RBAC is on: an unprivileged service account may not list pods" rbac_denies
+expect "the controller manager runs: a Deployment gets its ReplicaSet" deployment_gets_replicaset
+expect "garbage collection removes what a deleted owner left" owner_deletion_collects
+expect "helm talks to the cluster" helm list --all-namespaces
 
 pids=$(cat "$AUTOTUNE_CONTROLPLANE_DIR"/*.pid)
 etcd_data=$(cat "$AUTOTUNE_CONTROLPLANE_DIR/etcd.data")
@@ -86,9 +67,9 @@ all_stopped() {
   done
 }
 env_refused() { ! "$controlplane" env 2>/dev/null; }
-check "down stops every process it started" all_stopped
-check "down removes etcd's data" test ! -e "$etcd_data"
-check "env refuses when nothing runs" env_refused
+expect "down stops every process it started" all_stopped
+expect "down removes etcd's data" test ! -e "$etcd_data"
+expect "env refuses when nothing runs" env_refused
 
 if ((failures > 0)); then
   echo "controlplane_test: $failures checks failed"

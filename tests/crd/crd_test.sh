@@ -14,13 +14,14 @@ autotune=$1
 source_dir=$2
 crd=$source_dir/crds/autotunejobs.autotune.io.yaml
 controlplane=$source_dir/scripts/controlplane
+# shellcheck source=tests/support/checks.sh
+source "$source_dir/tests/support/checks.sh"
 workdir=$(mktemp -d /tmp/autotune-crd-test.XXXXXX)
 namespace=autotune-crd-test-$$
 job=$workdir/job.yaml
 live='crd-test-live'
 own_controlplane=false
 namespace_created=false
-failures=0
 
 cleanup() {
   if [[ $own_controlplane == true ]]; then
@@ -32,29 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs a check, prints ok or not ok, and on failure what the command said.
-check() {
-  local description=$1
-  shift
-  if "$@" >"$workdir/output" 2>&1; then
-    echo "ok - $description"
-  else
-    echo "not ok - $description"
-    tail -20 "$workdir/output" | sed 's/^/    /'
-    failures=$((failures + 1))
-  fi
-}
 
-# Waits up to $1 seconds for a command to succeed.
-eventually() {
-  local seconds=$1
-  shift
-  local deadline=$((SECONDS + seconds))
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
 
 start_cluster() {
   if [[ -n ${AUTOTUNE_TEST_KUBECONFIG:-} ]]; then
@@ -111,11 +90,11 @@ check_examples() {
     [[ $(field_of "$example" '{.kind}') == AutotuneJob ]] || continue
     found=$((found + 1))
     local name=examples/${example##*/}
-    check "$name decodes with the operator's decoder (autotune plan exits 0)" \
+    expect "$name decodes with the operator's decoder (autotune plan exits 0)" \
       example_planned "$example"
-    check "$name is accepted by the API server" example_accepted "$example"
+    expect "$name is accepted by the API server" example_accepted "$example"
   done
-  check "examples/ holds AutotuneJobs" test "$found" -gt 0
+  expect "examples/ holds AutotuneJobs" test "$found" -gt 0
 }
 
 # --- jobs at creation ---
@@ -200,9 +179,9 @@ rejected_on_create() {
 }
 
 check_creation() {
-  check "the test job is accepted" accepted_on_create '{}'
-  check "the server applies the decoder's defaults" defaults_applied
-  check "a job with every optional field set is accepted" accepted_on_create '{"spec": {
+  expect "the test job is accepted" accepted_on_create '{}'
+  expect "the server applies the decoder's defaults" defaults_applied
+  expect "a job with every optional field set is accepted" accepted_on_create '{"spec": {
     "model": {"numParameters": 774000000, "activationMemoryPerSample": 9600000000,
               "hiddenSize": 1280, "numLayers": 36},
     "resources": {"nodesPerTrial": 1, "modelParallelSize": 2},
@@ -212,9 +191,9 @@ check_creation() {
     "schedulingTimeout": "1h30m", "maxFailedTrials": 1, "primaryContainer": "trainer",
     "output": {"configMapName": "crd-test.best", "retain": true}, "cleanup": "Keep",
     "queueName": "team-a", "afterTuning": {"spec": {"template": {"spec": {}}}}}}'
-  check "gpuMemory may be a number of bytes" accepted_on_create \
+  expect "gpuMemory may be a number of bytes" accepted_on_create \
     '{"spec": {"resources": {"gpuMemory": 34359738368}}}'
-  check "durations take fractions and several units" accepted_on_create \
+  expect "durations take fractions and several units" accepted_on_create \
     '{"spec": {"trialTimeout": "1.5h", "schedulingTimeout": "1m30s500ms"}}'
 
   # Each bad job differs from the accepted test job in one field only.
@@ -253,16 +232,16 @@ check_creation() {
   local rejection description field patch detail
   for rejection in "${rejections[@]}"; do
     IFS='|' read -r description field patch detail <<<"$rejection"
-    check "$description is rejected naming $field" rejected_on_create "$patch" "$field" "$detail"
+    expect "$description is rejected naming $field" rejected_on_create "$patch" "$field" "$detail"
   done
 
   # The default ConfigMap name, <name>-optimal, must be a valid name too.
   local long_name
   long_name=$(printf 'a%.0s' {1..250})
-  check "a 250-character name without configMapName is rejected naming spec.output.configMapName" \
+  expect "a 250-character name without configMapName is rejected naming spec.output.configMapName" \
     rejected_on_create "{\"metadata\": {\"name\": \"$long_name\"}}" spec.output.configMapName \
     'at most 245 characters'
-  check "a 250-character name with a configMapName is accepted" accepted_on_create \
+  expect "a 250-character name with a configMapName is accepted" accepted_on_create \
     "{\"metadata\": {\"name\": \"$long_name\"}, \"spec\": {\"output\": {\"configMapName\": \"best\"}}}"
 }
 
@@ -299,17 +278,17 @@ immutable() {
 }
 
 check_updates() {
-  check "a job can be created" create_live_job
-  check "spec.parallelism can change" updated_to '{"spec": {"parallelism": 5}}' .spec.parallelism 5
-  check "spec.trialTimeout can change" \
+  expect "a job can be created" create_live_job
+  expect "spec.parallelism can change" updated_to '{"spec": {"parallelism": 5}}' .spec.parallelism 5
+  expect "spec.trialTimeout can change" \
     updated_to '{"spec": {"trialTimeout": "45m"}}' .spec.trialTimeout 45m
-  check "spec.schedulingTimeout can change" \
+  expect "spec.schedulingTimeout can change" \
     updated_to '{"spec": {"schedulingTimeout": "5m"}}' .spec.schedulingTimeout 5m
-  check "spec.maxFailedTrials can change" \
+  expect "spec.maxFailedTrials can change" \
     updated_to '{"spec": {"maxFailedTrials": 3}}' .spec.maxFailedTrials 3
-  check "spec.search.maxTrials can change" \
+  expect "spec.search.maxTrials can change" \
     updated_to '{"spec": {"search": {"maxTrials": 40}}}' .spec.search.maxTrials 40
-  check "a field that can change is still bounded: maxTrials 0 is rejected" bounded_on_update
+  expect "a field that can change is still bounded: maxTrials 0 is rejected" bounded_on_update
 
   # Every other field, changed alone (nodesPerTrial has no other valid value to change to).
   local changes=(
@@ -340,7 +319,7 @@ check_updates() {
   local change field patch
   for change in "${changes[@]}"; do
     IFS='|' read -r field patch <<<"$change"
-    check "changing $field after creation is rejected" immutable "$patch" "$field"
+    expect "changing $field after creation is rejected" immutable "$patch" "$field"
   done
 }
 
@@ -434,10 +413,10 @@ bad_condition_rejected() {
 }
 
 check_status() {
-  check "the status subresource takes every field the operator writes" status_written
-  check "a spec change through the status subresource is ignored" spec_ignored_on_status
-  check "a status change through the main resource is ignored" status_ignored_on_main_resource
-  check "a condition without reason or transition time is rejected" bad_condition_rejected
+  expect "the status subresource takes every field the operator writes" status_written
+  expect "a spec change through the status subresource is ignored" spec_ignored_on_status
+  expect "a status change through the main resource is ignored" status_ignored_on_main_resource
+  expect "a condition without reason or transition time is rejected" bad_condition_rejected
 }
 
 # --- kubectl get ---
@@ -460,17 +439,17 @@ wide_columns_shown() {
 }
 
 check_printing() {
-  check "kubectl get atj shows phase, best value, trial counts and age" columns_shown
-  check "kubectl get atj -o wide adds metric, best trial, running and max trials" wide_columns_shown
+  expect "kubectl get atj shows phase, best value, trial counts and age" columns_shown
+  expect "kubectl get atj -o wide adds metric, best trial, running and max trials" wide_columns_shown
 }
 
 main() {
   start_cluster
   export KUBECACHEDIR=$workdir/kube-cache
-  check "the CRD is accepted and established" crd_established
-  check "AutotuneJobs are served" eventually 30 served
-  check "names: autotunejobs, autotunejob, short name atj, namespaced" names_registered
-  check "the test namespace can be created" create_namespace
+  expect "the CRD is accepted and established" crd_established
+  expect "AutotuneJobs are served" eventually 30 served
+  expect "names: autotunejobs, autotunejob, short name atj, namespaced" names_registered
+  expect "the test namespace can be created" create_namespace
   write_job
   check_examples
   check_creation

@@ -22,6 +22,8 @@ export AUTOTUNE_OPERATOR=$1 AUTOTUNE_NODE_SIM=$2 AUTOTUNE_TRIAL_SIM=$3
 source_dir=$(cd "$4" && pwd)
 # shellcheck source=scripts/e2e-env
 source "$source_dir/scripts/e2e-env"
+# shellcheck source=tests/support/checks.sh
+source "$source_dir/tests/support/checks.sh"
 
 command -v python3 >/dev/null || { echo "e2e_test: python3 is needed"; exit 1; }
 
@@ -29,7 +31,6 @@ work=$(mktemp -d /tmp/autotune-e2e.XXXXXX)
 # Trial processes of this run carry it as an argument trial-sim ignores, so they can be found.
 marker=autotune-e2e-$$
 published_best=z1_gas1_tmbspg3
-failures=0
 case_ns=''
 dumped=''
 
@@ -67,24 +68,9 @@ dump() {
   } 2>&1 | sed 's/^/    # /'
 }
 
-# Runs a check and prints ok or not ok; on failure, what it said and the dump. Returns the
-# check's status, so that `require ... || return 0` can end a case whose next steps need it.
-check() {
-  local description=$1
-  shift
-  if "$@" >"$work/output" 2>&1; then
-    echo "ok - $description"
-    return 0
-  fi
-  echo "not ok - $description"
-  tail -30 "$work/output" | sed 's/^/    /'
-  failures=$((failures + 1))
-  dump
-  return 1
-}
+on_check_failure() { dump; }
 
-# A check whose failure does not stop the case.
-expect() { check "$@" || true; }
+
 
 note() { echo "# $*"; }
 
@@ -101,16 +87,6 @@ end_case() { kubectl delete namespace "$case_ns" --wait=false >/dev/null 2>&1 ||
 
 # --- waiting -------------------------------------------------------------------------------------
 
-# Polls a command until it succeeds, for at most $1 seconds.
-eventually() {
-  local seconds=$1
-  shift
-  local deadline=$((SECONDS + seconds))
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.3
-  done
-}
 
 # The command succeeds every time it is tried over $1 seconds: something does not happen.
 throughout() {

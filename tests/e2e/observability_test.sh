@@ -21,7 +21,9 @@ fail() {
 }
 
 stop_all() {
-  [[ -f $state/prometheus.pid ]] && kill "$(cat "$state/prometheus.pid")" 2>/dev/null || true
+  if [[ -f $state/prometheus.pid ]]; then
+    kill "$(cat "$state/prometheus.pid")" 2>/dev/null || true
+  fi
   e2e_down
   rm -rf "$state"
 }
