@@ -110,12 +110,13 @@ job_manifest() {
   shift
   local strategy=deepspeed stages='[0, 1, 2, 3]' micro=auto gpus=16 parallelism=2 timeout=2m
   local max_failed=10 early=5 max_trials=50 startup=0.5 command=''
+  local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
   local setting
   for setting in "$@"; do
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
-        startup | command | arg_mappings) local "$setting" ;;
+        startup | command | arg_mappings | model) local "$setting" ;;
       *)
         echo "job_manifest: unknown setting $setting" >&2
         return 1
@@ -138,7 +139,7 @@ spec:
     gradient_accumulation_steps: 1
     fp16: {enabled: true}
     zero_optimization: {stage: $stages}
-  model: {numParameters: 774000000, activationMemoryPerSample: 9600000000}
+  model: $model
   resources: {gpusPerTrial: $gpus, gpuMemory: 32Gi}
   search:
     strategy: $strategy
@@ -412,6 +413,20 @@ case_oom() {
   end_case
 }
 
+case_profiling() {
+  begin_case profiling
+  local job=profiling
+  check "a job that does not give its model is created" create_job "$job" model='{}' || return 0
+  check "it Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
+  expect "the profiling trial ran first and Succeeded" job_satisfies "$job" \
+    'names[0] == "profile_model_info" and results[0]["outcome"] == "Succeeded"'
+  expect "status.model keeps what it measured" job_satisfies "$job" \
+    'status["model"]["numParameters"] > 0 and status["model"]["activationMemoryPerSample"] > 0'
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "every trial, the profiling one included, launched exactly once" launched_once "$job"
+  end_case
+}
+
 case_crash() {
   begin_case crash
   local job=crash
@@ -634,8 +649,8 @@ fi
 echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPUs, operator)"
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
-for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom crash timeout unschedulable invalid \
-  sharing deletion restart}; do
+for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
+  invalid sharing deletion restart}; do
   "case_$name"
 done
 
