@@ -193,6 +193,112 @@ void publishClusterGauges(const controller::Caches& caches, observability::Metri
   metrics.gpuSlots(capacity.used(), capacity.total());
 }
 
+// One watch of jobs and one of trial Pods per namespace (or for all), and one of Nodes; each
+// change enqueues the jobs it concerns.
+void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched,
+              controller::Caches& caches) {
+  const std::vector<std::string> namespaces =
+      watched.empty() ? std::vector<std::string>{""} : watched;
+  for (const auto& ns : namespaces) {
+    caches.jobs.push_back(&manager.watch({controller::kAutotuneJobs, ns, ""}, [](const json& job) {
+      return std::vector<std::string>{runtime::keyOf(job)};
+    }));
+    caches.pods.push_back(&manager.watch(
+        {controller::kPods, ns, std::string(controller::kJobLabel)}, controller::jobKeysOfPod));
+  }
+  // GPU capacity changes may let any waiting job go on.
+  caches.nodes = &manager.watch({controller::kNodes, "", ""}, [&caches](const json&) {
+    std::vector<std::string> keys;
+    for (const auto& job : caches.allJobs()) {
+      keys.push_back(runtime::keyOf(job));
+    }
+    return keys;
+  });
+}
+
+// What the reconciler reports becomes metrics and log lines.
+controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
+                                            const observability::Logger& log) {
+  controller::ReconcilerHooks hooks;
+  hooks.trialLaunched = [&metrics, log](const api::AutotuneJob& job, const std::string& trial) {
+    metrics.trialLaunched(job.namespaceName(), job.name());
+    log.info("trial launched", {{"job", jobKey(job)}, {"trial", trial}});
+  };
+  hooks.trialPending = [&metrics](std::chrono::duration<double> waited) {
+    metrics.trialPending(waited);
+  };
+  hooks.trialFinished = [&metrics, log](const api::AutotuneJob& job,
+                                        const api::TrialRecord& record) {
+    metrics.trialFinished(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
+                          observability::Seconds(record.durationSeconds));
+    if (record.value) {
+      metrics.trialValue(job.namespaceName(), job.name(), record.name, *record.value,
+                         job.spec.search.maxTrials);
+    }
+    log.info("trial finished", {{"job", jobKey(job)},
+                                {"trial", record.name},
+                                {"outcome", outcomeLabel(record.outcome)},
+                                {"value", record.value ? json(*record.value) : json()}});
+  };
+  hooks.statusWritten = [&metrics, log](const api::AutotuneJob& job, const api::Status& status) {
+    if (status.best) {
+      metrics.bestValue(job.namespaceName(), job.name(),
+                        std::string(api::toString(status.best->metric)), status.best->value);
+    }
+    log.debug("status written",
+              {{"job", jobKey(job)}, {"phase", std::string(api::toString(status.phase))}});
+  };
+  hooks.jobGone = [&metrics](const std::string& ns, const std::string& name) {
+    metrics.forgetJob(ns, name);
+  };
+  hooks.warning = [log](const std::string& key, const std::string& message) {
+    log.warn(message, {{"job", key}});
+  };
+  return hooks;
+}
+
+// What the manager reports becomes metrics and log lines, with the cluster gauges refreshed
+// after every reconcile.
+runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
+                                   const observability::Logger& log,
+                                   const runtime::Manager& manager,
+                                   const controller::Caches& caches) {
+  runtime::ManagerHooks managerHooks;
+  managerHooks.reconciled = [&metrics, log, &manager, &caches](
+                                const std::string& key, const runtime::ReconcileResult& result,
+                                runtime::Duration took) {
+    metrics.reconciled(result.failed         ? observability::ReconcileOutcome::kError
+                       : result.requeueAfter ? observability::ReconcileOutcome::kRequeue
+                                             : observability::ReconcileOutcome::kSuccess,
+                       std::chrono::duration_cast<observability::Seconds>(took));
+    metrics.workqueueDepth(manager.queue().len());
+    publishClusterGauges(caches, metrics);
+    log.debug("reconciled", {{"job", key}, {"failed", result.failed}});
+  };
+  managerHooks.watchRestarted = [&metrics, log](const runtime::WatchTarget& target,
+                                                runtime::RestartReason reason) {
+    metrics.watchRestarted(target.resource.plural, runtime::toString(reason));
+    log.info("watch restarted", {{"resource", target.resource.plural},
+                                 {"reason", std::string(runtime::toString(reason))}});
+  };
+  managerHooks.leadership = [&metrics, log](bool leading) {
+    metrics.leading(leading);
+    log.info(leading ? "leading: reconciling" : "not leading: reconciles stopped");
+  };
+  return managerHooks;
+}
+
+// Every watch's restart series, at 0 until a restart happens, so that dashboards show them.
+void declareWatches(observability::Metrics& metrics) {
+  for (const auto* plural : {"autotunejobs", "pods", "nodes"}) {
+    for (const auto reason : {runtime::RestartReason::kExpired, runtime::RestartReason::kGone,
+                              runtime::RestartReason::kDropped, runtime::RestartReason::kListFailed,
+                              runtime::RestartReason::kWatchFailed}) {
+      metrics.watchDeclared(plural, runtime::toString(reason));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -240,57 +346,8 @@ int main(int argc, char** argv) {
   runtime::Manager manager(client, clock, managerOptions);
 
   controller::Caches caches;
-  const std::vector<std::string> namespaces =
-      options->namespaces.empty() ? std::vector<std::string>{""} : options->namespaces;
-  for (const auto& ns : namespaces) {
-    caches.jobs.push_back(&manager.watch({controller::kAutotuneJobs, ns, ""}, [](const json& job) {
-      return std::vector<std::string>{runtime::keyOf(job)};
-    }));
-    caches.pods.push_back(&manager.watch(
-        {controller::kPods, ns, std::string(controller::kJobLabel)}, controller::jobKeysOfPod));
-  }
-  // GPU capacity changes may let any waiting job go on.
-  caches.nodes = &manager.watch({controller::kNodes, "", ""}, [&caches](const json&) {
-    std::vector<std::string> keys;
-    for (const auto& job : caches.allJobs()) {
-      keys.push_back(runtime::keyOf(job));
-    }
-    return keys;
-  });
-
-  controller::ReconcilerHooks hooks;
-  hooks.trialLaunched = [&](const api::AutotuneJob& job, const std::string& trial) {
-    metrics.trialLaunched(job.namespaceName(), job.name());
-    log.info("trial launched", {{"job", jobKey(job)}, {"trial", trial}});
-  };
-  hooks.trialPending = [&](std::chrono::duration<double> waited) { metrics.trialPending(waited); };
-  hooks.trialFinished = [&](const api::AutotuneJob& job, const api::TrialRecord& record) {
-    metrics.trialFinished(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
-                          observability::Seconds(record.durationSeconds));
-    if (record.value) {
-      metrics.trialValue(job.namespaceName(), job.name(), record.name, *record.value,
-                         job.spec.search.maxTrials);
-    }
-    log.info("trial finished", {{"job", jobKey(job)},
-                                {"trial", record.name},
-                                {"outcome", outcomeLabel(record.outcome)},
-                                {"value", record.value ? json(*record.value) : json()}});
-  };
-  hooks.statusWritten = [&](const api::AutotuneJob& job, const api::Status& status) {
-    if (status.best) {
-      metrics.bestValue(job.namespaceName(), job.name(),
-                        std::string(api::toString(status.best->metric)), status.best->value);
-    }
-    log.debug("status written",
-              {{"job", jobKey(job)}, {"phase", std::string(api::toString(status.phase))}});
-  };
-  hooks.jobGone = [&](const std::string& ns, const std::string& name) {
-    metrics.forgetJob(ns, name);
-  };
-  hooks.warning = [&](const std::string& key, const std::string& message) {
-    log.warn(message, {{"job", key}});
-  };
-  controller::Reconciler reconciler(client, caches, hooks);
+  watchAll(manager, options->namespaces, caches);
+  controller::Reconciler reconciler(client, caches, reconcilerHooks(metrics, log));
 
   // A reconcile that runs far longer than any should is a wedged worker: restart the process.
   observability::Heartbeat heartbeat(std::chrono::minutes(10));
@@ -298,36 +355,8 @@ int main(int argc, char** argv) {
     const auto beat = heartbeat.beat();
     return reconciler.reconcile(key);
   });
-  runtime::ManagerHooks managerHooks;
-  managerHooks.reconciled = [&](const std::string& key, const runtime::ReconcileResult& result,
-                                runtime::Duration took) {
-    metrics.reconciled(result.failed         ? observability::ReconcileOutcome::kError
-                       : result.requeueAfter ? observability::ReconcileOutcome::kRequeue
-                                             : observability::ReconcileOutcome::kSuccess,
-                       std::chrono::duration_cast<observability::Seconds>(took));
-    metrics.workqueueDepth(manager.queue().len());
-    publishClusterGauges(caches, metrics);
-    log.debug("reconciled", {{"job", key}, {"failed", result.failed}});
-  };
-  managerHooks.watchRestarted = [&](const runtime::WatchTarget& target,
-                                    runtime::RestartReason reason) {
-    metrics.watchRestarted(target.resource.plural, runtime::toString(reason));
-    log.info("watch restarted", {{"resource", target.resource.plural},
-                                 {"reason", std::string(runtime::toString(reason))}});
-  };
-  managerHooks.leadership = [&](bool leading) {
-    metrics.leading(leading);
-    log.info(leading ? "leading: reconciling" : "not leading: reconciles stopped");
-  };
-  manager.setHooks(managerHooks);
-  for (const auto* plural : {"autotunejobs", "pods", "nodes"}) {
-    for (const auto reason : {runtime::RestartReason::kExpired, runtime::RestartReason::kGone,
-                              runtime::RestartReason::kDropped, runtime::RestartReason::kListFailed,
-                              runtime::RestartReason::kWatchFailed}) {
-      metrics.watchDeclared(plural, runtime::toString(reason));
-    }
-  }
-
+  manager.setHooks(managerHooks(metrics, log, manager, caches));
+  declareWatches(metrics);
   auto health = std::make_shared<observability::Health>();
   health->addLiveness("reconcile-workers", [&heartbeat] { return heartbeat.healthy(); });
   health->addReadiness("caches-synced", [&manager] { return manager.synced(); });
