@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -179,6 +180,15 @@ std::string outcomeLabel(api::Outcome outcome) { return std::string(api::toStrin
 
 std::string jobKey(const api::AutotuneJob& job) { return job.namespaceName() + "/" + job.name(); }
 
+// Each reconcile runs on one worker thread from start to end, so the lines it logs carry the ID
+// its worker set here.
+thread_local std::string reconcileID;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+
+std::string nextReconcileID() {
+  static std::atomic<std::uint64_t> counter = 0;
+  return std::to_string(++counter);
+}
+
 // Gauges over the whole cluster view: jobs by phase and GPU slots.
 void publishClusterGauges(const controller::Caches& caches, observability::Metrics& metrics) {
   std::map<std::string, std::int64_t, std::less<>> phases;
@@ -222,7 +232,8 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
   controller::ReconcilerHooks hooks;
   hooks.trialLaunched = [&metrics, log](const api::AutotuneJob& job, const std::string& trial) {
     metrics.trialLaunched(job.namespaceName(), job.name());
-    log.info("trial launched", {{"job", jobKey(job)}, {"trial", trial}});
+    log.info("trial launched",
+             {{"job", jobKey(job)}, {"trial", trial}, {"reconcileID", reconcileID}});
   };
   hooks.trialPending = [&metrics](std::chrono::duration<double> waited) {
     metrics.trialPending(waited);
@@ -236,6 +247,7 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
                          job.spec.search.maxTrials);
     }
     log.info("trial finished", {{"job", jobKey(job)},
+                                {"reconcileID", reconcileID},
                                 {"trial", record.name},
                                 {"outcome", outcomeLabel(record.outcome)},
                                 {"value", record.value ? json(*record.value) : json()}});
@@ -245,14 +257,15 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
       metrics.bestValue(job.namespaceName(), job.name(),
                         std::string(api::toString(status.best->metric)), status.best->value);
     }
-    log.debug("status written",
-              {{"job", jobKey(job)}, {"phase", std::string(api::toString(status.phase))}});
+    log.debug("status written", {{"job", jobKey(job)},
+                                 {"reconcileID", reconcileID},
+                                 {"phase", std::string(api::toString(status.phase))}});
   };
   hooks.jobGone = [&metrics](const std::string& ns, const std::string& name) {
     metrics.forgetJob(ns, name);
   };
   hooks.warning = [log](const std::string& key, const std::string& message) {
-    log.warn(message, {{"job", key}});
+    log.warn(message, {{"job", key}, {"reconcileID", reconcileID}});
   };
   return hooks;
 }
@@ -273,7 +286,8 @@ runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
                        std::chrono::duration_cast<observability::Seconds>(took));
     metrics.workqueueDepth(manager.queue().len());
     publishClusterGauges(caches, metrics);
-    log.debug("reconciled", {{"job", key}, {"failed", result.failed}});
+    log.debug("reconciled",
+              {{"job", key}, {"reconcileID", reconcileID}, {"failed", result.failed}});
   };
   managerHooks.watchRestarted = [&metrics, log](const runtime::WatchTarget& target,
                                                 runtime::RestartReason reason) {
@@ -353,6 +367,7 @@ int main(int argc, char** argv) {
   observability::Heartbeat heartbeat(std::chrono::minutes(10));
   manager.setReconciler([&](const std::string& key) {
     const auto beat = heartbeat.beat();
+    reconcileID = nextReconcileID();
     return reconciler.reconcile(key);
   });
   manager.setHooks(managerHooks(metrics, log, manager, caches));
