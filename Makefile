@@ -53,8 +53,9 @@ format:
 demo: deps build controlplane images
 	scripts/demo $(BUILD_DIR)
 
-bench: build
+bench: build controlplane
 	$(BUILD_DIR)/bin/bench_tuning_efficiency
+	bench/operator_overhead.sh 3
 
 clean:
 	rm -rf $(BUILD_DIR)
