@@ -24,6 +24,7 @@
 #include "controller/trial_pod.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
+#include "k8s/resources.h"
 #include "observability/endpoints.h"
 #include "observability/health.h"
 #include "observability/log.h"
@@ -213,11 +214,11 @@ void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched
     caches.jobs.push_back(&manager.watch({controller::kAutotuneJobs, ns, ""}, [](const json& job) {
       return std::vector<std::string>{runtime::keyOf(job)};
     }));
-    caches.pods.push_back(&manager.watch(
-        {controller::kPods, ns, std::string(controller::kJobLabel)}, controller::jobKeysOfPod));
+    caches.pods.push_back(&manager.watch({k8s::kPods, ns, std::string(controller::kJobLabel)},
+                                         controller::jobKeysOfPod));
   }
   // GPU capacity changes may let any waiting job go on.
-  caches.nodes = &manager.watch({controller::kNodes, "", ""}, [&caches](const json&) {
+  caches.nodes = &manager.watch({k8s::kNodes, "", ""}, [&caches](const json&) {
     std::vector<std::string> keys;
     for (const auto& job : caches.allJobs()) {
       keys.push_back(runtime::keyOf(job));

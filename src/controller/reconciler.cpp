@@ -175,23 +175,9 @@ class Reconciler::Pass {
 
   runtime::ReconcileResult search() {
     observePods();
-    if (!newRecords_.empty()) {
-      for (auto& record : newRecords_) {
-        job_.status.results.push_back(record);
-      }
-      // Recorded before any Pod is deleted: a crash in between loses nothing.
-      if (!writeStatus()) {
-        return failed("record finished trials");
-      }
-      for (const auto& record : newRecords_) {
-        announceFinished(record);
-      }
-      for (const auto waited : pendingWaits_) {
-        hooks_.trialPending(waited);
-      }
+    for (const auto& record : newRecords_) {
+      job_.status.results.push_back(record);
     }
-    deletePods(finishedPods_);
-
     const GpuCapacity capacity = gpuCapacity(caches_.nodes->list(), caches_.allPods());
     const tuning::Decision decision = tuning::decide(question(capacity));
     relaunchLost(decision);
@@ -199,9 +185,27 @@ class Reconciler::Pass {
     if (decision.state == tuning::Decision::State::kContinue && schedulable) {
       launch(decision);
     }
-    if (decision.state != tuning::Decision::State::kContinue && inFlight_.empty()) {
-      return conclude(decision);
+    const runtime::ReconcileResult result =
+        decision.state != tuning::Decision::State::kContinue && inFlight_.empty()
+            ? conclude(decision)
+            : progress(decision, capacity, schedulable);
+    if (result.failed) {
+      return result;
     }
+    // The finished trials are recorded in the status written above; only now may their Pods go,
+    // so a crash in between loses nothing.
+    for (const auto& record : newRecords_) {
+      announceFinished(record);
+    }
+    for (const auto waited : pendingWaits_) {
+      hooks_.trialPending(waited);
+    }
+    deletePods(finishedPods_);
+    return result;
+  }
+
+  runtime::ReconcileResult progress(const tuning::Decision& decision, const GpuCapacity& capacity,
+                                    bool schedulable) {
     updateProgress(decision, capacity, schedulable);
     if (!writeStatus()) {
       return failed("write the status");
@@ -339,7 +343,7 @@ class Reconciler::Pass {
   void launch(const tuning::Decision& decision) {
     for (const auto& trial : decision.launch) {
       const json pod = trialPod(job_, trial);
-      auto created = client_.create(kPods, job_.namespaceName(), pod);
+      auto created = client_.create(k8s::kPods, job_.namespaceName(), pod);
       if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists) {
         warn("launch " + trial.name + ": " + k8s::describe(created.error()));
         continue;
@@ -372,7 +376,7 @@ class Reconciler::Pass {
       if (trial == decision.trials.end()) {
         continue;
       }
-      auto created = client_.create(kPods, job_.namespaceName(),
+      auto created = client_.create(k8s::kPods, job_.namespaceName(),
                                     trialPod(job_, *trial, flight.state.attempt + 1));
       if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists) {
         warn("relaunch " + trial->name + ": " + k8s::describe(created.error()));
@@ -579,7 +583,7 @@ class Reconciler::Pass {
       configMap["metadata"]["ownerReferences"] = json::array({ownerReference(job_)});
     }
     auto applied =
-        client_.patch(kConfigMaps, job_.namespaceName(), job_.spec.output.configMapName,
+        client_.patch(k8s::kConfigMaps, job_.namespaceName(), job_.spec.output.configMapName,
                       k8s::PatchType::kApply, configMap, {std::string(kFieldManager), true});
     if (!applied) {
       warn("ConfigMap " + job_.spec.output.configMapName + ": " + k8s::describe(applied.error()));
@@ -589,7 +593,8 @@ class Reconciler::Pass {
 
   // DeepSpeed's `--autotuning run`: the user's Job, with the optimal config mounted.
   bool startAfterTuning(const tuning::Trial& best) {
-    auto created = client_.create(kBatchJobs, job_.namespaceName(), afterTuningJob(job_, best));
+    auto created =
+        client_.create(k8s::kBatchJobs, job_.namespaceName(), afterTuningJob(job_, best));
     if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists) {
       warn("afterTuning Job: " + k8s::describe(created.error()));
       return false;
@@ -647,7 +652,7 @@ class Reconciler::Pass {
 
   void deletePods(const std::vector<std::string>& names) {
     for (const auto& name : names) {
-      auto removed = client_.remove(kPods, job_.namespaceName(), name);
+      auto removed = client_.remove(k8s::kPods, job_.namespaceName(), name);
       if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound) {
         warn("delete Pod " + name + ": " + k8s::describe(removed.error()));
       }
@@ -694,7 +699,7 @@ class Reconciler::Pass {
                         {"firstTimestamp", nowText_},
                         {"lastTimestamp", nowText_},
                         {"count", 1}};
-    auto created = client_.create(kEvents, job_.namespaceName(), event);
+    auto created = client_.create(k8s::kEvents, job_.namespaceName(), event);
     if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists) {
       warn("event " + reason + ": " + k8s::describe(created.error()));
     }

@@ -14,17 +14,13 @@
 
 #include "api/job.h"
 #include "k8s/client.h"
+#include "k8s/resources.h"
 #include "runtime/informer.h"
 #include "runtime/manager.h"
 
 namespace autotune::controller {
 
 inline const k8s::Resource kAutotuneJobs{"autotune.io", "v1alpha1", "autotunejobs", true};
-inline const k8s::Resource kPods{"", "v1", "pods", true};
-inline const k8s::Resource kNodes{"", "v1", "nodes", false};
-inline const k8s::Resource kConfigMaps{"", "v1", "configmaps", true};
-inline const k8s::Resource kEvents{"", "v1", "events", true};
-inline const k8s::Resource kBatchJobs{"batch", "v1", "jobs", true};
 
 // What the reconciler reads from the manager's caches: one store of jobs and one of trial Pods
 // (those labelled autotune.io/job) per watched namespace, or one each for all namespaces.

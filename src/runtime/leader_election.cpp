@@ -48,14 +48,14 @@ nlohmann::json LeaderElector::record(const nlohmann::json& current) const {
 
 bool LeaderElector::tryAcquireOrRenew() {
   const TimePoint now = clock_.now();
-  auto lease = client_.get(kLeases, options_.ns, options_.name);
+  auto lease = client_.get(k8s::kLeases, options_.ns, options_.name);
   if (!lease && lease.error().kind == k8s::ErrorKind::kNotFound) {
     const nlohmann::json fresh = {
         {"apiVersion", "coordination.k8s.io/v1"},
         {"kind", "Lease"},
         {"metadata", {{"name", options_.name}, {"namespace", options_.ns}}},
         {"spec", record(nlohmann::json::object())}};
-    auto created = client_.create(kLeases, options_.ns, fresh);
+    auto created = client_.create(k8s::kLeases, options_.ns, fresh);
     if (created) {
       observed_ = (*created)["spec"];
       observedAt_ = now;
@@ -81,7 +81,7 @@ bool LeaderElector::tryAcquireOrRenew() {
   }
   nlohmann::json updated = *lease;
   updated["spec"] = record(current);
-  auto written = client_.update(kLeases, options_.ns, updated);
+  auto written = client_.update(k8s::kLeases, options_.ns, updated);
   if (written) {
     observed_ = (*written)["spec"];
     observedAt_ = now;
@@ -129,7 +129,7 @@ void LeaderElector::release() {
   if (!leading_.exchange(false)) {
     return;
   }
-  auto lease = client_.get(kLeases, options_.ns, options_.name);
+  auto lease = client_.get(k8s::kLeases, options_.ns, options_.name);
   if (!lease || (*lease)["spec"].value("holderIdentity", "") != options_.identity) {
     return;
   }
@@ -137,7 +137,7 @@ void LeaderElector::release() {
   released["spec"]["holderIdentity"] = "";
   released["spec"]["leaseDurationSeconds"] = 1;
   released["spec"]["renewTime"] = microTime(std::chrono::system_clock::now());
-  [[maybe_unused]] const auto written = client_.update(kLeases, options_.ns, released);
+  [[maybe_unused]] const auto written = client_.update(k8s::kLeases, options_.ns, released);
 }
 
 }  // namespace autotune::runtime

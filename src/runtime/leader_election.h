@@ -11,11 +11,10 @@
 #include <string>
 
 #include "k8s/client.h"
+#include "k8s/resources.h"
 #include "runtime/clock.h"
 
 namespace autotune::runtime {
-
-inline const k8s::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 
 struct LeaseOptions {
   std::string ns;

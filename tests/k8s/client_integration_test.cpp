@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "k8s/client.h"
+#include "k8s/resources.h"
 #include "support/control_plane.h"
 
 namespace autotune::k8s {
@@ -19,7 +20,6 @@ namespace {
 using nlohmann::json;
 using testing::ApiServerTest;
 
-const Resource kConfigMaps{"", "v1", "configmaps", true};
 const Resource kDeployments{"apps", "v1", "deployments", true};
 
 [[maybe_unused]] const auto* const kControlPlane =
@@ -289,7 +289,7 @@ TEST_F(Client, AServerCertifiedByAnotherCaIsRefused) {
   once.maxRetries = 0;
   const k8s::Client distrusting(makeHttpTransport(*config), once);
 
-  const auto refused = distrusting.get(testing::kNamespaces, "", ns());
+  const auto refused = distrusting.get(kNamespaces, "", ns());
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().kind, ErrorKind::kTransport) << describe(refused.error());
   std::filesystem::remove_all(directory);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "k8s/resources.h"
 #include "support/fake_transport.h"
 
 namespace autotune::k8s {
@@ -19,9 +20,7 @@ namespace {
 using nlohmann::json;
 using testing::FakeTransport;
 
-const Resource kConfigMaps{"", "v1", "configmaps", true};
 const Resource kJobs{"autotune.io", "v1alpha1", "autotunejobs", true};
-const Resource kNodes{"", "v1", "nodes", false};
 
 class ClientRequests : public ::testing::Test {
  protected:

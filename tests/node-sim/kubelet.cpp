@@ -4,16 +4,17 @@
 #include <system_error>
 #include <thread>
 
+#include "k8s/resources.h"
 #include "log.h"
 #include "nodes.h"
 
 namespace autotune::nodesim {
 namespace {
 
+using k8s::kPods;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const k8s::Resource kPods{"", "v1", "pods", true};
 // Every Pod bound to some Node; ours are picked out by name. One watch serves any number of Nodes.
 constexpr const char* kBoundPods = "spec.nodeName!=";
 constexpr auto kTick = std::chrono::milliseconds(100);

@@ -20,17 +20,17 @@
 
 #include "executor/process.h"
 #include "k8s/client.h"
+#include "k8s/resources.h"
 #include "support/control_plane.h"
 
 namespace autotune::nodesim {
 namespace {
 
+using k8s::kLeases;
+using k8s::kNodes;
+using k8s::kPods;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-const k8s::Resource kPods{"", "v1", "pods", true};
-const k8s::Resource kNodes{"", "v1", "nodes", false};
-const k8s::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 
 [[maybe_unused]] const auto* const kControlPlane =
     ::testing::AddGlobalTestEnvironment(new testing::ControlPlane);

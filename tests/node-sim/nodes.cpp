@@ -6,16 +6,17 @@
 #include <chrono>
 
 #include "container.h"
+#include "k8s/resources.h"
 #include "log.h"
 
 namespace autotune::nodesim {
 namespace {
 
+using k8s::kLeases;
+using k8s::kNamespaces;
+using k8s::kNodes;
 using nlohmann::json;
 
-const k8s::Resource kNodes{"", "v1", "nodes", false};
-const k8s::Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
-const k8s::Resource kNamespaces{"", "v1", "namespaces", false};
 constexpr const char* kLeaseNamespace = "kube-node-lease";
 // The kubelet's defaults: a Lease lasts 40 s; a Node holds 110 Pods.
 constexpr int kLeaseSeconds = 40;

@@ -10,18 +10,18 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/resources.h"
 #include "runtime/clock.h"
 #include "support/fake_transport.h"
 
 namespace autotune::runtime {
 namespace {
 
+using k8s::kConfigMaps;
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::FakeTransport;
-
-const k8s::Resource kConfigMaps{"", "v1", "configmaps", true};
 
 json configMap(const std::string& name, const std::string& version, const std::string& ns = "ns",
                const json& labels = json::object()) {

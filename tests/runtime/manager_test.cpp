@@ -12,15 +12,15 @@
 #include <string>
 #include <thread>
 
+#include "k8s/resources.h"
 #include "support/fake_transport.h"
 
 namespace autotune::runtime {
 namespace {
 
+using k8s::kConfigMaps;
 using nlohmann::json;
 using testing::FakeTransport;
-
-const k8s::Resource kConfigMaps{"", "v1", "configmaps", true};
 
 // Counts reconciles per key and lets a test wait for a count.
 class Reconciles {

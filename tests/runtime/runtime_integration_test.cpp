@@ -21,6 +21,7 @@
 
 #include "k8s/client.h"
 #include "k8s/config.h"
+#include "k8s/resources.h"
 #include "runtime/clock.h"
 #include "runtime/informer.h"
 #include "runtime/leader_election.h"
@@ -30,11 +31,11 @@
 namespace autotune::runtime {
 namespace {
 
+using k8s::kConfigMaps;
+using k8s::kLeases;
 using nlohmann::json;
 using testing::ApiServerTest;
 using testing::ControlPlane;
-
-const k8s::Resource kConfigMaps{"", "v1", "configmaps", true};
 
 [[maybe_unused]] const auto* const kControlPlane =
     ::testing::AddGlobalTestEnvironment(new ControlPlane("--apiserver-arg=--watch-cache=false"));

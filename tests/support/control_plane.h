@@ -15,6 +15,7 @@
 
 #include "k8s/client.h"
 #include "k8s/config.h"
+#include "k8s/resources.h"
 
 namespace autotune::testing {
 
@@ -78,8 +79,6 @@ class ControlPlane : public ::testing::Environment {
   std::filesystem::path directory_;
 };
 
-inline const k8s::Resource kNamespaces{"", "v1", "namespaces", false};
-
 // A test with a client for the control plane and a namespace of its own, deleted afterwards.
 class ApiServerTest : public ::testing::Test {
  protected:
@@ -94,13 +93,13 @@ class ApiServerTest : public ::testing::Test {
               : '-';
     }
     namespace_ = name.substr(0, 40) + "-" + std::to_string(std::random_device()() % 100000);
-    auto created = client_->create(kNamespaces, "", {{"metadata", {{"name", namespace_}}}});
+    auto created = client_->create(k8s::kNamespaces, "", {{"metadata", {{"name", namespace_}}}});
     ASSERT_TRUE(created) << k8s::describe(created.error());
   }
 
   void TearDown() override {
     if (client_) {
-      [[maybe_unused]] auto removed = client_->remove(kNamespaces, "", namespace_);
+      [[maybe_unused]] auto removed = client_->remove(k8s::kNamespaces, "", namespace_);
     }
   }
 

@@ -1,0 +1,16 @@
+#pragma once
+// The built-in Kubernetes resources the project's programs ask for, named once.
+
+#include "k8s/client.h"
+
+namespace autotune::k8s {
+
+inline const Resource kNamespaces{"", "v1", "namespaces", false};
+inline const Resource kNodes{"", "v1", "nodes", false};
+inline const Resource kPods{"", "v1", "pods", true};
+inline const Resource kConfigMaps{"", "v1", "configmaps", true};
+inline const Resource kEvents{"", "v1", "events", true};
+inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
+inline const Resource kBatchJobs{"batch", "v1", "jobs", true};
+
+}  // namespace autotune::k8s
