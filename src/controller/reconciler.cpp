@@ -140,6 +140,7 @@ class Reconciler::Pass {
         caches_(owner.caches_),
         hooks_(owner.hooks_),
         key_(std::move(key)),
+        nodes_(owner.caches_.nodes->list()),
         now_(owner.now_()),
         nowText_(formatTime(now_)) {}
 
@@ -178,7 +179,7 @@ class Reconciler::Pass {
     for (const auto& record : newRecords_) {
       job_.status.results.push_back(record);
     }
-    const GpuCapacity capacity = gpuCapacity(caches_.nodes->list(), caches_.allPods());
+    const GpuCapacity capacity = gpuCapacity(nodes_, caches_.allPods());
     const tuning::Decision decision = tuning::decide(question(capacity));
     relaunchLost(decision);
     const bool schedulable = fitsSomeNode(capacity, job_.spec.resources.gpusPerTrial);
@@ -221,7 +222,7 @@ class Reconciler::Pass {
       recorded.insert(record.name);
     }
     NodeNames nodes;
-    for (const auto& node : caches_.nodes->list()) {
+    for (const auto& node : nodes_) {
       nodes.insert(metadataOf(node).value("name", ""));
     }
     std::map<std::string, InFlight> newest;
@@ -720,6 +721,7 @@ class Reconciler::Pass {
   const Caches& caches_;
   const ReconcilerHooks& hooks_;
   std::string key_;
+  std::vector<json> nodes_;  // read once: both the Pods' states and the GPU slots need them
   Timestamp now_;
   std::string nowText_;
   json object_;
