@@ -179,11 +179,14 @@ std::string identity() {
 
 std::string outcomeLabel(api::Outcome outcome) { return std::string(api::toString(outcome)); }
 
-std::string jobKey(const api::AutotuneJob& job) { return job.namespaceName() + "/" + job.name(); }
+// Each reconcile runs on one worker thread from start to end, so the lines it logs carry its job
+// and ID through the logger its worker sets here.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+thread_local std::optional<observability::Logger> reconcileLog;
 
-// Each reconcile runs on one worker thread from start to end, so the lines it logs carry the ID
-// its worker set here.
-thread_local std::string reconcileID;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+const observability::Logger& logOf(const observability::Logger& fallback) {
+  return reconcileLog ? *reconcileLog : fallback;
+}
 
 std::string nextReconcileID() {
   static std::atomic<std::uint64_t> counter = 0;
@@ -233,8 +236,7 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
   controller::ReconcilerHooks hooks;
   hooks.trialLaunched = [&metrics, log](const api::AutotuneJob& job, const std::string& trial) {
     metrics.trialLaunched(job.namespaceName(), job.name());
-    log.info("trial launched",
-             {{"job", jobKey(job)}, {"trial", trial}, {"reconcileID", reconcileID}});
+    logOf(log).info("trial launched", {{"trial", trial}});
   };
   hooks.trialPending = [&metrics](std::chrono::duration<double> waited) {
     metrics.trialPending(waited);
@@ -247,27 +249,22 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
       metrics.trialValue(job.namespaceName(), job.name(), record.name, *record.value,
                          job.spec.search.maxTrials);
     }
-    log.info("trial finished", {{"job", jobKey(job)},
-                                {"reconcileID", reconcileID},
-                                {"trial", record.name},
-                                {"outcome", outcomeLabel(record.outcome)},
-                                {"value", record.value ? json(*record.value) : json()}});
+    logOf(log).info("trial finished", {{"trial", record.name},
+                                       {"outcome", outcomeLabel(record.outcome)},
+                                       {"value", record.value ? json(*record.value) : json()}});
   };
   hooks.statusWritten = [&metrics, log](const api::AutotuneJob& job, const api::Status& status) {
     if (status.best) {
       metrics.bestValue(job.namespaceName(), job.name(),
                         std::string(api::toString(status.best->metric)), status.best->value);
     }
-    log.debug("status written", {{"job", jobKey(job)},
-                                 {"reconcileID", reconcileID},
-                                 {"phase", std::string(api::toString(status.phase))}});
+    logOf(log).debug("status written", {{"phase", std::string(api::toString(status.phase))}});
   };
   hooks.jobGone = [&metrics](const std::string& ns, const std::string& name) {
     metrics.forgetJob(ns, name);
   };
-  hooks.warning = [log](const std::string& key, const std::string& message) {
-    log.warn(message, {{"job", key}, {"reconcileID", reconcileID}});
-  };
+  hooks.warning = [log](const std::string& /*key: in the reconcile's logger*/,
+                        const std::string& message) { logOf(log).warn(message); };
   return hooks;
 }
 
@@ -279,16 +276,15 @@ runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
                                    const controller::Caches& caches) {
   runtime::ManagerHooks managerHooks;
   managerHooks.reconciled = [&metrics, log, &manager, &caches](
-                                const std::string& key, const runtime::ReconcileResult& result,
-                                runtime::Duration took) {
+                                const std::string& /*key: in the reconcile's logger*/,
+                                const runtime::ReconcileResult& result, runtime::Duration took) {
     metrics.reconciled(result.failed         ? observability::ReconcileOutcome::kError
                        : result.requeueAfter ? observability::ReconcileOutcome::kRequeue
                                              : observability::ReconcileOutcome::kSuccess,
                        std::chrono::duration_cast<observability::Seconds>(took));
     metrics.workqueueDepth(manager.queue().len());
     publishClusterGauges(caches, metrics);
-    log.debug("reconciled",
-              {{"job", key}, {"reconcileID", reconcileID}, {"failed", result.failed}});
+    logOf(log).debug("reconciled", {{"failed", result.failed}});
   };
   managerHooks.watchRestarted = [&metrics, log](const runtime::WatchTarget& target,
                                                 runtime::RestartReason reason) {
@@ -368,7 +364,7 @@ int main(int argc, char** argv) {
   observability::Heartbeat heartbeat(std::chrono::minutes(10));
   manager.setReconciler([&](const std::string& key) {
     const auto beat = heartbeat.beat();
-    reconcileID = nextReconcileID();
+    reconcileLog = log.with({{"job", key}, {"reconcileID", nextReconcileID()}});
     return reconciler.reconcile(key);
   });
   manager.setHooks(managerHooks(metrics, log, manager, caches));

@@ -190,10 +190,6 @@ json ownerReference(const api::AutotuneJob& job) {
 
 std::string jobLabelValue(std::string_view jobName) { return labelValue(jobName); }
 
-std::string trialPodSelector(std::string_view jobName) {
-  return std::string(kJobLabel) + "=" + jobLabelValue(jobName);
-}
-
 std::string trialPodName(std::string_view jobName, std::string_view trialName, int attempt) {
   if (attempt <= 0) {
     return tuning::podName(jobName, trialName);

@@ -12,7 +12,7 @@
 
 namespace autotune::controller {
 
-// Labels on every trial Pod. Selectors use the job label (see trialPodSelector).
+// Labels on every trial Pod. The job label's value is jobLabelValue(job name).
 inline constexpr std::string_view kJobLabel = "autotune.io/job";
 inline constexpr std::string_view kTrialLabel = "autotune.io/trial";  // trial name, DNS-safe
 inline constexpr std::string_view kSpaceLabel = "autotune.io/space";
@@ -33,9 +33,6 @@ inline constexpr std::string_view kDefaultTerminationMessagePath = "/dev/termina
 // The value of the job label: the job name, or for a name over 63 characters (a label value's
 // limit) a cut of it ending in a hash of the whole name.
 std::string jobLabelValue(std::string_view jobName);
-
-// "autotune.io/job=<jobLabelValue>": the label selector of the job's trial Pods.
-std::string trialPodSelector(std::string_view jobName);
 
 // The Pod name of a trial: tuning::podName for the first attempt; a relaunch gets a name of its
 // own, so that its Pod can be created before the lost one is deleted.

@@ -19,7 +19,6 @@ using autotune::api::AutotuneJob;
 using autotune::controller::jobLabelValue;
 using autotune::controller::trialPod;
 using autotune::controller::trialPodName;
-using autotune::controller::trialPodSelector;
 using autotune::tuning::describeSpace;
 using autotune::tuning::launchConfig;
 using autotune::tuning::makeFastTrial;
@@ -412,15 +411,13 @@ TEST(TrialPod, ALongJobNameStillGivesValidNamesAndLabels) {
     EXPECT_TRUE(isLabelValue(value.get<std::string>())) << key << "=" << value;
   }
   EXPECT_EQ(pod["metadata"]["labels"]["autotune.io/job"], jobLabelValue(longName));
-  EXPECT_EQ(trialPodSelector(longName), "autotune.io/job=" + jobLabelValue(longName));
   EXPECT_NE(jobLabelValue(longName), jobLabelValue(longName + "x"));
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["name"], longName);
   EXPECT_EQ(env(trainer(pod), "AUTOTUNE_JOB"), longName);
 }
 
-TEST(TrialPod, AShortJobNameIsItsOwnLabelAndSelector) {
+TEST(TrialPod, AShortJobNameIsItsOwnLabel) {
   EXPECT_EQ(jobLabelValue("gpt2-large"), "gpt2-large");
-  EXPECT_EQ(trialPodSelector("gpt2-large"), "autotune.io/job=gpt2-large");
 }
 
 TEST(TrialPod, ARelaunchHasANameOfItsOwnAndCountsItsAttempt) {
