@@ -21,17 +21,12 @@ namespace autotune::controller {
 namespace {
 
 using nlohmann::json;
+using runtime::metadataOf;
 using Timestamp = std::chrono::system_clock::time_point;
 
 constexpr std::string_view kFieldManager = "autotune-operator";
 constexpr auto kMinRequeue = std::chrono::seconds(1);
 constexpr auto kUnschedulableRecheck = std::chrono::seconds(30);
-
-const json& metadataOf(const json& object) {
-  static const json kEmpty = json::object();
-  const auto found = object.find("metadata");
-  return found != object.end() && found->is_object() ? *found : kEmpty;
-}
 
 std::pair<std::string, std::string> splitKey(const std::string& key) {
   const auto slash = key.find('/');

@@ -6,17 +6,17 @@
 namespace autotune::runtime {
 namespace {
 
-const nlohmann::json& metadataOf(const nlohmann::json& object) {
-  static const nlohmann::json kEmpty = nlohmann::json::object();
-  const auto found = object.find("metadata");
-  return found != object.end() && found->is_object() ? *found : kEmpty;
-}
-
 std::string resourceVersionOf(const nlohmann::json& object) {
   return metadataOf(object).value("resourceVersion", "");
 }
 
 }  // namespace
+
+const nlohmann::json& metadataOf(const nlohmann::json& object) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  const auto found = object.find("metadata");
+  return found != object.end() && found->is_object() ? *found : kEmpty;
+}
 
 std::string keyOf(const nlohmann::json& object) {
   const auto& metadata = metadataOf(object);

@@ -21,6 +21,9 @@
 
 namespace autotune::runtime {
 
+// An object's metadata, or an empty object when it has none.
+const nlohmann::json& metadataOf(const nlohmann::json& object);
+
 // "namespace/name" for namespaced objects, "name" for cluster-scoped ones: the work queue's keys.
 std::string keyOf(const nlohmann::json& object);
 
