@@ -416,9 +416,7 @@ TEST(TrialPod, ALongJobNameStillGivesValidNamesAndLabels) {
   EXPECT_EQ(env(trainer(pod), "AUTOTUNE_JOB"), longName);
 }
 
-TEST(TrialPod, AShortJobNameIsItsOwnLabel) {
-  EXPECT_EQ(jobLabelValue("gpt2-large"), "gpt2-large");
-}
+TEST(TrialPod, AShortJobNameIsItsOwnLabel) { EXPECT_EQ(jobLabelValue("gpt2-large"), "gpt2-large"); }
 
 TEST(TrialPod, ARelaunchHasANameOfItsOwnAndCountsItsAttempt) {
   const AutotuneJob job = gpt2Large();
