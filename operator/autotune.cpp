@@ -47,8 +47,45 @@ std::string precisionName(tuning::Precision precision) {
       return "bf16";
     case tuning::Precision::kFp32:
       return "fp32";
+    case tuning::Precision::kHalfAuto:
+      return "\"auto\" (the training script decides; the memory model assumes 16-bit mixed "
+             "precision)";
   }
   return "fp32";
+}
+
+// The dotted paths of the config's "auto" values, which every trial keeps for the training
+// script to fill (the batch keys are tuned instead).
+void collectAutoKeys(const nlohmann::json& value, const std::string& prefix,
+                     std::vector<std::string>& paths) {
+  for (const auto& [key, child] : value.items()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (child.is_object()) {
+      collectAutoKeys(child, path, paths);
+    } else if (child == "auto" && key != "train_micro_batch_size_per_gpu" &&
+               key != "gradient_accumulation_steps") {
+      paths.push_back(path);
+    }
+  }
+}
+
+void printGlobalBatch(const tuning::TuningSpace& space) {
+  const int dataParallel = space.parallelism.dataParallel();
+  if (!space.fixedTrainBatch) {
+    std::cout << "Global batch " << (space.trainBatchAuto ? "\"auto\", left to the script" : "free")
+              << ": micro-batch x gradient accumulation x " << dataParallel
+              << " data-parallel ranks\n";
+    return;
+  }
+  std::cout << "Global batch fixed at " << *space.fixedTrainBatch
+            << " (train_batch_size): micro-batch x gradient accumulation x " << dataParallel
+            << " data-parallel ranks; micro-batch candidates (gradient accumulation):";
+  const tuning::MicroBatchLadder& ladder = space.microBatches;
+  for (const int microBatch :
+       ladder.between(space.search.minMicroBatchSize, space.search.maxMicroBatchSize)) {
+    std::cout << ' ' << microBatch << " (" << ladder.gradientAccumulationFor(microBatch, 1) << ")";
+  }
+  std::cout << "\n";
 }
 
 std::string row(const std::vector<std::string>& cells, const std::vector<int>& widths) {
@@ -91,7 +128,29 @@ void printHeader(const AutotuneJob& job, const tuning::TuningSpace& space) {
   for (const auto& dimension : space.dimensions) {
     std::cout << ' ' << dimension.path << " (" << dimension.values.size() << ")";
   }
-  std::cout << (space.dimensions.empty() ? " none" : "") << "\n\n";
+  std::cout << (space.dimensions.empty() ? " none" : "") << "\n";
+  printGlobalBatch(space);
+  std::vector<std::string> autoKeys;
+  collectAutoKeys(space.base, "", autoKeys);
+  if (!autoKeys.empty()) {
+    std::cout << "Kept \"auto\" for the training script to fill:";
+    for (const auto& path : autoKeys) {
+      std::cout << ' ' << path;
+    }
+    std::cout << "\n";
+  }
+  std::cout << "\n";
+}
+
+void printWarnings(const autotune::api::FieldErrors& warnings) {
+  if (warnings.empty()) {
+    return;
+  }
+  std::cout << "Notes on DeepSpeed's autotuning section:\n";
+  for (const auto& warning : warnings) {
+    std::cout << "  " << autotune::api::format(warning) << "\n";
+  }
+  std::cout << "\n";
 }
 
 void printMemory(const AutotuneJob& job, const tuning::TuningSpace& space) {
@@ -172,17 +231,19 @@ int plan(const std::string& path) {
     std::cerr << path << ": cannot be read\n";
     return kExitInvalid;
   }
-  const auto job = autotune::api::decodeJobYaml(*text);
-  if (!job) {
-    for (const auto& error : job.error()) {
+  const auto decoded = autotune::api::decodeYaml(*text);
+  if (!decoded) {
+    for (const auto& error : decoded.error()) {
       std::cerr << autotune::api::format(error) << "\n";
     }
     return kExitInvalid;
   }
-  const tuning::TuningSpace space = tuning::describeSpace(job->spec);
-  printHeader(*job, space);
-  printMemory(*job, space);
-  printTrials(*job);
+  const AutotuneJob& job = decoded->job;
+  const tuning::TuningSpace space = tuning::describeSpace(job.spec);
+  printHeader(job, space);
+  printWarnings(decoded->warnings);
+  printMemory(job, space);
+  printTrials(job);
   return 0;
 }
 

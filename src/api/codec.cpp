@@ -1,24 +1,14 @@
 #include "api/codec.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstdint>
-#include <exception>
-#include <functional>
-#include <initializer_list>
-#include <limits>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
+#include "api/autotuning_section.h"
+#include "api/fields.h"
 #include "api/job.h"
 #include "api/units.h"
 #include "api/validation.h"
@@ -27,469 +17,7 @@ namespace autotune::api {
 namespace {
 
 using nlohmann::json;
-
-std::string fieldPath(const std::string& parent, std::string_view key) {
-  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
-}
-
-std::string itemPath(const std::string& parent, std::size_t index) {
-  return parent + "[" + std::to_string(index) + "]";
-}
-
-// ---------------------------------------------------------------------------------------------
-// YAML to JSON
-
-FieldError errorAt(const YAML::Mark& mark, std::string reason) {
-  if (mark.is_null()) {
-    return {"", std::move(reason)};
-  }
-  return {"line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1),
-          std::move(reason)};
-}
-
-bool isOneOf(std::string_view text, std::initializer_list<std::string_view> options) {
-  return std::find(options.begin(), options.end(), text) != options.end();
-}
-
-// YAML 1.2 core schema integers: [-+]?[0-9]+, 0o[0-7]+, 0x[0-9a-fA-F]+.
-std::optional<json> integerScalar(std::string_view text) {
-  int base = 10;
-  bool negative = false;
-  if (text.starts_with("0o") || text.starts_with("0x")) {
-    base = text[1] == 'o' ? 8 : 16;
-    text.remove_prefix(2);
-  } else if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
-    negative = text[0] == '-';
-    text.remove_prefix(1);
-  }
-  if (text.empty()) {
-    return std::nullopt;
-  }
-  std::uint64_t magnitude = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, status] = std::from_chars(text.data(), end, magnitude, base);
-  if (stop != end || status != std::errc()) {
-    return std::nullopt;  // not all digits, or too large for an integer: maybe a float
-  }
-  constexpr auto kMaxMagnitude =
-      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-  if (!negative) {
-    return magnitude <= kMaxMagnitude ? json(static_cast<std::int64_t>(magnitude))
-                                      : json(magnitude);
-  }
-  if (magnitude > kMaxMagnitude + 1) {
-    return std::nullopt;
-  }
-  // Negating in unsigned arithmetic reaches INT64_MIN without signed overflow.
-  return json(static_cast<std::int64_t>(~magnitude + 1));
-}
-
-std::size_t countDigits(std::string_view text, std::size_t from) {
-  std::size_t count = 0;
-  while (from + count < text.size() && text[from + count] >= '0' && text[from + count] <= '9') {
-    ++count;
-  }
-  return count;
-}
-
-// YAML 1.2 core schema floats: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?. The
-// special values .inf and .nan have no JSON form, so they stay strings.
-bool hasFloatSyntax(std::string_view text) {
-  std::size_t i = (!text.empty() && (text[0] == '+' || text[0] == '-')) ? 1 : 0;
-  const std::size_t wholeDigits = countDigits(text, i);
-  i += wholeDigits;
-  std::size_t fractionDigits = 0;
-  if (i < text.size() && text[i] == '.') {
-    fractionDigits = countDigits(text, i + 1);
-    i += 1 + fractionDigits;
-  }
-  if (wholeDigits == 0 && fractionDigits == 0) {
-    return false;
-  }
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    ++i;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
-      ++i;
-    }
-    const std::size_t exponentDigits = countDigits(text, i);
-    if (exponentDigits == 0) {
-      return false;
-    }
-    i += exponentDigits;
-  }
-  return i == text.size();
-}
-
-std::optional<json> floatScalar(std::string_view text) {
-  if (!hasFloatSyntax(text)) {
-    return std::nullopt;
-  }
-  if (text[0] == '+') {
-    text.remove_prefix(1);  // from_chars takes no plus sign
-  }
-  double value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, status] = std::from_chars(text.data(), end, value);
-  if (stop != end || status != std::errc()) {
-    return std::nullopt;
-  }
-  return json(value);
-}
-
-json scalarToJson(const YAML::Node& node) {
-  const std::string& text = node.Scalar();
-  // yaml-cpp tags quoted and block scalars "!": the user asked for a string.
-  if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") {
-    return text;
-  }
-  if (isOneOf(text, {"", "~", "null", "Null", "NULL"})) {
-    return nullptr;
-  }
-  if (isOneOf(text, {"true", "True", "TRUE"})) {
-    return true;
-  }
-  if (isOneOf(text, {"false", "False", "FALSE"})) {
-    return false;
-  }
-  if (std::optional<json> integer = integerScalar(text)) {
-    return *integer;
-  }
-  if (std::optional<json> number = floatScalar(text)) {
-    return *number;
-  }
-  return text;
-}
-
-// Converts a parsed YAML tree. Aliases make it a graph: a self-referencing alias would recurse
-// forever and nested aliases expand exponentially, so depth and size are bounded.
-class YamlConverter {
- public:
-  tl::expected<json, FieldError> convert(const YAML::Node& node) { return convert(node, 0); }
-
- private:
-  static constexpr int kMaxDepth = 100;
-  static constexpr int kMaxNodes = 1'000'000;
-
-  tl::expected<json, FieldError> convert(const YAML::Node& node, int depth) {
-    if (depth > kMaxDepth) {
-      return tl::unexpected(errorAt(node.Mark(), "nesting is too deep"));
-    }
-    if (++nodes_ > kMaxNodes) {
-      return tl::unexpected(errorAt(node.Mark(), "the document is too large"));
-    }
-    switch (node.Type()) {
-      case YAML::NodeType::Scalar:
-        return scalarToJson(node);
-      case YAML::NodeType::Sequence:
-        return convertSequence(node, depth);
-      case YAML::NodeType::Map:
-        return convertMap(node, depth);
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        break;
-    }
-    return json(nullptr);
-  }
-
-  tl::expected<json, FieldError> convertSequence(const YAML::Node& node, int depth) {
-    json array = json::array();
-    for (const auto& item : node) {
-      tl::expected<json, FieldError> value = convert(item, depth + 1);
-      if (!value) {
-        return value;
-      }
-      array.push_back(std::move(*value));
-    }
-    return array;
-  }
-
-  tl::expected<json, FieldError> convertMap(const YAML::Node& node, int depth) {
-    json object = json::object();
-    for (const auto& entry : node) {
-      if (!entry.first.IsScalar() && !entry.first.IsNull()) {
-        return tl::unexpected(errorAt(entry.first.Mark(), "mapping keys must be strings"));
-      }
-      const std::string& key = entry.first.Scalar();
-      if (object.contains(key)) {
-        return tl::unexpected(errorAt(entry.first.Mark(), "duplicate key \"" + key + "\""));
-      }
-      tl::expected<json, FieldError> value = convert(entry.second, depth + 1);
-      if (!value) {
-        return value;
-      }
-      object[key] = std::move(*value);
-    }
-    return object;
-  }
-
-  int nodes_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Decoding: every field converted, every problem recorded with its path, nothing thrown.
-
-constexpr std::string_view kStrategyChoices = "must be one of deepspeed, grid, random, model-based";
-constexpr std::string_view kMetricChoices = "must be one of throughput, latency, flops";
-constexpr std::string_view kCleanupChoices = "must be one of DeleteFinished, Keep";
-constexpr std::string_view kPhaseChoices =
-    "must be one of Pending, Profiling, Running, Succeeded, Failed";
-constexpr std::string_view kOutcomeChoices =
-    "must be one of Succeeded, MetricsUnavailable, OOM, Failed, TimedOut, Unschedulable";
-
-// "must be an integer", or "must be an integer, not a list" for a user who tried to give several.
-std::string mustBe(std::string_view what, const json& value) {
-  std::string reason = "must be " + std::string(what);
-  if (value.is_array()) {
-    reason += ", not a list";
-  }
-  return reason;
-}
-
-std::optional<std::int64_t> asInt64(const json& value, const std::string& path,
-                                    FieldErrors& errors) {
-  if (value.is_number_unsigned() &&
-      value.get<std::uint64_t>() >
-          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    errors.push_back({path, "is out of range"});
-    return std::nullopt;
-  }
-  if (value.is_number_integer()) {
-    return value.get<std::int64_t>();
-  }
-  // YAML reads 7.74e8 as a float; a whole number written that way is still meant as an integer.
-  if (value.is_number_float()) {
-    const double number = value.get<double>();
-    constexpr double kLimit = 9223372036854775808.0;  // 2^63
-    if (number >= -kLimit && number < kLimit && number == std::trunc(number)) {
-      return static_cast<std::int64_t>(number);
-    }
-  }
-  errors.push_back({path, mustBe("an integer", value)});
-  return std::nullopt;
-}
-
-std::optional<int> asInt(const json& value, const std::string& path, FieldErrors& errors) {
-  const std::optional<std::int64_t> wide = asInt64(value, path, errors);
-  if (!wide) {
-    return std::nullopt;
-  }
-  if (*wide < std::numeric_limits<int>::min() || *wide > std::numeric_limits<int>::max()) {
-    errors.push_back({path, "is out of range"});
-    return std::nullopt;
-  }
-  return static_cast<int>(*wide);
-}
-
-std::optional<double> asDouble(const json& value, const std::string& path, FieldErrors& errors) {
-  if (!value.is_number()) {
-    errors.push_back({path, mustBe("a number", value)});
-    return std::nullopt;
-  }
-  return value.get<double>();
-}
-
-std::optional<bool> asBool(const json& value, const std::string& path, FieldErrors& errors) {
-  if (!value.is_boolean()) {
-    errors.push_back({path, mustBe("a boolean", value)});
-    return std::nullopt;
-  }
-  return value.get<bool>();
-}
-
-std::optional<std::string> asString(const json& value, const std::string& path,
-                                    FieldErrors& errors) {
-  if (!value.is_string()) {
-    errors.push_back({path, mustBe("a string", value)});
-    return std::nullopt;
-  }
-  return value.get<std::string>();
-}
-
-std::optional<json> asObject(const json& value, const std::string& path, FieldErrors& errors) {
-  if (!value.is_object()) {
-    errors.push_back({path, mustBe("an object", value)});
-    return std::nullopt;
-  }
-  return value;
-}
-
-// Free-form values (deepspeedConfig, template) are checked by validation, which knows their rules.
-std::optional<json> asAny(const json& value, const std::string& /*path*/, FieldErrors& /*errors*/) {
-  return value;
-}
-
-// Units are written as strings ("32Gi", "30m"); a plain number is also a quantity (of bytes), but
-// never a duration, whose unit must be explicit. Anything else gets the unit's own explanation.
-template <typename Unit>
-std::optional<Unit> asUnit(const json& value, const std::string& path, FieldErrors& errors,
-                           bool acceptNumbers) {
-  std::string text;
-  if (value.is_string()) {
-    text = value.get<std::string>();
-  } else if (acceptNumbers && value.is_number()) {
-    text = value.dump();
-  }
-  tl::expected<Unit, std::string> parsed = Unit::parse(text);
-  if (!parsed) {
-    errors.push_back({path, value.is_array() ? parsed.error() + ", not a list" : parsed.error()});
-    return std::nullopt;
-  }
-  return *parsed;
-}
-
-std::optional<Quantity> asQuantity(const json& value, const std::string& path,
-                                   FieldErrors& errors) {
-  return asUnit<Quantity>(value, path, errors, true);
-}
-
-std::optional<Duration> asDuration(const json& value, const std::string& path,
-                                   FieldErrors& errors) {
-  return asUnit<Duration>(value, path, errors, false);
-}
-
-template <typename Enum>
-std::optional<Enum> asEnum(const json& value, const std::string& path, FieldErrors& errors,
-                           std::optional<Enum> (*parse)(std::string_view),
-                           std::string_view choices) {
-  if (!value.is_string()) {
-    errors.push_back({path, mustBe("a string", value)});
-    return std::nullopt;
-  }
-  std::optional<Enum> parsed = parse(value.get_ref<const std::string&>());
-  if (!parsed) {
-    errors.push_back({path, std::string(choices)});
-  }
-  return parsed;
-}
-
-std::optional<Strategy> asStrategy(const json& value, const std::string& path,
-                                   FieldErrors& errors) {
-  return asEnum(value, path, errors, parseStrategy, kStrategyChoices);
-}
-
-std::optional<Metric> asMetric(const json& value, const std::string& path, FieldErrors& errors) {
-  return asEnum(value, path, errors, parseMetric, kMetricChoices);
-}
-
-std::optional<Cleanup> asCleanup(const json& value, const std::string& path, FieldErrors& errors) {
-  return asEnum(value, path, errors, parseCleanup, kCleanupChoices);
-}
-
-std::optional<Phase> asPhase(const json& value, const std::string& path, FieldErrors& errors) {
-  return asEnum(value, path, errors, parsePhase, kPhaseChoices);
-}
-
-std::optional<Outcome> asOutcome(const json& value, const std::string& path, FieldErrors& errors) {
-  return asEnum(value, path, errors, parseOutcome, kOutcomeChoices);
-}
-
-std::optional<std::map<std::string, std::string>> asStringMap(const json& value,
-                                                              const std::string& path,
-                                                              FieldErrors& errors) {
-  if (!value.is_object()) {
-    errors.push_back({path, mustBe("an object", value)});
-    return std::nullopt;
-  }
-  std::map<std::string, std::string> result;
-  for (const auto& [key, item] : value.items()) {
-    if (std::optional<std::string> text = asString(item, fieldPath(path, key), errors)) {
-      result.emplace(key, std::move(*text));
-    }
-  }
-  return result;
-}
-
-// Reads one JSON object field by field and remembers which keys it asked for, so that whatever
-// remains can be reported as an unknown field (most often a typo).
-class ObjectReader {
- public:
-  ObjectReader(const json& object, std::string path, FieldErrors& errors)
-      : object_(object), path_(std::move(path)), errors_(errors) {}
-
-  // nullptr when the key is absent or null: Kubernetes treats an explicit null as unset.
-  const json* get(std::string_view key) {
-    known_.emplace(key);
-    const auto found = object_.find(key);
-    return found == object_.end() || found->is_null() ? nullptr : &*found;
-  }
-
-  std::string pathOf(std::string_view key) const { return fieldPath(path_, key); }
-
-  void fail(std::string_view key, std::string reason) {
-    errors_.push_back({pathOf(key), std::move(reason)});
-  }
-
-  template <typename T, typename Convert>
-  void read(std::string_view key, T& out, Convert convert) {
-    if (const json* value = get(key)) {
-      if (auto decoded = convert(*value, pathOf(key), errors_)) {
-        out = std::move(*decoded);
-      }
-    }
-  }
-
-  // Decodes a nested object with decodeFields(ObjectReader&); false when the key is absent.
-  template <typename DecodeFields>
-  bool readSection(std::string_view key, DecodeFields decodeFields);
-
-  // Decodes a list of objects, each with decodeItem(ObjectReader&, T&).
-  template <typename T, typename DecodeItem>
-  void readList(std::string_view key, std::vector<T>& out, DecodeItem decodeItem);
-
-  void rejectUnknown() const {
-    for (const auto& [key, value] : object_.items()) {
-      if (!known_.contains(key)) {
-        errors_.push_back({pathOf(key), "unknown field"});
-      }
-    }
-  }
-
- private:
-  const json& object_;
-  std::string path_;
-  FieldErrors& errors_;
-  std::set<std::string, std::less<>> known_;
-};
-
-template <typename DecodeFields>
-void readObject(const json& value, const std::string& path, FieldErrors& errors,
-                DecodeFields decodeFields) {
-  if (!value.is_object()) {
-    errors.push_back({path, mustBe("an object", value)});
-    return;
-  }
-  ObjectReader reader(value, path, errors);
-  decodeFields(reader);
-  reader.rejectUnknown();
-}
-
-template <typename DecodeFields>
-bool ObjectReader::readSection(std::string_view key, DecodeFields decodeFields) {
-  const json* value = get(key);
-  if (value == nullptr) {
-    return false;
-  }
-  readObject(*value, pathOf(key), errors_, decodeFields);
-  return true;
-}
-
-template <typename T, typename DecodeItem>
-void ObjectReader::readList(std::string_view key, std::vector<T>& out, DecodeItem decodeItem) {
-  const json* value = get(key);
-  if (value == nullptr) {
-    return;
-  }
-  if (!value->is_array()) {
-    errors_.push_back({pathOf(key), "must be a list"});
-    return;
-  }
-  for (std::size_t i = 0; i < value->size(); ++i) {
-    T item;
-    readObject((*value)[i], itemPath(pathOf(key), i), errors_,
-               [&](ObjectReader& reader) { decodeItem(reader, item); });
-    out.push_back(std::move(item));
-  }
-}
+using namespace fields;  // NOLINT(google-build-using-namespace): the codec is made of them
 
 // --- spec ---
 
@@ -644,6 +172,39 @@ const json* member(const json& value, std::string_view key) {
 std::string stringMember(const json& value, std::string_view key) {
   const json* found = member(value, key);
   return found != nullptr && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+// The config keys the engine reads as integers. Users write them as YAML and JSON let them
+// (16.0, 1.6e1); a whole number is an integer whatever its spelling.
+void normalizeInteger(json& value) {
+  if (value.is_array()) {
+    for (json& item : value) {
+      normalizeInteger(item);
+    }
+    return;
+  }
+  FieldErrors ignored;  // a value that is no whole number is left for validation to report
+  if (value.is_number_float()) {
+    if (std::optional<std::int64_t> whole = asInt64(value, "", ignored)) {
+      value = *whole;
+    }
+  }
+}
+
+void normalizeIntegers(json& config) {
+  if (!config.is_object()) {
+    return;
+  }
+  for (const char* key :
+       {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
+    if (config.contains(key)) {
+      normalizeInteger(config[key]);
+    }
+  }
+  const auto zero = config.find("zero_optimization");
+  if (zero != config.end() && zero->is_object() && zero->contains("stage")) {
+    normalizeInteger((*zero)["stage"]);
+  }
 }
 
 // Fills in the defaults that depend on other fields; returns whether configMapName was defaulted.
@@ -835,21 +396,7 @@ std::string format(const FieldError& error) {
   return error.path.empty() ? error.reason : error.path + ": " + error.reason;
 }
 
-tl::expected<json, FieldError> yamlToJson(std::string_view text) {
-  try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    if (documents.empty() || documents.front().IsNull()) {
-      return tl::unexpected(FieldError{"", "the document is empty"});
-    }
-    return YamlConverter().convert(documents.front());
-  } catch (const YAML::Exception& error) {
-    return tl::unexpected(errorAt(error.mark, error.msg));
-  } catch (const std::exception& error) {
-    return tl::unexpected(FieldError{"", error.what()});
-  }
-}
-
-tl::expected<AutotuneJob, FieldErrors> decodeJob(const json& document) {
+tl::expected<Decoded, FieldErrors> decode(const json& document) {
   FieldErrors errors;
   AutotuneJob job;
   readObject(document, "", errors, [&](ObjectReader& reader) {
@@ -862,20 +409,36 @@ tl::expected<AutotuneJob, FieldErrors> decodeJob(const json& document) {
     reader.readSection("status",
                        [&](ObjectReader& status) { decodeStatusFields(status, job.status); });
   });
+  normalizeIntegers(job.spec.deepspeedConfig);
+  const json* specDocument = member(document, "spec");
+  AutotuningDefaults defaults = applyAutotuningSection(
+      specDocument == nullptr ? json::object() : *specDocument, job.spec, errors);
   const bool configMapNameDefaulted = applyDefaults(job);
+  const std::size_t decodingErrors = errors.size();
   appendValidation(job, configMapNameDefaulted, errors);
+  for (std::size_t i = decodingErrors; i < errors.size(); ++i) {
+    errors[i].path = sourcePath(errors[i].path, defaults.supplied);
+  }
   if (!errors.empty()) {
     return tl::unexpected(std::move(errors));
   }
-  return job;
+  return Decoded{std::move(job), std::move(defaults.warnings)};
 }
 
-tl::expected<AutotuneJob, FieldErrors> decodeJobYaml(std::string_view text) {
+tl::expected<Decoded, FieldErrors> decodeYaml(std::string_view text) {
   tl::expected<json, FieldError> document = yamlToJson(text);
   if (!document) {
     return tl::unexpected(FieldErrors{document.error()});
   }
-  return decodeJob(*document);
+  return decode(*document);
+}
+
+tl::expected<AutotuneJob, FieldErrors> decodeJob(const json& document) {
+  return decode(document).map([](Decoded&& decoded) { return std::move(decoded.job); });
+}
+
+tl::expected<AutotuneJob, FieldErrors> decodeJobYaml(std::string_view text) {
+  return decodeYaml(text).map([](Decoded&& decoded) { return std::move(decoded.job); });
 }
 
 tl::expected<Status, FieldErrors> decodeStatus(const json& status) {

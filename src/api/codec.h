@@ -25,11 +25,23 @@ using FieldErrors = std::vector<FieldError>;
 // "path: reason"
 std::string format(const FieldError& error);
 
-// YAML (a superset of JSON) to the JSON document model. Plain scalars become numbers, booleans
-// or null where YAML 1.2's core schema says so; quoted scalars stay strings.
+// YAML (a superset of JSON) to the JSON document model. Plain scalars become numbers or null where
+// YAML 1.2's core schema says so, and booleans where Kubernetes' YAML reader does (YAML 1.1's
+// true/false, yes/no, on/off, y/n); quoted scalars stay strings.
 tl::expected<nlohmann::json, FieldError> yamlToJson(std::string_view text);
 
+// A decoded job, and what decoding noticed without refusing it: keys of the config's DeepSpeed
+// `autotuning` section that have no effect here or that the spec overrides (see docs/api.md).
+struct Decoded {
+  AutotuneJob job;
+  FieldErrors warnings;
+};
+
 // A whole AutotuneJob document, decoded and validated; every error at once.
+tl::expected<Decoded, FieldErrors> decode(const nlohmann::json& document);
+tl::expected<Decoded, FieldErrors> decodeYaml(std::string_view text);
+
+// The job alone, for callers with nobody to tell the warnings to.
 tl::expected<AutotuneJob, FieldErrors> decodeJob(const nlohmann::json& document);
 tl::expected<AutotuneJob, FieldErrors> decodeJobYaml(std::string_view text);
 

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdint>
 #include <iterator>
+#include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +25,8 @@ constexpr std::string_view kMicroBatchKey = "train_micro_batch_size_per_gpu";
 constexpr std::string_view kGradientAccumulationKey = "gradient_accumulation_steps";
 constexpr std::string_view kTrainBatchKey = "train_batch_size";
 constexpr std::string_view kStageKey = "zero_optimization.stage";
+constexpr std::string_view kAutotuningKey = "autotuning";
+constexpr std::string_view kZeroKey = "zero_optimization";
 
 constexpr std::string_view kConfigPath = "spec.deepspeedConfig";
 constexpr std::string_view kContainersPath = "spec.template.spec.containers";
@@ -101,8 +105,14 @@ bool isLabelValue(std::string_view value) {
                      [](char c) { return isAlphanumeric(c) || c == '-' || c == '_' || c == '.'; });
 }
 
+// Batch sizes are counted in int, as DeepSpeed's engine and the search count them.
 bool isPositiveInteger(const json& value) {
-  return value.is_number_integer() && value.get<std::int64_t>() > 0;
+  return value.is_number_integer() && value.get<std::int64_t>() > 0 &&
+         value.get<std::int64_t>() <= std::numeric_limits<int>::max();
+}
+
+bool isAuto(const json& value) {
+  return value.is_string() && value.get_ref<const std::string&>() == "auto";
 }
 
 // --- the object as a whole ---
@@ -236,7 +246,7 @@ void checkStage(const json& value, const std::string& path, FieldErrors& errors)
 
 // train_micro_batch_size_per_gpu and gradient_accumulation_steps: "auto", a start, or a list.
 void checkBatchKey(const json& value, const std::string& path, FieldErrors& errors) {
-  if (value.is_string() && value.get_ref<const std::string&>() == "auto") {
+  if (isAuto(value)) {
     return;
   }
   if (value.is_number_integer()) {
@@ -267,19 +277,120 @@ bool isPlainNumberList(std::string_view keyPath, const json& value) {
          std::all_of(value.begin(), value.end(), [](const json& item) { return item.is_number(); });
 }
 
+template <typename Check>
+void checkCandidates(const json& list, const std::string& path, FieldErrors& errors, Check check) {
+  if (list.empty()) {
+    fail(errors, path, kEmptyCandidates);
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    check(list[i], itemPath(path, i), errors);
+  }
+}
+
+// A numeric train_batch_size is the fixed global batch every trial keeps; "auto" or null leaves
+// it free.
+void checkTrainBatch(const json& value, const std::string& path, FieldErrors& errors) {
+  if (value.is_array()) {
+    fail(errors, path, kTrainBatchList);
+  } else if (!value.is_null() && !isAuto(value) && !isPositiveInteger(value)) {
+    fail(errors, path, R"(must be "auto" or a positive integer (a fixed global batch))");
+  }
+}
+
+// Sections whose values the engine reads are objects, or lists of objects as candidates (each
+// item is checked on its own); zero_optimization is one object, since each trial sets its stage.
+void checkSection(const json& value, const std::string& keyPath, const std::string& path,
+                  FieldErrors& errors) {
+  if (value.is_object() || (value.is_array() && keyPath != kZeroKey)) {
+    return;
+  }
+  fail(errors, path,
+       value.is_array() ? "must be an object, not a list: put the candidates inside it"
+                        : "must be an object");
+}
+
+void checkPrecisionFlag(const json& value, const std::string& path, FieldErrors& errors) {
+  if (!value.is_boolean() && !isAuto(value)) {
+    fail(errors, path, R"(must be true, false or "auto")");
+  }
+}
+
+void checkOffloadDevice(const json& value, const std::string& path, FieldErrors& errors) {
+  const bool known = value.is_string() && (value == "none" || value == "cpu" || value == "nvme");
+  if (!known) {
+    fail(errors, path, "must be one of none, cpu, nvme");
+  }
+}
+
+void checkBoolean(const json& value, const std::string& path, FieldErrors& errors) {
+  if (!value.is_boolean()) {
+    fail(errors, path, "must be true or false");
+  }
+}
+
+void checkBucketSize(const json& value, const std::string& path, FieldErrors& errors) {
+  if (!isAuto(value) && !(value.is_number() && value.get<double>() >= 0)) {
+    fail(errors, path, R"(must be "auto" or a number of elements, at least 0)");
+  }
+}
+
+using ValueCheck = void (*)(const json&, const std::string&, FieldErrors&);
+
+struct ValueRule {
+  ValueCheck check;
+  bool listsAreCandidates;  // else the check reads lists itself
+};
+
+// The config keys whose values the engine reads, and how each must look.
+const std::map<std::string, ValueRule, std::less<>>& valueRules() {
+  static const std::map<std::string, ValueRule, std::less<>> rules = {
+      {std::string(kStageKey), {checkStage, false}},
+      {std::string(kMicroBatchKey), {checkBatchKey, false}},
+      {std::string(kGradientAccumulationKey), {checkBatchKey, false}},
+      {std::string(kTrainBatchKey), {checkTrainBatch, false}},
+      {"fp16.enabled", {checkPrecisionFlag, true}},
+      {"bf16.enabled", {checkPrecisionFlag, true}},
+      {"bfloat16.enabled", {checkPrecisionFlag, true}},
+      {"zero_optimization.offload_optimizer.device", {checkOffloadDevice, true}},
+      {"zero_optimization.offload_param.device", {checkOffloadDevice, true}},
+      {"zero_force_ds_cpu_optimizer", {checkBoolean, true}},
+      {"zero_optimization.reduce_bucket_size", {checkBucketSize, true}},
+      {"zero_optimization.allgather_bucket_size", {checkBucketSize, true}},
+      {"zero_optimization.stage3_prefetch_bucket_size", {checkBucketSize, true}},
+      {"zero_optimization.stage3_param_persistence_threshold", {checkBucketSize, true}},
+      {"zero_optimization.stage3_max_live_parameters", {checkBucketSize, true}},
+      {"zero_optimization.stage3_max_reuse_distance", {checkBucketSize, true}},
+      {"zero_optimization.sub_group_size", {checkBucketSize, true}},
+  };
+  return rules;
+}
+
+bool isReadSection(std::string_view keyPath) {
+  return keyPath == "fp16" || keyPath == "bf16" || keyPath == "bfloat16" || keyPath == kZeroKey ||
+         keyPath == "optimizer" || keyPath == "zero_optimization.offload_optimizer" ||
+         keyPath == "zero_optimization.offload_param";
+}
+
 // Walks the config; keyPath is the dotted config key ("zero_optimization.stage"), path the field
 // path for errors, which also carries list indices.
 void checkConfigValue(const json& value, const std::string& keyPath, const std::string& path,
                       FieldErrors& errors) {
-  if (keyPath == kStageKey) {
-    checkStage(value, path, errors);
-  } else if (keyPath == kMicroBatchKey || keyPath == kGradientAccumulationKey) {
-    checkBatchKey(value, path, errors);
-  } else if (keyPath == kTrainBatchKey) {
-    if (value.is_array()) {
-      fail(errors, path, kTrainBatchList);
+  const auto& rules = valueRules();
+  if (const auto rule = rules.find(keyPath); rule != rules.end()) {
+    if (value.is_array() && rule->second.listsAreCandidates) {
+      checkCandidates(value, path, errors, rule->second.check);
+    } else {
+      rule->second.check(value, path, errors);
     }
-  } else if (value.is_object()) {
+    return;
+  }
+  if (keyPath == kAutotuningKey) {
+    return;  // DeepSpeed's autotuning section: read and checked with the spec it supplies
+  }
+  if (isReadSection(keyPath)) {
+    checkSection(value, keyPath, path, errors);
+  }
+  if (value.is_object()) {
     for (const auto& [key, child] : value.items()) {
       checkConfigValue(child, fieldPath(keyPath, key), fieldPath(path, key), errors);
     }
@@ -290,6 +401,104 @@ void checkConfigValue(const json& value, const std::string& keyPath, const std::
     for (std::size_t i = 0; i < value.size(); ++i) {
       checkConfigValue(value[i], keyPath, itemPath(path, i), errors);
     }
+  }
+}
+
+// --- a fixed global batch ---
+
+std::string dividesReason(int batchPerReplica) {
+  return "must divide train_batch_size ÷ data-parallel size (" + std::to_string(batchPerReplica) +
+         ")";
+}
+
+bool anyDivisorWithin(int number, int lowest, int highest) {
+  for (int small = 1; small <= number / small; ++small) {
+    if (number % small != 0) {
+      continue;
+    }
+    for (const int divisor : {small, number / small}) {
+      if (divisor >= lowest && divisor <= highest) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// With a numeric train_batch_size every trial keeps micro-batch × gradient accumulation ×
+// data-parallel size equal to it: the micro-batch is searched over the divisors of the batch per
+// data-parallel rank, and gradient accumulation follows.
+void checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
+  const json* train = member(spec.deepspeedConfig, kTrainBatchKey);
+  const Resources& resources = spec.resources;
+  if (train == nullptr || !isPositiveInteger(*train) || resources.gpusPerTrial < 1 ||
+      resources.modelParallelSize < 1 ||
+      resources.gpusPerTrial % resources.modelParallelSize != 0) {
+    return;
+  }
+  const std::string trainPath = fieldPath(kConfigPath, kTrainBatchKey);
+  const std::int64_t batch = train->get<std::int64_t>();
+  const int dataParallel = resources.gpusPerTrial / resources.modelParallelSize;
+  if (batch % dataParallel != 0 || batch / dataParallel > std::numeric_limits<int>::max()) {
+    fail(errors, trainPath,
+         "must be a multiple of the data-parallel size " + std::to_string(dataParallel) +
+             " (spec.resources.gpusPerTrial ÷ modelParallelSize) and at most " +
+             std::to_string(std::numeric_limits<int>::max()) + " per data-parallel rank");
+    return;
+  }
+  const int perReplica = static_cast<int>(batch / dataParallel);
+  const Search& search = spec.search;
+  if (search.maxTrainBatchSize && *search.maxTrainBatchSize < batch) {
+    fail(errors, "spec.search.maxTrainBatchSize",
+         "is less than the fixed train_batch_size (" + std::to_string(batch) + ")");
+  }
+  const std::string gasPath = fieldPath(kConfigPath, kGradientAccumulationKey);
+  const json* accumulation = member(spec.deepspeedConfig, kGradientAccumulationKey);
+  std::optional<int> fixedAccumulation;
+  if (accumulation != nullptr && accumulation->is_array()) {
+    fail(errors, gasPath,
+         "follows from the micro-batch when train_batch_size is a number; list micro-batch sizes "
+         "instead");
+  } else if (accumulation != nullptr && isPositiveInteger(*accumulation)) {
+    fixedAccumulation = accumulation->get<int>();
+    if (perReplica % *fixedAccumulation != 0) {
+      fail(errors, gasPath, dividesReason(perReplica));
+      return;
+    }
+  }
+  const std::string microPath = fieldPath(kConfigPath, kMicroBatchKey);
+  const json* micro = member(spec.deepspeedConfig, kMicroBatchKey);
+  if (micro != nullptr && isPositiveInteger(*micro)) {
+    const int start = micro->get<int>();
+    if (perReplica % start != 0) {
+      fail(errors, microPath, dividesReason(perReplica));
+    } else if (fixedAccumulation && start * *fixedAccumulation != perReplica) {
+      fail(errors, gasPath,
+           "follows from the micro-batch when train_batch_size is a number: " +
+               std::to_string(perReplica) + " ÷ " + std::to_string(start) + " = " +
+               std::to_string(perReplica / start) + R"(, not )" +
+               std::to_string(*fixedAccumulation) + R"(; set it to "auto")");
+    }
+  } else if (micro != nullptr && micro->is_array()) {
+    for (std::size_t i = 0; i < micro->size(); ++i) {
+      const json& item = (*micro)[i];
+      if (isPositiveInteger(item) && perReplica % item.get<int>() != 0) {
+        fail(errors, itemPath(microPath, i), dividesReason(perReplica));
+      }
+    }
+  } else if (fixedAccumulation) {
+    const int start = perReplica / *fixedAccumulation;
+    if (start < search.minMicroBatchSize || start > search.maxMicroBatchSize) {
+      fail(errors, gasPath,
+           "gives micro-batch " + std::to_string(start) +
+               ", outside spec.search.minMicroBatchSize and maxMicroBatchSize");
+    }
+  } else if (!anyDivisorWithin(perReplica, search.minMicroBatchSize, search.maxMicroBatchSize)) {
+    fail(errors, trainPath,
+         "no micro-batch between spec.search.minMicroBatchSize (" +
+             std::to_string(search.minMicroBatchSize) + ") and maxMicroBatchSize (" +
+             std::to_string(search.maxMicroBatchSize) + ") divides it per data-parallel rank (" +
+             std::to_string(perReplica) + ")");
   }
 }
 
@@ -376,8 +585,13 @@ const json* checkContainers(const json& podTemplate, FieldErrors& errors) {
   return containers;
 }
 
+// `known` is nullptr when the config is unusable: every placeholder would look unknown, and the
+// config's own error says enough.
 void checkPlaceholdersIn(std::string_view text, const std::string& path,
-                         const std::set<std::string>& known, FieldErrors& errors) {
+                         const std::set<std::string>* known, FieldErrors& errors) {
+  if (known == nullptr) {
+    return;
+  }
   std::size_t start = text.find("${");
   while (start != std::string_view::npos) {
     const std::size_t end = text.find('}', start + 2);
@@ -386,36 +600,60 @@ void checkPlaceholdersIn(std::string_view text, const std::string& path,
       return;
     }
     const std::string key(text.substr(start + 2, end - start - 2));
-    if (!known.contains(key)) {
+    if (!known->contains(key)) {
       fail(errors, path, "unknown placeholder ${" + key + "}");
     }
     start = text.find("${", end + 1);
   }
 }
 
-void checkPlaceholders(const json& container, const std::string& path,
-                       const std::set<std::string>& known, FieldErrors& errors) {
+// The primary container's command, args and env, which every trial rewrites: lists of strings,
+// and env entries with a string name and value, with only known placeholders.
+void checkPrimaryContainer(const json& container, const std::string& path,
+                           const std::set<std::string>* known, FieldErrors& errors) {
   for (const std::string_view field : {"command", "args"}) {
     const json* list = member(container, field);
-    if (list == nullptr || !list->is_array()) {
+    if (list == nullptr || list->is_null()) {
+      continue;
+    }
+    const std::string listPath = fieldPath(path, field);
+    if (!list->is_array()) {
+      fail(errors, listPath, "must be a list of strings");
       continue;
     }
     for (std::size_t i = 0; i < list->size(); ++i) {
-      if ((*list)[i].is_string()) {
-        checkPlaceholdersIn((*list)[i].get_ref<const std::string&>(),
-                            itemPath(fieldPath(path, field), i), known, errors);
+      if (!(*list)[i].is_string()) {
+        fail(errors, itemPath(listPath, i), "must be a string");
+      } else {
+        checkPlaceholdersIn((*list)[i].get_ref<const std::string&>(), itemPath(listPath, i), known,
+                            errors);
       }
     }
   }
   const json* env = member(container, "env");
-  if (env == nullptr || !env->is_array()) {
+  if (env == nullptr || env->is_null()) {
+    return;
+  }
+  const std::string envPath = fieldPath(path, "env");
+  if (!env->is_array()) {
+    fail(errors, envPath, "must be a list");
     return;
   }
   for (std::size_t i = 0; i < env->size(); ++i) {
-    const json* value = member((*env)[i], "value");
-    if (value != nullptr && value->is_string()) {
-      checkPlaceholdersIn(value->get_ref<const std::string&>(),
-                          itemPath(fieldPath(path, "env"), i) + ".value", known, errors);
+    const json& entry = (*env)[i];
+    const std::string entryPath = itemPath(envPath, i);
+    const json* name = member(entry, "name");
+    const json* value = member(entry, "value");
+    if (!entry.is_object()) {
+      fail(errors, entryPath, "must be an object");
+    } else if (name == nullptr || !name->is_string()) {
+      fail(errors, entryPath + ".name", "must be a string");
+    }
+    if (value != nullptr && !value->is_null() && !value->is_string()) {
+      fail(errors, entryPath + ".value", "must be a string");
+    } else if (value != nullptr && value->is_string()) {
+      checkPlaceholdersIn(value->get_ref<const std::string&>(), entryPath + ".value", known,
+                          errors);
     }
   }
 }
@@ -435,14 +673,12 @@ void checkTemplate(const Spec& spec, FieldErrors& errors) {
          "no container named \"" + spec.primaryContainer + "\" in spec.template");
     return;
   }
-  if (!spec.deepspeedConfig.is_object()) {
-    return;  // every placeholder would look unknown; the config's own error says enough
-  }
   std::set<std::string> known = keyPathSet(spec.deepspeedConfig);
   known.insert("trial");
   known.insert("job");
   const auto index = static_cast<std::size_t>(std::distance(containers->begin(), primary));
-  checkPlaceholders(*primary, itemPath(kContainersPath, index), known, errors);
+  checkPrimaryContainer(*primary, itemPath(kContainersPath, index),
+                        spec.deepspeedConfig.is_object() ? &known : nullptr, errors);
 }
 
 void checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
@@ -475,6 +711,7 @@ FieldErrors validate(const AutotuneJob& job) {
   checkResources(spec.resources, errors);
   checkSearch(spec.search, errors);
   checkRunLimits(spec, errors);
+  checkFixedTrainBatch(spec, errors);
   checkArgMappings(spec, errors);
   checkTemplate(spec, errors);
   checkNames(spec, errors);

@@ -153,11 +153,14 @@ class Reconciler::Pass {
     }
     object_ = std::move(*fetched);
     generation_ = metadataOf(object_).value("generation", std::int64_t{0});
-    auto decoded = api::decodeJob(object_);
+    auto decoded = api::decode(object_);
     if (!decoded) {
       return refuse(decoded.error());
     }
-    job_ = std::move(*decoded);
+    job_ = std::move(decoded->job);
+    if (job_.status.observedGeneration != generation_) {
+      reportWarnings(decoded->warnings);
+    }
     if (isTerminal(job_.status.phase)) {
       observePods();
       deletePods(finishedPods_);
@@ -597,6 +600,18 @@ class Reconciler::Pass {
     }
     job_.status.afterTuningJob = afterTuningJobName(job_.name());
     return true;
+  }
+
+  // What decoding noticed in DeepSpeed's autotuning section: told once per generation of the spec.
+  void reportWarnings(const api::FieldErrors& warnings) {
+    if (warnings.empty()) {
+      return;
+    }
+    std::string message;
+    for (const auto& warning : warnings) {
+      message += (message.empty() ? "" : "; ") + api::format(warning);
+    }
+    record("SpecWarning", "Warning", "generation " + std::to_string(generation_), message);
   }
 
   // --- an invalid spec ------------------------------------------------------------------------

@@ -361,13 +361,17 @@ int runLocally(const RunOptions& options, std::ostream& out, std::ostream& err) 
   if (!text) {
     return kExitBadInput;
   }
-  auto job = api::decodeJobYaml(*text);
-  if (!job) {
-    for (const auto& error : job.error()) {
+  auto decoded = api::decodeYaml(*text);
+  if (!decoded) {
+    for (const auto& error : decoded.error()) {
       err << api::format(error) << "\n";
     }
     return kExitBadInput;
   }
+  for (const auto& warning : decoded->warnings) {
+    err << "note: " << api::format(warning) << "\n";
+  }
+  api::AutotuneJob job = std::move(decoded->job);
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up; nothing here sets variables
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string gpuText = options.gpus.value_or(visible != nullptr ? visible : "");
@@ -380,8 +384,8 @@ int runLocally(const RunOptions& options, std::ostream& out, std::ostream& err) 
     err << "--gpus: " << gpus.error() << "\n";
     return kExitBadInput;
   }
-  if (static_cast<int>(gpus->size()) < job->spec.resources.gpusPerTrial) {
-    err << "a trial needs " << job->spec.resources.gpusPerTrial
+  if (static_cast<int>(gpus->size()) < job.spec.resources.gpusPerTrial) {
+    err << "a trial needs " << job.spec.resources.gpusPerTrial
         << " GPUs (spec.resources.gpusPerTrial) but only " << gpus->size() << " are given\n";
     return kExitBadInput;
   }
@@ -389,10 +393,10 @@ int runLocally(const RunOptions& options, std::ostream& out, std::ostream& err) 
   const char* path = std::getenv("PATH");
   const std::string searchPath =
       options.toolsDirectory + ":" + (path != nullptr ? path : "/usr/bin:/bin");
-  if (!commandRuns(*job, searchPath, err)) {
+  if (!commandRuns(job, searchPath, err)) {
     return kExitBadInput;
   }
-  auto results = ResultsDirectory::open(options.resultsDirectory, *job);
+  auto results = ResultsDirectory::open(options.resultsDirectory, job);
   if (!results) {
     err << results.error() << "\n";
     return kExitBadInput;
@@ -401,8 +405,8 @@ int runLocally(const RunOptions& options, std::ostream& out, std::ostream& err) 
     err << "--resume: " << options.resultsDirectory << " holds no finished trials to resume\n";
     return kExitBadInput;
   }
-  Progress progress(out, options.terminal, job->spec.search.metric);
-  LocalRun run(std::move(*job), std::move(*results), GpuSlots(std::move(*gpus)), searchPath,
+  Progress progress(out, options.terminal, job.spec.search.metric);
+  LocalRun run(std::move(job), std::move(*results), GpuSlots(std::move(*gpus)), searchPath,
                progress);
   return run.execute(out);
 }

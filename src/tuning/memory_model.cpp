@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 
 namespace autotune::tuning {
@@ -23,9 +24,22 @@ BytesPerParameter bytesPerParameter(Precision precision) {
   return {2, 2, 12};
 }
 
-bool enabled(const nlohmann::json& config, std::string_view section) {
+// A precision section's `enabled`: true, false, or "auto" (nothing when unset).
+std::optional<nlohmann::json> enabledFlag(const nlohmann::json& config, std::string_view section) {
   const auto found = config.find(section);
-  return found != config.end() && found->is_object() && found->value("enabled", false);
+  if (found == config.end() || !found->is_object()) {
+    return std::nullopt;
+  }
+  const auto flag = found->find("enabled");
+  return flag == found->end() ? std::nullopt : std::optional<nlohmann::json>(*flag);
+}
+
+bool enabled(const nlohmann::json& config, std::string_view section) {
+  return enabledFlag(config, section) == nlohmann::json(true);
+}
+
+bool automatic(const nlohmann::json& config, std::string_view section) {
+  return enabledFlag(config, section) == nlohmann::json("auto");
 }
 
 }  // namespace
@@ -43,6 +57,10 @@ Precision precisionOf(const nlohmann::json& deepspeedConfig) {
   }
   if (enabled(deepspeedConfig, "bf16") || enabled(deepspeedConfig, "bfloat16")) {
     return Precision::kBf16;
+  }
+  if (automatic(deepspeedConfig, "fp16") || automatic(deepspeedConfig, "bf16") ||
+      automatic(deepspeedConfig, "bfloat16")) {
+    return Precision::kHalfAuto;
   }
   return Precision::kFp32;
 }

@@ -11,7 +11,9 @@
 
 namespace autotune::tuning {
 
-enum class Precision { kFp16, kBf16, kFp32 };
+// kHalfAuto: fp16 or bf16 `enabled: "auto"`, the training script's to decide (Hugging Face takes
+// it from --fp16 / --bf16); the memory model assumes 16-bit mixed precision.
+enum class Precision { kFp16, kBf16, kFp32, kHalfAuto };
 
 // Memory the model needs regardless of the micro-batch: CUDA context, allocator reserve and
 // communication buffers.
@@ -40,7 +42,7 @@ struct MemoryEstimate {
   std::optional<double> total(int microBatch) const;
 };
 
-// Precision from the config's fp16/bf16 sections (fp32 when neither is enabled).
+// Precision from the config's fp16/bf16 sections (fp32 when none is enabled or "auto").
 Precision precisionOf(const nlohmann::json& deepspeedConfig);
 
 // Estimate for one concrete trial config (its zero_optimization section decides stage and

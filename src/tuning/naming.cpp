@@ -6,14 +6,20 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <limits>
 #include <optional>
 #include <span>
+#include <string_view>
+#include <system_error>
 
 namespace autotune::tuning {
 namespace {
 
 constexpr std::size_t kMaxLabelLength = 63;
 constexpr std::size_t kHashDigits = 10;
+constexpr std::size_t kValueHashDigits = 8;
 
 // DeepSpeed's config_templates/template_zero<N>.json key order.
 constexpr std::array<std::string_view, 2> kZero1TemplateOrder = {"reduce_bucket_size",
@@ -87,18 +93,65 @@ std::optional<std::string_view> offloadPrefix(const std::string& path) {
   return std::nullopt;
 }
 
+// The first `digits` hex digits of the FNV-1a hash of `text`.
+std::string hashDigits(std::string_view text, std::size_t digits) {
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(fnv1a(text)));
+  return {hex.data(), digits};
+}
+
 std::string shortened(std::string name) {
   if (name.size() <= kMaxLabelLength) {
     return name;
   }
-  std::array<char, 17> hex{};
-  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(fnv1a(name)));
-  const std::string hash(hex.data(), kHashDigits);
+  const std::string hash = hashDigits(name, kHashDigits);
   name.resize(kMaxLabelLength - kHashDigits - 1);
-  while (!name.empty() && name.back() == '-') {
+  // A cut job name may end in '.' or '-', neither of which may precede the "-".
+  while (!name.empty() && (name.back() == '-' || name.back() == '.')) {
     name.pop_back();
   }
   return name + "-" + hash;
+}
+
+bool isNameCharacter(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '+' || c == '-' ||
+         c == ',' || c == '[' || c == ']';
+}
+
+// Whether a string value would read as another value's spelling: a number, T, F or None.
+bool looksLikeOtherValue(std::string_view text) {
+  if (text == "T" || text == "F" || text == "None") {
+    return true;
+  }
+  double number = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, status] = std::from_chars(text.data(), end, number);
+  return !text.empty() && stop == end && status == std::errc();
+}
+
+// A spelling safe in a trial name, which is also a file name and part of a Pod name: the text
+// itself when it is made of letters, digits and . + - , [ ]; else those characters followed by a
+// hash of the whole text, so that distinct values keep distinct names.
+std::string safeSpelling(std::string_view text, bool mustDiffer) {
+  if (!mustDiffer && !text.empty() && std::all_of(text.begin(), text.end(), isNameCharacter)) {
+    return std::string(text);
+  }
+  std::string kept;
+  std::copy_if(text.begin(), text.end(), std::back_inserter(kept), isNameCharacter);
+  return kept + "~" + hashDigits(text, kValueHashDigits);
+}
+
+// DeepSpeed's "{:.1e}" when it spells the number exactly, else as few more digits as tell it
+// apart: 5.0e+07 stays, 5.04e+07 is no longer also 5.0e+07.
+std::string scientific(double value) {
+  std::array<char, 40> text{};
+  for (int digits = 1; digits <= std::numeric_limits<double>::max_digits10; ++digits) {
+    std::snprintf(text.data(), text.size(), "%.*e", digits, value);
+    if (std::strtod(text.data(), nullptr) == value) {
+      break;
+    }
+  }
+  return text.data();
 }
 
 }  // namespace
@@ -130,10 +183,12 @@ std::string formatValue(const nlohmann::json& value) {
   if (value.is_boolean()) {
     return value.get<bool>() ? "T" : "F";
   }
-  if (value.is_number() && value.get<double>() > 9000) {
-    std::array<char, 32> text{};
-    std::snprintf(text.data(), text.size(), "%.1e", value.get<double>());
-    return text.data();
+  const bool exactAsDouble =
+      value.is_number_float() ||
+      (value.is_number_integer() &&
+       static_cast<std::int64_t>(value.get<double>()) == value.get<std::int64_t>());
+  if (value.is_number() && value.get<double>() > 9000 && exactAsDouble) {
+    return scientific(value.get<double>());
   }
   if (value.is_number_integer()) {
     return std::to_string(value.get<std::int64_t>());
@@ -149,12 +204,13 @@ std::string formatValue(const nlohmann::json& value) {
     return text;
   }
   if (value.is_string()) {
-    return value.get<std::string>();
+    const auto& text = value.get_ref<const std::string&>();
+    return safeSpelling(text, looksLikeOtherValue(text));
   }
   if (value.is_null()) {
     return "None";
   }
-  return value.dump();
+  return safeSpelling(value.dump(), false);
 }
 
 std::string fastTrialName(int stage, int gradientAccumulation, int microBatch) {
@@ -199,13 +255,21 @@ std::vector<std::string> orderForSpace(int stage, std::vector<std::string> paths
 std::string dnsSafe(std::string_view trialName) {
   std::string result;
   for (const char c : trialName) {
-    if (c == '_' || c == '.') {
+    if (c == '_' || c == '.' || c == '~') {
       result.push_back('-');
     } else if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-') {
       result.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     }
   }
-  return result;
+  while (!result.empty() && result.back() == '-') {
+    result.pop_back();
+  }
+  // Only lower-case letters, digits and '_' map one to one; after any other character two
+  // trials could share a name (a.b and a_b), so the name carries a hash of the trial's own.
+  const bool lossless = std::all_of(trialName.begin(), trialName.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  return lossless ? result : result + "-" + hashDigits(trialName, kHashDigits);
 }
 
 std::string podName(std::string_view jobName, std::string_view trialName) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <optional>
 #include <set>
 
 namespace autotune::tuning {
@@ -111,12 +113,80 @@ Trial makeTrial(const TuningSpace& space, int stage, int microBatch, int gradien
   }
   trial.config[kMicroBatchKey] = microBatch;
   trial.config[kGradientAccumulationKey] = gradientAccumulation;
-  trial.config[kTrainBatchKey] = trainBatchSize(space, microBatch, gradientAccumulation);
+  trial.config[kTrainBatchKey] =
+      space.trainBatchAuto
+          ? nlohmann::json("auto")
+          : nlohmann::json(trainBatchSize(space, microBatch, gradientAccumulation));
   trial.knobs = std::move(knobs);
   return trial;
 }
 
 }  // namespace
+
+MicroBatchLadder::MicroBatchLadder(int lowest, int highest, std::optional<int> batchPerReplica)
+    : lowest_(std::max(1, lowest)), highest_(highest), batchPerReplica_(batchPerReplica) {
+  if (!batchPerReplica_) {
+    return;
+  }
+  highest_ = std::min(highest_, *batchPerReplica_);
+  std::vector<int> large;
+  for (int small = 1; small <= *batchPerReplica_ / small; ++small) {
+    if (*batchPerReplica_ % small == 0) {
+      divisors_.push_back(small);
+      if (small != *batchPerReplica_ / small) {
+        large.push_back(*batchPerReplica_ / small);
+      }
+    }
+  }
+  divisors_.insert(divisors_.end(), large.rbegin(), large.rend());
+  std::erase_if(divisors_, [&](int divisor) { return divisor < lowest_ || divisor > highest_; });
+}
+
+bool MicroBatchLadder::empty() const {
+  return batchPerReplica_ ? divisors_.empty() : lowest_ > highest_;
+}
+
+std::optional<int> MicroBatchLadder::atMost(int microBatch) const {
+  if (!batchPerReplica_) {
+    return microBatch < lowest_ || empty() ? std::nullopt
+                                           : std::optional<int>(std::min(microBatch, highest_));
+  }
+  const auto above = std::upper_bound(divisors_.begin(), divisors_.end(), microBatch);
+  return above == divisors_.begin() ? std::nullopt : std::optional<int>(*std::prev(above));
+}
+
+std::optional<int> MicroBatchLadder::atLeast(int microBatch) const {
+  if (!batchPerReplica_) {
+    return microBatch > highest_ || empty() ? std::nullopt
+                                            : std::optional<int>(std::max(microBatch, lowest_));
+  }
+  const auto found = std::lower_bound(divisors_.begin(), divisors_.end(), microBatch);
+  return found == divisors_.end() ? std::nullopt : std::optional<int>(*found);
+}
+
+std::optional<int> MicroBatchLadder::closestBetween(int low, int high, int target) const {
+  const std::optional<int> below = atMost(std::min(target, high - 1));
+  const std::optional<int> above = atLeast(std::max(target, low + 1));
+  const bool belowFits = below && *below > low;
+  const bool aboveFits = above && *above < high;
+  if (belowFits && aboveFits) {
+    return target - *below <= *above - target ? below : above;
+  }
+  return belowFits ? below : (aboveFits ? above : std::nullopt);
+}
+
+std::vector<int> MicroBatchLadder::between(int low, int high) const {
+  std::vector<int> sizes;
+  for (std::optional<int> size = atLeast(low); size && *size <= high;
+       size = *size >= high ? std::nullopt : atLeast(*size + 1)) {
+    sizes.push_back(*size);
+  }
+  return sizes;
+}
+
+int MicroBatchLadder::gradientAccumulationFor(int microBatch, int freeChoice) const {
+  return batchPerReplica_ ? *batchPerReplica_ / microBatch : freeChoice;
+}
 
 TuningSpace describeSpace(const api::Spec& spec) {
   TuningSpace space;
@@ -127,6 +197,17 @@ TuningSpace describeSpace(const api::Spec& spec) {
   space.userSetGradientAccumulation = config.contains(kGradientAccumulationKey);
   space.parallelism = {spec.resources.gpusPerTrial, spec.resources.modelParallelSize};
   space.search = spec.search;
+  const auto trainBatch = config.find(kTrainBatchKey);
+  if (trainBatch != config.end() && trainBatch->is_number_integer()) {
+    space.fixedTrainBatch = trainBatch->get<int>();
+  }
+  space.trainBatchAuto = trainBatch != config.end() && trainBatch->is_string();
+  std::optional<int> batchPerReplica;
+  if (space.fixedTrainBatch) {
+    batchPerReplica = *space.fixedTrainBatch / space.parallelism.dataParallel();
+  }
+  space.microBatches = MicroBatchLadder(spec.search.minMicroBatchSize,
+                                        spec.search.maxMicroBatchSize, batchPerReplica);
 
   space.base = config;
   for (const auto key :

@@ -30,6 +30,34 @@ struct Dimension {
   std::vector<nlohmann::json> values;
 };
 
+// The micro-batch sizes a trial may take within [lowest, highest]: every one while the global
+// batch is free; with a fixed train_batch_size, only the divisors of the batch per data-parallel
+// rank, each with the gradient accumulation that completes it.
+class MicroBatchLadder {
+ public:
+  MicroBatchLadder() = default;
+  MicroBatchLadder(int lowest, int highest, std::optional<int> batchPerReplica);
+
+  bool empty() const;
+  std::optional<int> atMost(int microBatch) const;   // the largest allowed <= microBatch
+  std::optional<int> atLeast(int microBatch) const;  // the smallest allowed >= microBatch
+  // The allowed size strictly between low and high that is closest to target (the smaller of
+  // two as close).
+  std::optional<int> closestBetween(int low, int high, int target) const;
+  // Every allowed size in [low, high]; the caller keeps the range small when the batch is free.
+  std::vector<int> between(int low, int high) const;
+  std::optional<int> batchPerReplica() const { return batchPerReplica_; }
+  // The gradient accumulation of a trial at this micro-batch: what completes the fixed batch,
+  // else `freeChoice`.
+  int gradientAccumulationFor(int microBatch, int freeChoice) const;
+
+ private:
+  int lowest_ = 1;
+  int highest_ = 0;
+  std::optional<int> batchPerReplica_;
+  std::vector<int> divisors_;  // ascending, within [lowest, highest]; only with a fixed batch
+};
+
 struct TuningSpace {
   // The user's config with every dimension at its first value and without the keys a trial sets
   // itself (stage, micro-batch, gradient accumulation, train_batch_size, autotuning).
@@ -38,6 +66,11 @@ struct TuningSpace {
   BatchChoice microBatch;
   BatchChoice gradientAccumulation;
   bool userSetGradientAccumulation = false;
+  // train_batch_size: a number fixes the global batch; "auto" is kept for the training script
+  // (Hugging Face fills it); absent, each trial gets micro-batch x accumulation x DP degree.
+  std::optional<int> fixedTrainBatch;
+  bool trainBatchAuto = false;
+  MicroBatchLadder microBatches;
   std::vector<Dimension> dimensions;  // by path
   Parallelism parallelism;
   api::Search search;

@@ -122,6 +122,15 @@ class DeepSpeedSearch {
 
   int userGradientAccumulation() const { return context_.space.gradientAccumulation.first(1); }
 
+  const MicroBatchLadder& ladder() const { return context_.space.microBatches; }
+
+  // A trial of the boundary search: at the stage's gradient accumulation, or at the one that
+  // completes a fixed global batch.
+  Trial probe(const StageBounds& bounds, int microBatch) {
+    return fast(bounds.stage, microBatch,
+                ladder().gradientAccumulationFor(microBatch, bounds.gradientAccumulation));
+  }
+
   Trial fast(int stage, int microBatch, int gradientAccumulation) {
     Trial trial = makeFastTrial(context_.space, stage, microBatch, gradientAccumulation);
     remember(trial);
@@ -152,16 +161,18 @@ class DeepSpeedSearch {
     bounds.gradientAccumulation = userGradientAccumulation();
     bounds.firstStage = previousTop == 0;
     bounds.cap = search().maxMicroBatchSize;
-    if (search().maxTrainBatchSize) {
+    if (search().maxTrainBatchSize && !ladder().batchPerReplica()) {
       const int perStep = context_.space.parallelism.dataParallel() * bounds.gradientAccumulation;
       bounds.cap = std::min(bounds.cap, *search().maxTrainBatchSize / perStep);
     }
+    bounds.cap = ladder().atMost(bounds.cap).value_or(0);
     const int userStart = context_.space.microBatch.kind == BatchChoice::Kind::kStart
                               ? context_.space.microBatch.values.front()
                               : search().minMicroBatchSize;
-    bounds.start = std::clamp(bounds.firstStage ? userStart : previousTop,
-                              search().minMicroBatchSize, std::max(bounds.cap, 1));
-    const Trial first = fast(stage, bounds.start, bounds.gradientAccumulation);
+    const int start = std::clamp(bounds.firstStage ? userStart : previousTop,
+                                 search().minMicroBatchSize, std::max(bounds.cap, 1));
+    bounds.start = ladder().atMost(start).value_or(ladder().atLeast(start).value_or(start));
+    const Trial first = probe(bounds, bounds.start);
     if (bounds.cap < search().minMicroBatchSize) {
       prune(first, "spec.search.maxTrainBatchSize leaves no micro-batch of at least " +
                        std::to_string(search().minMicroBatchSize));
@@ -189,25 +200,32 @@ class DeepSpeedSearch {
 
   // Below the estimate, probe the estimate; above it, climb in steps that start at 5% and
   // double (or double the micro-batch when there is no estimate); after a failure, probe 5% below
-  // it once, then bisect.
-  int nextProbe(const StageBounds& bounds, int low, std::optional<int> high, int probesAbove,
-                int failures) const {
+  // it once, then bisect. Each probe is the allowed micro-batch nearest that aim; nothing when no
+  // allowed one is left to try.
+  std::optional<int> nextProbe(const StageBounds& bounds, int low, std::optional<int> high,
+                               int probesAbove, int failures) const {
     if (!high) {
+      if (low >= bounds.cap) {
+        return std::nullopt;
+      }
+      int aim = 0;
       if (bounds.estimate && low < *bounds.estimate) {
-        return std::min(*bounds.estimate, bounds.cap);
+        aim = std::min(*bounds.estimate, bounds.cap);
+      } else {
+        int step = low;
+        if (bounds.estimate) {
+          const double firstStep = (kProbeAboveEstimate - 1) * low;
+          step = static_cast<int>(std::ceil(firstStep)) << std::min(probesAbove, 20);
+        }
+        aim = static_cast<int>(
+            std::min<std::int64_t>(bounds.cap, static_cast<std::int64_t>(low) + std::max(1, step)));
       }
-      int step = low;
-      if (bounds.estimate) {
-        const double firstStep = (kProbeAboveEstimate - 1) * low;
-        step = static_cast<int>(std::ceil(firstStep)) << std::min(probesAbove, 20);
-      }
-      return std::min(bounds.cap, low + std::max(1, step));
+      return ladder().closestBetween(low, bounds.cap + 1, aim);
     }
     const int justBelow = static_cast<int>(std::floor(kProbeBelowFailure * *high));
-    if (failures == 1 && justBelow > low && justBelow < *high) {
-      return justBelow;
-    }
-    return low + (*high - low) / 2;
+    const bool probeJustBelow = failures == 1 && justBelow > low && justBelow < *high;
+    return ladder().closestBetween(low, *high,
+                                   probeJustBelow ? justBelow : low + (*high - low) / 2);
   }
 
   bool improves(std::optional<double> candidate, std::optional<double> reference) const {
@@ -218,23 +236,23 @@ class DeepSpeedSearch {
   }
 
   BoundaryWalk walkBoundary(const StageBounds& bounds, const Knowledge& knowledge) {
-    const int gas = bounds.gradientAccumulation;
     int low = bounds.start;
     std::optional<int> high;
     int failures = 0;
-    Trial trial = fast(bounds.stage, low, gas);
+    Trial trial = probe(bounds, low);
     auto known = knowledge.get(trial.name);
     if (!known) {
       return {trial, false, 0};
     }
     if (!known->fits) {
-      if (!bounds.firstStage || low <= search().minMicroBatchSize) {
+      const int smallest = ladder().atLeast(search().minMicroBatchSize).value_or(low);
+      if (!bounds.firstStage || low <= smallest) {
         return {std::nullopt, true, 0};
       }
       high = low;
       failures = 1;
-      low = search().minMicroBatchSize;
-      trial = fast(bounds.stage, low, gas);
+      low = smallest;
+      trial = probe(bounds, low);
       known = knowledge.get(trial.name);
       if (!known) {
         return {trial, false, 0};
@@ -245,23 +263,22 @@ class DeepSpeedSearch {
     }
     std::optional<double> lowScore = known->score;
     int probesAbove = 0;
-    while (low < bounds.cap && (!high || *high - low > 1)) {
-      const int probe = nextProbe(bounds, low, high, probesAbove, failures);
-      trial = fast(bounds.stage, probe, gas);
+    while (const std::optional<int> next = nextProbe(bounds, low, high, probesAbove, failures)) {
+      trial = probe(bounds, *next);
       known = knowledge.get(trial.name);
       if (!known) {
         return {trial, false, 0};
       }
       if (!known->fits) {
-        high = probe;
+        high = *next;
         ++failures;
         continue;
       }
-      if (bounds.estimate && probe > *bounds.estimate) {
+      if (bounds.estimate && *next > *bounds.estimate) {
         ++probesAbove;
       }
       const bool plateau = !improves(known->score, lowScore);
-      low = probe;
+      low = *next;
       lowScore = known->score;
       if (plateau) {
         break;
@@ -293,7 +310,7 @@ class DeepSpeedSearch {
   StageResult runListedMicroBatches(const StageBounds& bounds) {
     StageResult result{bounds.stage, true, {}, {}};
     for (const int microBatch : context_.space.microBatch.values) {
-      const Trial trial = fast(bounds.stage, microBatch, bounds.gradientAccumulation);
+      const Trial trial = probe(bounds, microBatch);
       if (const auto reason = context_.pruneReason(trial)) {
         prune(trial, *reason);
       } else if (!context_.observation(trial.name)) {
@@ -320,16 +337,19 @@ class DeepSpeedSearch {
 
   // The metric is unimodal in the micro-batch: bracket its peak between the lowest candidate and
   // the boundary, at constant per-GPU batch (gas = batch / micro-batch), to within
-  // plateauThreshold of the peak's micro-batch.
+  // plateauThreshold of the peak's micro-batch (or the next allowed size, with a fixed batch).
   StageResult searchBelowBoundary(const StageBounds& bounds, int top) {
     const int gas = bounds.gradientAccumulation;
     const int perGpuBatch = top * gas;
-    const int lowest = std::max(search().minMicroBatchSize, top / 2);
-    const auto gasFor = [&](int microBatch) { return std::max(gas, perGpuBatch / microBatch); };
+    const int lowest =
+        ladder().atLeast(std::max(search().minMicroBatchSize, top / 2)).value_or(top);
+    const auto gasFor = [&](int microBatch) {
+      return ladder().gradientAccumulationFor(microBatch, std::max(gas, perGpuBatch / microBatch));
+    };
 
     std::map<int, double> scores;
     StageResult result{bounds.stage, false, {}, {}};
-    for (int microBatch = lowest; microBatch <= top; ++microBatch) {
+    for (const int microBatch : ladder().between(lowest, top)) {
       const std::string name = fastTrialName(bounds.stage, gasFor(microBatch), microBatch);
       if (const auto observed = context_.observation(name)) {
         fast(bounds.stage, microBatch, gasFor(microBatch));
@@ -342,7 +362,7 @@ class DeepSpeedSearch {
       }
     }
     if (scores.empty()) {
-      want(fast(bounds.stage, top, gas));
+      want(fast(bounds.stage, top, gasFor(top)));
       return result;
     }
     int best = scores.begin()->first;
@@ -359,22 +379,28 @@ class DeepSpeedSearch {
     const int highEdge = wallAbove ? top + 1 : above->first;
     const int resolution =
         std::max(1, static_cast<int>(std::floor(search().plateauThreshold * best)));
-    const bool openBelow = best - lowEdge > resolution;
-    const bool openAbove = highEdge - best > resolution;
+    const auto open = [&](int from, int to) {
+      return to - from > resolution && ladder().closestBetween(from, to, from + 1).has_value();
+    };
+    const bool openBelow = open(lowEdge, best);
+    const bool openAbove = open(best, highEdge);
     if (!openBelow && !openAbove) {
       result.complete = true;
       return result;
     }
     const bool goUp = openAbove && (!openBelow || highEdge - best >= best - lowEdge);
-    int probe = 0;
+    std::optional<int> next;
     if (goUp) {
       const int step = wallBelow ? resolution : 2 * (best - lowEdge);
-      probe = wallAbove ? std::min(top, best + step) : best + (highEdge - best + 1) / 2;
+      const int aim = wallAbove ? std::min(top, best + step) : best + (highEdge - best + 1) / 2;
+      next = ladder().closestBetween(best, highEdge, aim);
     } else {
       const int step = wallAbove ? resolution : 2 * (highEdge - best);
-      probe = wallBelow ? std::max(lowest, best - step) : lowEdge + (best - lowEdge + 1) / 2;
+      const int aim =
+          wallBelow ? std::max(lowest, best - step) : lowEdge + (best - lowEdge + 1) / 2;
+      next = ladder().closestBetween(lowEdge, best, aim);
     }
-    want(fast(bounds.stage, probe, gasFor(probe)));
+    want(fast(bounds.stage, *next, gasFor(*next)));
     return result;
   }
 

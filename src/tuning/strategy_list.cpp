@@ -21,26 +21,35 @@ std::vector<int> microBatchCandidates(const SearchContext& context, int stage, i
     return space.microBatch.values;
   }
   const api::Search& search = space.search;
+  const MicroBatchLadder& ladder = space.microBatches;
   const auto estimate = context.estimatedLargestMicroBatch(makeFastTrial(space, stage, 1, gas));
   std::vector<int> candidates;
   if (!estimate) {
-    // Without a memory model, powers of two; OOM outcomes tell where they stop fitting.
-    for (int m = search.minMicroBatchSize;
-         m <= std::min(search.maxMicroBatchSize, kMaxUnknownMemoryMicroBatch); m *= 2) {
+    // Without a memory model, powers of two (or, for a fixed global batch, every size that
+    // divides it); OOM outcomes tell where they stop fitting.
+    const int largest = std::min(search.maxMicroBatchSize, kMaxUnknownMemoryMicroBatch);
+    if (ladder.batchPerReplica()) {
+      return ladder.between(search.minMicroBatchSize, largest);
+    }
+    for (int m = search.minMicroBatchSize; m <= largest; m *= 2) {
       candidates.push_back(m);
     }
     return candidates;
   }
-  const int largest = std::min(*estimate, search.maxMicroBatchSize);
-  if (largest < search.minMicroBatchSize) {
-    return {search.minMicroBatchSize};  // pruned by the memory model, with its reason
+  const std::optional<int> largest = ladder.atMost(std::min(*estimate, search.maxMicroBatchSize));
+  if (!largest) {
+    // Pruned by the memory model, with its reason.
+    return {ladder.atLeast(search.minMicroBatchSize).value_or(search.minMicroBatchSize)};
   }
-  const int lowest = std::max(search.minMicroBatchSize, largest / 2);
-  const int stride = std::max(1, (largest - lowest) / search.numTuningMicroBatchSizes);
-  for (int m = lowest; m < largest; m += stride) {
+  const int lowest = std::max(search.minMicroBatchSize, *largest / 2);
+  if (ladder.batchPerReplica()) {
+    return ladder.between(lowest, *largest);
+  }
+  const int stride = std::max(1, (*largest - lowest) / search.numTuningMicroBatchSizes);
+  for (int m = lowest; m < *largest; m += stride) {
     candidates.push_back(m);
   }
-  candidates.push_back(largest);
+  candidates.push_back(*largest);
   return candidates;
 }
 
@@ -63,9 +72,10 @@ std::vector<Trial> enumerate(const SearchContext& context, std::vector<PrunedTri
         paths.empty() ? "z" + std::to_string(stage) : knobSpaceName(stage, naming);
     for (const int gas : accumulationCandidates(space)) {
       for (const int microBatch : microBatchCandidates(context, stage, gas)) {
+        const int accumulation = space.microBatches.gradientAccumulationFor(microBatch, gas);
         for (auto& knobs : combinations(space.dimensions, naming)) {
-          Trial trial = paths.empty() ? makeFastTrial(space, stage, microBatch, gas)
-                                      : makeKnobTrial(space, stage, microBatch, gas,
+          Trial trial = paths.empty() ? makeFastTrial(space, stage, microBatch, accumulation)
+                                      : makeKnobTrial(space, stage, microBatch, accumulation,
                                                       std::move(knobs), spaceName);
           if (!seenConfigs.insert(trial.config.dump()).second) {
             continue;

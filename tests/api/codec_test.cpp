@@ -135,15 +135,27 @@ singleQuoted: 'true'
 tagged: !!str 5
 block: |
   line
-yamlOneOneBoolean: yes
-onOff: on
+quotedYes: "yes"
 )");
   EXPECT_EQ(document["quotedNumber"], json("42"));
   EXPECT_EQ(document["singleQuoted"], json("true"));
   EXPECT_EQ(document["tagged"], json("5"));
   EXPECT_EQ(document["block"], json("line\n"));
-  EXPECT_EQ(document["yamlOneOneBoolean"], json("yes"));
-  EXPECT_EQ(document["onOff"], json("on"));
+  EXPECT_EQ(document["quotedYes"], json("yes"));
+}
+
+// kubectl reads YAML with YAML 1.1's booleans; the CLI must read a job file as the cluster will.
+TEST(YamlToJson, BooleansAreReadAsKubernetesReadsThem) {
+  const json document = parseYaml(R"(
+words: [yes, Yes, YES, y, Y, on, On, ON, true, True, TRUE]
+opposites: [no, No, NO, n, N, off, Off, OFF, false, False, FALSE]
+)");
+  for (const json& word : document["words"]) {
+    EXPECT_EQ(word, json(true));
+  }
+  for (const json& word : document["opposites"]) {
+    EXPECT_EQ(word, json(false));
+  }
 }
 
 TEST(YamlToJson, ListsAndMappingsNest) {
@@ -473,7 +485,7 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
        "spec.search.maxMicroBatchSize", "must be at least spec.search.minMicroBatchSize (8)"},
       {"spec: {search: {maxTrainBatchSize: 0}}", "spec.search.maxTrainBatchSize",
        "must be at least 1"},
-      {"spec: {search: {fast: yes}}", "spec.search.fast", "must be a boolean"},
+      {"spec: {search: {fast: \"yes\"}}", "spec.search.fast", "must be a boolean"},
       {"spec: {search: {seed: '1'}}", "spec.search.seed", "must be an integer"},
       {"spec: {search: {maxTrial: 5}}", "spec.search.maxTrial", "unknown field"},
       {"spec: {serach: {maxTrials: 5}}", "spec.serach", "unknown field"},

@@ -140,9 +140,11 @@ TEST(Validate, NumbersUnderOptimizerParamsArePlainValues) {
 }
 
 TEST(Validate, CandidateSectionsAreCheckedInside) {
-  EXPECT_THAT(errorsWithConfig(R"({"zero_optimization": [{"stage": 1}, {"stage": 9}]})"),
-              ElementsAre(FieldError{"spec.deepspeedConfig.zero_optimization[1].stage",
-                                     "ZeRO stages are 0 to 3"}));
+  EXPECT_THAT(
+      errorsWithConfig(
+          R"({"zero_optimization": {"offload_optimizer": [{"device": "cpu"}, {"device": "gpu"}]}})"),
+      ElementsAre(FieldError{"spec.deepspeedConfig.zero_optimization.offload_optimizer[1].device",
+                             "must be one of none, cpu, nvme"}));
   EXPECT_THAT(errorsWithConfig(R"({"offload": {"devices": [[], ["cpu"]]}})"),
               ElementsAre(FieldError{"spec.deepspeedConfig.offload.devices[0]",
                                      "a list of candidate values must not be empty"}));

@@ -148,8 +148,28 @@ TEST(OrderForNaming, PutsNonZeroKeysAfterZeroKeysAlphabetically) {
 
 TEST(DnsSafe, LowersCaseAndReplacesSeparators) {
   EXPECT_EQ(dnsSafe("z1_gas1_tmbspg3"), "z1-gas1-tmbspg3");
-  EXPECT_EQ(dnsSafe("z2_abs1.0e+09_ocF"), "z2-abs1-0e09-ocf");
+  EXPECT_TRUE(
+      std::regex_match(dnsSafe("z2_abs1.0e+09_ocF"), std::regex("z2-abs1-0e09-ocf-[0-9a-f]{10}")))
+      << dnsSafe("z2_abs1.0e+09_ocF");
   EXPECT_TRUE(isDnsLabel(dnsSafe("z2_abs1.0e+09_ocF_rsF_rbs1.0e+09_cgF_tmbspg11_gas2")));
+}
+
+// Only lower-case letters, digits and '_' map one to one onto a DNS label; any other character
+// could make two trials one Pod, so it brings a hash of the trial's own name.
+TEST(DnsSafe, TrialsThatWouldShareALabelKeepDistinctOnes) {
+  EXPECT_NE(dnsSafe("z1_np.a.b_tmbspg1"), dnsSafe("z1_np.a_b_tmbspg1"));
+  EXPECT_NE(dnsSafe("z1_x-1_tmbspg1"), dnsSafe("z1_x_1_tmbspg1"));
+  EXPECT_NE(dnsSafe("z1_dA_tmbspg1"), dnsSafe("z1_da_tmbspg1"));
+  EXPECT_NE(podName("job", "z1_rbs5.0e+07_tmbspg1"), podName("job", "z1_rbs5.0e07_tmbspg1"));
+  for (const char* trial : {"z1_np.a.b_tmbspg1", "z1_x-1_tmbspg1", "z1_dA_tmbspg1"}) {
+    EXPECT_TRUE(isDnsLabel(podName("job", trial))) << podName("job", trial);
+  }
+}
+
+TEST(PodName, AJobNameCutAtADotStillMakesAValidLabel) {
+  const std::string job = std::string(51, 'a') + "." + std::string(20, 'b');
+  const std::string name = podName(job, "z1_gas1_tmbspg3");
+  EXPECT_TRUE(isDnsLabel(name)) << name;
 }
 
 TEST(PodName, ShortNamesStayReadable) {

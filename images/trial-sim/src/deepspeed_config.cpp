@@ -216,8 +216,7 @@ tl::expected<CheckedConfig, std::string> checkConfig(const nlohmann::json& confi
   if (!config.is_object()) {
     return assertionError("the DeepSpeed config must be a JSON object");
   }
-  if (parallelism.worldSize < 1 || parallelism.modelParallel < 1 ||
-      parallelism.worldSize % parallelism.modelParallel != 0) {
+  if (!parallelism.consistent()) {
     return assertionError("world size " + std::to_string(parallelism.worldSize) +
                           " is not divisible by model parallel size " +
                           std::to_string(parallelism.modelParallel));

@@ -14,6 +14,10 @@ struct Parallelism {
   int worldSize = 1;      // GPUs in the launch
   int modelParallel = 1;  // tensor/pipeline degree
   int dataParallel() const { return worldSize / modelParallel; }
+  // Whether model parallelism divides the world, as DeepSpeed requires.
+  bool consistent() const {
+    return worldSize >= 1 && modelParallel >= 1 && worldSize % modelParallel == 0;
+  }
 };
 
 // What one launch trains, after DeepSpeed has derived the missing batch keys.

@@ -1,5 +1,6 @@
 // trial-sim: one DeepSpeed training launch under autotuning, simulated. It reads the config the
-// way DeepSpeed does, sleeps like a launch, and ends the way the run would: a model report, the
+// way DeepSpeed does (once Hugging Face's Trainer has filled its "auto" values, when the launch
+// is a Trainer's), sleeps like a launch, and ends the way the run would: a model report, the
 // metrics file, or PyTorch's out-of-memory error. The decisions are in the library; this file
 // only reads and writes.
 
@@ -22,6 +23,7 @@
 #include "options.h"
 #include "profile.h"
 #include "simulation.h"
+#include "trainer_config.h"
 
 namespace {
 
@@ -197,7 +199,13 @@ int run(const std::vector<std::string>& arguments) {
   }
   const autotune::trialsim::Parallelism parallelism{
       autotune::trialsim::worldSize(*options, environment, *profile), options->modelParallelSize};
-  const auto config = autotune::trialsim::checkConfig(*document, parallelism);
+  // A Hugging Face Trainer fills the config's "auto" values before DeepSpeed reads it.
+  const auto handedOver =
+      autotune::trialsim::applyTrainerArguments(*document, options->trainer, parallelism);
+  if (!handedOver) {
+    return fail(handedOver.error(), kExitFailed);
+  }
+  const auto config = autotune::trialsim::checkConfig(*handedOver, parallelism);
   if (!config) {
     return fail(config.error(), kExitFailed);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -34,6 +35,35 @@ tl::expected<double, std::string> seconds(std::string_view flag, const std::stri
   return value;
 }
 
+// Hugging Face's words for a boolean flag's value (transformers' string_to_bool).
+std::optional<bool> booleanWord(std::string_view text) {
+  std::string lower(text);
+  std::ranges::transform(lower, lower.begin(), [](unsigned char letter) {
+    return static_cast<char>(std::tolower(letter));
+  });
+  if (lower == "yes" || lower == "true" || lower == "t" || lower == "y" || lower == "1") {
+    return true;
+  }
+  if (lower == "no" || lower == "false" || lower == "f" || lower == "n" || lower == "0") {
+    return false;
+  }
+  return std::nullopt;
+}
+
+bool isTrainerSwitch(std::string_view flag) { return flag == "--fp16" || flag == "--bf16"; }
+
+// The Trainer's --fp16 and --bf16: alone they mean true, with a value it is one of booleanWord's.
+tl::expected<void, std::string> applyTrainerSwitch(TrainerArguments& trainer, std::string_view flag,
+                                                   const std::optional<std::string>& value) {
+  const std::optional<bool> enabled = value ? booleanWord(*value) : true;
+  if (!enabled) {
+    return UsageError(std::string(flag) + ": expected true or false, got \"" + *value + "\"");
+  }
+  auto& target = flag == "--fp16" ? trainer.fp16 : trainer.bf16;
+  target = *enabled;
+  return {};
+}
+
 // Applies one of the simulator's flags that takes a value; false when `flag` is not one of them.
 tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_view flag,
                                                const std::string& value) {
@@ -50,6 +80,10 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
     return assign(options.numGpus, positiveInteger(flag, value));
   } else if (flag == "--model_parallel_size") {
     return assign(options.modelParallelSize, positiveInteger(flag, value));
+  } else if (flag == "--per_device_train_batch_size") {
+    return assign(options.trainer.perDeviceTrainBatchSize, positiveInteger(flag, value));
+  } else if (flag == "--gradient_accumulation_steps") {
+    return assign(options.trainer.gradientAccumulationSteps, positiveInteger(flag, value));
   } else if (flag == "--startup-seconds") {
     return assign(options.startupSeconds, seconds(flag, value));
   } else if (flag == "--step-seconds") {
@@ -69,10 +103,17 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
 }
 
 bool takesValue(std::string_view flag) {
-  constexpr std::array<std::string_view, 9> kValueFlags = {
-      "--deepspeed_config", "--num_gpus",     "--model_parallel_size",
-      "--startup-seconds",  "--step-seconds", "--launch-log",
-      "--profile",          "--profile-file", "--fail-with"};
+  constexpr std::array<std::string_view, 11> kValueFlags = {"--deepspeed_config",
+                                                            "--num_gpus",
+                                                            "--model_parallel_size",
+                                                            "--per_device_train_batch_size",
+                                                            "--gradient_accumulation_steps",
+                                                            "--startup-seconds",
+                                                            "--step-seconds",
+                                                            "--launch-log",
+                                                            "--profile",
+                                                            "--profile-file",
+                                                            "--fail-with"};
   return std::ranges::find(kValueFlags, flag) != kValueFlags.end();
 }
 
@@ -99,6 +140,14 @@ tl::expected<Options, std::string> parseArguments(const std::vector<std::string>
       options.help = true;
     } else if (flag == "--garbage-metrics") {
       options.garbageMetrics = true;
+    } else if (isTrainerSwitch(flag)) {
+      // Like the Trainer's parser, take the next argument as the value when it is one.
+      if (!value && index + 1 < arguments.size() && booleanWord(arguments[index + 1]).has_value()) {
+        value = arguments[++index];
+      }
+      if (const auto applied = applyTrainerSwitch(options.trainer, flag, value); !applied) {
+        return UsageError(applied.error());
+      }
     } else if (flag == "--deepspeed" && !value) {
       // Hugging Face's --deepspeed takes the config path; DeepSpeed's own is a switch used
       // together with --deepspeed_config.
@@ -180,6 +229,9 @@ profiled steps to autotuning.metric_path, or fails with PyTorch's out-of-memory 
   --profile-file FILE     a custom profile (JSON, see README.md)
   --num_gpus N            world size (else the devices in $CUDA_VISIBLE_DEVICES, else the profile's)
   --model_parallel_size N tensor/pipeline parallel degree (default 1)
+  --per_device_train_batch_size N, --gradient_accumulation_steps N, --fp16, --bf16
+                          Hugging Face Trainer flags: they fill the config's "auto" values
+                          (defaults 8, 1, false, false) and must agree with its numbers
   --startup-seconds S     sleep S seconds first: process start and model load (default 0)
   --step-seconds S        sleep S more seconds after the simulated steps
   --launch-log FILE       append this launch's $AUTOTUNE_TRIAL to FILE (else $AUTOTUNE_SIM_LAUNCH_LOG)

@@ -1,7 +1,8 @@
 #pragma once
 // The command line and environment of one launch. A training script takes many flags the
-// simulator does not know (--per_device_train_batch_size 3, --model_name_or_path x): those are
-// ignored, so the simulator can stand in for any script.
+// simulator does not know (--model_name_or_path x, --do_train): those are ignored, so the
+// simulator can stand in for any script. Of Hugging Face's Trainer flags it reads the four that
+// fill a DeepSpeed config's batch and precision "auto" values (trainer_config.h).
 
 #include <cstdint>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "profile.h"
+#include "trainer_config.h"
 
 namespace autotune::trialsim {
 
@@ -25,6 +27,8 @@ struct Options {
   std::optional<std::string> failWith;  // act as a broken script with this error
   bool garbageMetrics = false;          // write a metrics file that is not JSON
   bool help = false;
+  TrainerArguments trainer;  // --per_device_train_batch_size, --gradient_accumulation_steps,
+                             // --fp16, --bf16
 };
 
 // The variables a launch reads; empty ones count as unset.

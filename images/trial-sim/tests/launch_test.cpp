@@ -163,6 +163,51 @@ TEST_F(TrialSim, AnAutoMicroBatchIsRefusedLikeDeepSpeedWould) {
             "AssertionError: train_micro_batch_size_per_gpu must be an integer, got \"auto\"\n");
 }
 
+// Hugging Face's recommended config: the Trainer fills what it knows.
+const json kTrainerConfig = {{"train_batch_size", "auto"},
+                             {"train_micro_batch_size_per_gpu", "auto"},
+                             {"gradient_accumulation_steps", "auto"},
+                             {"gradient_clipping", "auto"},
+                             {"fp16", {{"enabled", "auto"}}},
+                             {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", "auto"}}}}},
+                             {"zero_optimization",
+                              {{"stage", 1},
+                               {"reduce_bucket_size", "auto"},
+                               {"allgather_bucket_size", 5e8},
+                               {"sub_group_size", 1e9}}}};
+
+TEST_F(TrialSim, ATrainerLaunchFillsAutoFromItsFlags) {
+  const Launch done = launch("--profile gpt2-large --deepspeed " + config(kTrainerConfig).string() +
+                             " --per_device_train_batch_size=3 --fp16 --output_dir out");
+  ASSERT_EQ(done.exitCode, 0) << done.err;
+  // gpt2-large's published best, z1_gas1_tmbspg3: 3 per GPU × 16 GPUs per step.
+  const json measured = metrics();
+  EXPECT_NEAR(measured.at("throughput").get<double>(), 87.3017, 0.05 * 87.3017);
+  EXPECT_NEAR(measured.at("latency").get<double>(),
+              48 * 1e6 / measured.at("throughput").get<double>(), 1e-6);
+}
+
+TEST_F(TrialSim, ATrainerLaunchRefusesANumberThatDisagreesWithItsFlag) {
+  const Launch failed = launch("--deepspeed " + config(kGpt2LargeBest).string() +
+                               " --per_device_train_batch_size 8 --gradient_accumulation_steps 1");
+  EXPECT_EQ(failed.exitCode, 1);
+  EXPECT_EQ(failed.err,
+            "ValueError: Please correct the following DeepSpeed config values that mismatch "
+            "TrainingArguments values:\n"
+            "- ds train_micro_batch_size_per_gpu=3 vs hf per_device_train_batch_size=8\n"
+            "The easiest method is to set these DeepSpeed config values to 'auto'.\n");
+  EXPECT_FALSE(fs::exists(directory_ / "metrics.json"));
+}
+
+TEST_F(TrialSim, ABadTrainerFlagIsAUsageError) {
+  const Launch refused =
+      launch("--deepspeed " + config(kTrainerConfig).string() + " --gradient_accumulation_steps x");
+  EXPECT_EQ(refused.exitCode, 2);
+  EXPECT_TRUE(contains(refused.err,
+                       "--gradient_accumulation_steps: expected a positive integer, got \"x\""))
+      << refused.err;
+}
+
 TEST_F(TrialSim, AMissingOrBrokenConfigFailsTheLaunch) {
   const Launch missing = launch("");
   EXPECT_EQ(missing.exitCode, 1);

@@ -64,6 +64,50 @@ TEST(Options, BadValuesAreUsageErrors) {
             "--profile and --profile-file: give one of them");
 }
 
+TEST(Options, TheTrainersBatchAndPrecisionFlagsAreRead) {
+  const TrainerArguments trainer =
+      parsed({"--per_device_train_batch_size", "3", "--gradient_accumulation_steps=4", "--fp16"})
+          .trainer;
+  EXPECT_EQ(trainer.perDeviceTrainBatchSize, 3);
+  EXPECT_EQ(trainer.gradientAccumulationSteps, 4);
+  EXPECT_EQ(trainer.fp16, true);
+  EXPECT_FALSE(trainer.bf16);
+  EXPECT_EQ(parsed({"--per_device_train_batch_size=6"}).trainer.perDeviceTrainBatchSize, 6);
+  EXPECT_EQ(parsed({"--bf16"}).trainer.bf16, true);
+}
+
+TEST(Options, WithoutTrainerFlagsTheLaunchIsNotATrainers) {
+  EXPECT_FALSE(parsed({"--deepspeed", "ds.json", "--num_gpus", "2", "--do_train"}).trainer.given());
+  EXPECT_TRUE(parsed({"--bf16"}).trainer.given());
+  EXPECT_TRUE(parsed({"--gradient_accumulation_steps", "1"}).trainer.given());
+}
+
+TEST(Options, TrainerSwitchesTakeHuggingFacesWordsForTrueAndFalse) {
+  const TrainerArguments words = parsed({"--fp16", "False", "--bf16=yes"}).trainer;
+  EXPECT_EQ(words.fp16, false);
+  EXPECT_EQ(words.bf16, true);
+  EXPECT_EQ(parsed({"--fp16=0"}).trainer.fp16, false);
+  // Anything else after the switch is not its value.
+  const Options options = parsed({"--fp16", "--profile", "gpt2"});
+  EXPECT_EQ(options.trainer.fp16, true);
+  EXPECT_EQ(options.profileName, "gpt2");
+  EXPECT_EQ(parsed({"--bf16", "positional"}).trainer.bf16, true);
+}
+
+TEST(Options, BadTrainerValuesAreUsageErrors) {
+  EXPECT_EQ(refused({"--per_device_train_batch_size", "auto"}),
+            "--per_device_train_batch_size: expected a positive integer, got \"auto\"");
+  EXPECT_EQ(refused({"--per_device_train_batch_size=2.5"}),
+            "--per_device_train_batch_size: expected a positive integer, got \"2.5\"");
+  EXPECT_EQ(refused({"--gradient_accumulation_steps=0"}),
+            "--gradient_accumulation_steps: expected a positive integer, got \"0\"");
+  EXPECT_EQ(refused({"--gradient_accumulation_steps", "-2"}),
+            "--gradient_accumulation_steps: expected a positive integer, got \"-2\"");
+  EXPECT_EQ(refused({"--per_device_train_batch_size"}),
+            "--per_device_train_batch_size: expected a value");
+  EXPECT_EQ(refused({"--fp16=maybe"}), "--fp16: expected true or false, got \"maybe\"");
+}
+
 TEST(Options, TheEnvironmentFillsWhatTheFlagsLeaveOut) {
   Environment environment;
   environment.deepspeedConfig = "/etc/autotune/ds_config.json";
