@@ -528,13 +528,22 @@ std::set<std::string> keyPathSet(const json& deepspeedConfig) {
   return {paths.begin(), paths.end()};
 }
 
+// The config's own keys, without DeepSpeed's autotuning section, which configures the tuner.
+json trainingKeys(const json& deepspeedConfig) {
+  json keys = deepspeedConfig;
+  if (keys.is_object()) {
+    keys.erase(kAutotuningKey);
+  }
+  return keys;
+}
+
 void checkArgMappings(const Spec& spec, FieldErrors& errors) {
   // Without a usable config every key would look unknown; the config's own error says enough.
   const bool configUsable = spec.deepspeedConfig.is_object();
   const std::set<std::string> paths = keyPathSet(spec.deepspeedConfig);
   std::set<std::string> leafKeys;
   if (configUsable) {
-    collectLeafKeys(spec.deepspeedConfig, leafKeys);
+    collectLeafKeys(trainingKeys(spec.deepspeedConfig), leafKeys);
   }
   for (const auto& [key, flag] : spec.argMappings) {
     const std::string path = fieldPath("spec.argMappings", key);
@@ -718,10 +727,10 @@ FieldErrors validate(const AutotuneJob& job) {
   return errors;
 }
 
-std::vector<std::string> configKeyPaths(const nlohmann::json& deepspeedConfig) {
+std::vector<std::string> configKeyPaths(const json& deepspeedConfig) {
   std::set<std::string> paths{std::string(kMicroBatchKey), std::string(kGradientAccumulationKey)};
   if (deepspeedConfig.is_object()) {
-    collectKeyPaths(deepspeedConfig, "", paths);
+    collectKeyPaths(trainingKeys(deepspeedConfig), "", paths);
   }
   return {paths.begin(), paths.end()};
 }

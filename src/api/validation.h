@@ -13,7 +13,7 @@ namespace autotune::api {
 FieldErrors validate(const AutotuneJob& job);
 
 // The keys a placeholder `${key}` or an argMappings entry may name: the dotted paths of every
-// key in the DeepSpeed config, plus the per-trial keys that are always set.
+// key in the DeepSpeed config but its autotuning section, plus the per-trial keys always set.
 std::vector<std::string> configKeyPaths(const nlohmann::json& deepspeedConfig);
 
 }  // namespace autotune::api

@@ -546,6 +546,88 @@ at_most_running() {
 
 both_best() { best_is "$1" "$published_best" && best_is "$2" "$published_best"; }
 
+# Configs as users write them (tests/configs), applied as they are: Hugging Face's ZeRO-3
+# template with its "auto" values, DeepSpeed's tutorial config and a fuller autotuning section,
+# a fixed global batch, and YAML 1.1 spellings. Each ends Succeeded; the ConfigMap keeps the "auto"
+# values and the fixed batch; the operator process is the same one throughout.
+corpus_files=(03-hf-zero3-offload-cpu.yaml 05-ds-autotuning-tutorial.yaml
+  06-ds-autotuning-section.yaml 10-fixed-global-batch.yaml 11-yaml-spellings.yaml)
+
+apply_corpus_file() {
+  kubectl patch --local -f "$source_dir/tests/configs/$1" --type=merge \
+    -p "{\"metadata\": {\"namespace\": \"$case_ns\"}}" -o yaml | kubectl apply -f -
+}
+
+corpus_job_name() {
+  kubectl create --dry-run=client -o jsonpath='{.metadata.name}' -f "$source_dir/tests/configs/$1"
+}
+
+# The optimal config keeps the input's "auto" values (other than the tuned batch keys), a numeric
+# train_batch_size, and a micro-batch x accumulation x 16 GPUs equal to it.
+keeps_user_values() {
+  local file=$1 job=$2
+  python3 - "$(kubectl get atj "$job" -n "$case_ns" -o json)" \
+    "$(configmap_data "$job-optimal" ds_config.json)" <<'PY'
+import json, sys
+spec = json.loads(sys.argv[1])["spec"]
+given, optimal = spec["deepspeedConfig"], json.loads(sys.argv[2])
+tuned = {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}
+def autos(config, prefix=""):
+    for key, value in config.items():
+        path = prefix + key
+        if key == "autotuning":
+            continue
+        if isinstance(value, dict):
+            yield from autos(value, path + ".")
+        elif value == "auto" and key not in tuned:
+            yield path
+def at(config, path):
+    for key in path.split("."):
+        config = config[key]
+    return config
+lost = [path for path in autos(given) if at(optimal, path) != "auto"]
+assert not lost, "auto values lost: %s" % lost
+if isinstance(given.get("train_batch_size"), int):
+    batch = given["train_batch_size"]
+    assert optimal["train_batch_size"] == batch, "train_batch_size changed"
+    product = optimal["train_micro_batch_size_per_gpu"] * optimal["gradient_accumulation_steps"]
+    model_parallel = spec["resources"].get("modelParallelSize") or \
+        given.get("autotuning", {}).get("mp_size", 1)
+    ranks = spec["resources"]["gpusPerTrial"] // model_parallel
+    assert product * ranks == batch, "the batch keys miss it"
+assert "autotuning" not in optimal, "the autotuning section is left in"
+print("kept:", sorted(autos(given)), "train_batch_size:", optimal.get("train_batch_size"))
+PY
+}
+
+operator_pid() { cat "$E2E_STATE/operator.pid"; }
+
+same_operator() {
+  [[ $(operator_pid) == "$1" ]] && kill -0 "$1" 2>/dev/null || {
+    echo "the operator was $1 and is now $(operator_pid)"
+    return 1
+  }
+}
+
+case_configs() {
+  begin_case configs
+  local pid file job
+  pid=$(operator_pid)
+  for file in "${corpus_files[@]}"; do
+    expect "tests/configs/$file is applied" apply_corpus_file "$file"
+  done
+  for file in "${corpus_files[@]}"; do
+    job=$(corpus_job_name "$file")
+    check "$job Succeeds within 300s" ends_in "$job" Succeeded 300 || continue
+    expect "$job's ConfigMap keeps its \"auto\" values and fixed batch" \
+      keeps_user_values "$file" "$job"
+  done
+  expect "autotuning keys with no effect here are reported in a SpecWarning Event" \
+    events_include corpus-ds-autotuning-section SpecWarning
+  expect "the operator never restarted" same_operator "$pid"
+  end_case
+}
+
 # Two jobs each wanting both nodes (parallelism 2, 16 GPUs per trial) share 2 × 16 GPUs.
 case_sharing() {
   begin_case sharing
@@ -650,7 +732,7 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid sharing deletion restart}; do
+  invalid configs sharing deletion restart}; do
   "case_$name"
 done
 

@@ -381,5 +381,35 @@ TEST(Engine, EveryTrialConfigHasAConsistentTrainBatchSize) {
   }
 }
 
+// A fixed global batch: train_batch_size 192 on 16 GPUs is 12 per rank, so every trial runs a
+// micro-batch of 1, 2, 3, 4, 6 or 12 with the gradient accumulation that completes it.
+TEST(FixedTrainBatch, EveryStrategyKeepsItAndEndsAtTheBestDivisorThatFits) {
+  const PublishedModel& gpt2Large =
+      *std::find_if(publishedModels().begin(), publishedModels().end(),
+                    [](const PublishedModel& model) { return model.name == "gpt2-large"; });
+  for (const auto strategy : {api::Strategy::kDeepSpeed, api::Strategy::kGrid,
+                              api::Strategy::kRandom, api::Strategy::kModelBased}) {
+    for (const int slots : {1, 2}) {
+      api::Spec spec = specFor(gpt2Large, {0, 1, 2});
+      spec.deepspeedConfig["train_batch_size"] = 192;
+      spec.deepspeedConfig["gradient_accumulation_steps"] = "auto";
+      spec.search.strategy = strategy;
+      const SearchRun run = drive(spec, publishedOracle(gpt2Large), parallel(slots, 7));
+      const std::string context =
+          std::string(api::toString(strategy)) + ", " + std::to_string(slots) + " slots";
+      EXPECT_EQ(run.last.state, Decision::State::kSucceeded) << context << run.last.message;
+      EXPECT_EQ(bestName(run), "z1_gas4_tmbspg3") << context;
+      EXPECT_FALSE(run.launchedTwice) << context;
+      for (const Decision& decision : run.decisions) {
+        for (const Trial& trial : decision.launch) {
+          EXPECT_EQ(trial.microBatch * trial.gradientAccumulation * 16, 192)
+              << context << ": " << trial.name;
+          EXPECT_EQ(trial.config["train_batch_size"], 192) << context << ": " << trial.name;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace autotune::tuning

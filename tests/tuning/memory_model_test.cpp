@@ -173,4 +173,15 @@ TEST(PrecisionOf, DisabledSectionsMeanFp32) {
   EXPECT_EQ(precisionOf({{"bf16", {{"enabled", false}}}}), Precision::kFp32);
 }
 
+// Hugging Face's templates leave precision to the Trainer's --fp16 / --bf16 flags.
+TEST(PrecisionOf, AutoIsAssumedSixteenBitMixedPrecision) {
+  const json automatic = {{"fp16", {{"enabled", "auto"}}},
+                          {"bf16", {{"enabled", "auto"}}},
+                          {"zero_optimization", {{"stage", 2}}}};
+  EXPECT_EQ(precisionOf(automatic), Precision::kHalfAuto);
+  expectPerParameter(estimate(automatic), {2, 2.0 / 4, 12.0 / 4});
+  EXPECT_EQ(precisionOf({{"bf16", {{"enabled", "auto"}}}, {"fp16", {{"enabled", true}}}}),
+            Precision::kFp16);
+}
+
 }  // namespace

@@ -215,4 +215,21 @@ TEST(TrialLabel, LongNamesAreValidDistinctLabels) {
   EXPECT_NE(first, second);
 }
 
+// DeepSpeed spells 5.0e7 and 5.04e7 alike; two candidates must not share a trial name.
+TEST(FormatValue, DistinctNumbersKeepDistinctSpellings) {
+  EXPECT_EQ(formatValue(json(5.0e7)), "5.0e+07");
+  EXPECT_EQ(formatValue(json(5.04e7)), "5.04e+07");
+  EXPECT_EQ(formatValue(json(123456789)), "1.23456789e+08");
+  EXPECT_NE(formatValue(json(5.0e7)), formatValue(json(5.00000001e7)));
+}
+
+TEST(FormatValue, StringsThatReadAsOtherValuesOrCarryPathsAreMadeDistinctAndSafe) {
+  EXPECT_EQ(formatValue(json("cpu")), "cpu");
+  EXPECT_NE(formatValue(json("5.0e+07")), formatValue(json(5e7)));
+  EXPECT_NE(formatValue(json("T")), formatValue(json(true)));
+  const std::string path = formatValue(json("/local_nvme"));
+  EXPECT_EQ(path.find('/'), std::string::npos) << path;
+  EXPECT_NE(path, formatValue(json("local_nvme")));
+}
+
 }  // namespace

@@ -289,3 +289,51 @@ TEST(Combinations, NoDimensionsGiveOneEmptyCombination) {
 }
 
 }  // namespace
+
+// --- the global batch and the micro-batch ladder ---
+
+using autotune::tuning::MicroBatchLadder;
+
+TEST(DescribeSpace, ANumericTrainBatchIsFixedAndEveryTrialKeepsIt) {
+  const TuningSpace space =
+      spaceOf({{"train_batch_size", 512}, {"train_micro_batch_size_per_gpu", "auto"}}, 16);
+  ASSERT_EQ(space.fixedTrainBatch, 512);
+  EXPECT_EQ(space.microBatches.between(1, 1024), (std::vector<int>{1, 2, 4, 8, 16, 32}));
+  for (const int microBatch : space.microBatches.between(1, 1024)) {
+    const int gas = space.microBatches.gradientAccumulationFor(microBatch, 1);
+    const Trial trial = makeFastTrial(space, 0, microBatch, gas);
+    EXPECT_EQ(trial.config["train_batch_size"], 512) << trial.name;
+    EXPECT_EQ(microBatch * gas * 16, 512) << trial.name;
+  }
+}
+
+TEST(DescribeSpace, AnAutoTrainBatchIsKeptForTheTrainingScript) {
+  const TuningSpace space = spaceOf({{"train_batch_size", "auto"}}, 8);
+  EXPECT_FALSE(space.fixedTrainBatch);
+  EXPECT_EQ(makeFastTrial(space, 1, 3, 2).config["train_batch_size"], "auto");
+  EXPECT_EQ(makeFastTrial(spaceOf(json::object(), 8), 1, 3, 2).config["train_batch_size"], 48);
+}
+
+TEST(MicroBatchLadder, AFreeBatchAllowsEverySizeInItsBounds) {
+  const MicroBatchLadder ladder(2, 10, std::nullopt);
+  EXPECT_EQ(ladder.atMost(7), 7);
+  EXPECT_EQ(ladder.atMost(50), 10);
+  EXPECT_EQ(ladder.atMost(1), std::nullopt);
+  EXPECT_EQ(ladder.atLeast(0), 2);
+  EXPECT_EQ(ladder.atLeast(11), std::nullopt);
+  EXPECT_EQ(ladder.closestBetween(3, 9, 6), 6);
+  EXPECT_EQ(ladder.closestBetween(3, 4, 3), std::nullopt);
+  EXPECT_EQ(ladder.gradientAccumulationFor(5, 3), 3);
+}
+
+TEST(MicroBatchLadder, AFixedBatchAllowsOnlyItsDivisorsEachWithItsAccumulation) {
+  const MicroBatchLadder ladder(1, 1024, 36);  // 1 2 3 4 6 9 12 18 36
+  EXPECT_EQ(ladder.atMost(8), 6);
+  EXPECT_EQ(ladder.atLeast(7), 9);
+  EXPECT_EQ(ladder.closestBetween(4, 12, 7), 6);
+  EXPECT_EQ(ladder.closestBetween(4, 12, 8), 9);
+  EXPECT_EQ(ladder.closestBetween(12, 18, 15), std::nullopt);
+  EXPECT_EQ(ladder.between(5, 20), (std::vector<int>{6, 9, 12, 18}));
+  EXPECT_EQ(ladder.gradientAccumulationFor(9, 1), 4);
+  EXPECT_TRUE(MicroBatchLadder(40, 1024, 36).empty());
+}
