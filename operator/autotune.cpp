@@ -59,7 +59,9 @@ std::string precisionName(tuning::Precision precision) {
 void collectAutoKeys(const nlohmann::json& value, const std::string& prefix,
                      std::vector<std::string>& paths) {
   for (const auto& [key, child] : value.items()) {
-    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    std::string path = prefix;
+    path += prefix.empty() ? "" : ".";
+    path += key;
     if (child.is_object()) {
       collectAutoKeys(child, path, paths);
     } else if (child == "auto" && key != "train_micro_batch_size_per_gpu" &&
@@ -133,11 +135,17 @@ void printHeader(const AutotuneJob& job, const tuning::TuningSpace& space) {
   std::vector<std::string> autoKeys;
   collectAutoKeys(space.base, "", autoKeys);
   if (!autoKeys.empty()) {
-    std::cout << "Kept \"auto\" for the training script to fill:";
-    for (const auto& path : autoKeys) {
-      std::cout << ' ' << path;
+    constexpr std::size_t kWidth = 100;
+    std::string line = "Kept \"auto\" for the training script to fill:";
+    for (std::size_t i = 0; i < autoKeys.size(); ++i) {
+      const std::string word = " " + autoKeys[i] + (i + 1 < autoKeys.size() ? "," : "");
+      if (line.size() + word.size() > kWidth) {
+        std::cout << line << "\n";
+        line = " ";
+      }
+      line += word;
     }
-    std::cout << "\n";
+    std::cout << line << "\n";
   }
   std::cout << "\n";
 }

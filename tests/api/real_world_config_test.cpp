@@ -9,12 +9,9 @@
 #include <string>
 
 #include "api/codec.h"
+#include "support/field_errors.h"
 
 namespace autotune::api {
-
-[[maybe_unused]] static void PrintTo(const FieldError& error, std::ostream* out) {
-  *out << '"' << format(error) << '"';
-}
 
 namespace {
 

@@ -8,13 +8,9 @@
 #include <vector>
 
 #include "api/job.h"
+#include "support/field_errors.h"
 
 namespace autotune::api {
-
-// Readable failure messages.
-[[maybe_unused]] static void PrintTo(const FieldError& error, std::ostream* out) {
-  *out << '"' << format(error) << '"';
-}
 
 namespace {
 
