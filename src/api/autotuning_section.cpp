@@ -244,9 +244,12 @@ void readSection(SectionReader& reader, Spec& spec, FieldErrors& errors) {
   if (const json* value = reader.keep("end_profile_step")) {
     end = asProfileStep(*value, reader.pathOf("end_profile_step"), errors);
   }
-  if (start && end && *end < *start) {
+  // DeepSpeed starts profiling at step 3 unless told otherwise.
+  constexpr int kDefaultStartProfileStep = 3;
+  if (end && *end < start.value_or(kDefaultStartProfileStep)) {
     errors.push_back({reader.pathOf("end_profile_step"),
-                      "must be at least start_profile_step (" + std::to_string(*start) + ")"});
+                      "must be at least start_profile_step (" +
+                          std::to_string(start.value_or(kDefaultStartProfileStep)) + ")"});
   }
 
   reader.ignore("metric_path", "each trial's metrics path is set by the trial protocol");

@@ -173,6 +173,9 @@ TEST(AutotuningSection, BadValuesAreErrorsAtTheSectionsKeys) {
   EXPECT_THAT(errors("{autotuning: {start_profile_step: 5, end_profile_step: 2}}"),
               ElementsAre(FieldError{section + "end_profile_step",
                                      "must be at least start_profile_step (5)"}));
+  EXPECT_THAT(errors("{autotuning: {end_profile_step: 2}}"),
+              ElementsAre(FieldError{section + "end_profile_step",
+                                     "must be at least start_profile_step (3)"}));
   EXPECT_THAT(errors("{autotuning: {start_profile_step: three}}"),
               ElementsAre(FieldError{section + "start_profile_step", "must be an integer"}));
   EXPECT_THAT(errors("{autotuning: true}"),

@@ -1,7 +1,8 @@
 // A property of the whole path from a user's document to the trials launched: for generated
 // jobs, valid and not, decoding and validation never throw; a job that passes them is searched to
-// its end without an exception, without launching a trial name or a config twice, and with
-// every launched config keeping a fixed global batch.
+// its end without an exception, without launching a trial name or a config twice, with every
+// launched config keeping a fixed global batch, and each launch's config and command built
+// without an exception.
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "api/codec.h"
 #include "support/published_oracle.h"
 #include "tuning/engine.h"
+#include "tuning/protocol.h"
 
 namespace autotune::tuning {
 namespace {
@@ -156,6 +158,8 @@ TEST(GeneratedSpecs, DecodeValidateAndDecideNeverThrowNorLaunchAConfigTwice) {
     for (const Decision& decision : run.decisions) {
       for (const Trial& trial : decision.launch) {
         EXPECT_TRUE(configs.insert(trial.config.dump()).second) << trial.name;
+        EXPECT_NO_THROW(launchConfig(spec, trial, {"/etc/autotune/ds_config.json", "/m.json"}));
+        EXPECT_NO_THROW(trialCommand(spec, "generated", trial, "/etc/autotune/ds_config.json"));
         if (fixedBatch != spec.deepspeedConfig.end() && fixedBatch->is_number_integer() &&
             !trial.profile) {
           EXPECT_EQ(trial.config["train_batch_size"], *fixedBatch) << trial.name;
