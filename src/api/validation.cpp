@@ -425,33 +425,9 @@ bool anyDivisorWithin(int number, int lowest, int highest) {
   return false;
 }
 
-// With a numeric train_batch_size every trial keeps micro-batch × gradient accumulation ×
-// data-parallel size equal to it: the micro-batch is searched over the divisors of the batch per
-// data-parallel rank, and gradient accumulation follows.
-void checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
-  const json* train = member(spec.deepspeedConfig, kTrainBatchKey);
-  const Resources& resources = spec.resources;
-  if (train == nullptr || !isPositiveInteger(*train) || resources.gpusPerTrial < 1 ||
-      resources.modelParallelSize < 1 ||
-      resources.gpusPerTrial % resources.modelParallelSize != 0) {
-    return;
-  }
-  const std::string trainPath = fieldPath(kConfigPath, kTrainBatchKey);
-  const std::int64_t batch = train->get<std::int64_t>();
-  const int dataParallel = resources.gpusPerTrial / resources.modelParallelSize;
-  if (batch % dataParallel != 0 || batch / dataParallel > std::numeric_limits<int>::max()) {
-    fail(errors, trainPath,
-         "must be a multiple of the data-parallel size " + std::to_string(dataParallel) +
-             " (spec.resources.gpusPerTrial ÷ modelParallelSize) and at most " +
-             std::to_string(std::numeric_limits<int>::max()) + " per data-parallel rank");
-    return;
-  }
-  const int perReplica = static_cast<int>(batch / dataParallel);
+// The batch keys the user set must reach the fixed batch per data-parallel rank.
+void checkBatchKeysReach(const Spec& spec, int perReplica, FieldErrors& errors) {
   const Search& search = spec.search;
-  if (search.maxTrainBatchSize && *search.maxTrainBatchSize < batch) {
-    fail(errors, "spec.search.maxTrainBatchSize",
-         "is less than the fixed train_batch_size (" + std::to_string(batch) + ")");
-  }
   const std::string gasPath = fieldPath(kConfigPath, kGradientAccumulationKey);
   const json* accumulation = member(spec.deepspeedConfig, kGradientAccumulationKey);
   std::optional<int> fixedAccumulation;
@@ -494,12 +470,38 @@ void checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
                ", outside spec.search.minMicroBatchSize and maxMicroBatchSize");
     }
   } else if (!anyDivisorWithin(perReplica, search.minMicroBatchSize, search.maxMicroBatchSize)) {
-    fail(errors, trainPath,
+    fail(errors, fieldPath(kConfigPath, kTrainBatchKey),
          "no micro-batch between spec.search.minMicroBatchSize (" +
              std::to_string(search.minMicroBatchSize) + ") and maxMicroBatchSize (" +
              std::to_string(search.maxMicroBatchSize) + ") divides it per data-parallel rank (" +
              std::to_string(perReplica) + ")");
   }
+}
+
+// With a numeric train_batch_size every trial keeps micro-batch × gradient accumulation ×
+// data-parallel size equal to it: the micro-batch is searched over the divisors of the batch per
+// data-parallel rank, and gradient accumulation follows.
+void checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
+  const json* train = member(spec.deepspeedConfig, kTrainBatchKey);
+  const Resources& resources = spec.resources;
+  if (train == nullptr || !isPositiveInteger(*train) || resources.gpusPerTrial < 1 ||
+      resources.modelParallelSize < 1 ||
+      resources.gpusPerTrial % resources.modelParallelSize != 0) {
+    return;
+  }
+  const int batch = train->get<int>();
+  const int dataParallel = resources.gpusPerTrial / resources.modelParallelSize;
+  if (batch % dataParallel != 0) {
+    fail(errors, fieldPath(kConfigPath, kTrainBatchKey),
+         "must be a multiple of the data-parallel size " + std::to_string(dataParallel) +
+             " (spec.resources.gpusPerTrial ÷ modelParallelSize)");
+    return;
+  }
+  if (spec.search.maxTrainBatchSize && *spec.search.maxTrainBatchSize < batch) {
+    fail(errors, "spec.search.maxTrainBatchSize",
+         "is less than the fixed train_batch_size (" + std::to_string(batch) + ")");
+  }
+  checkBatchKeysReach(spec, batch / dataParallel, errors);
 }
 
 // Key names whose values are settings rather than sections, anywhere in the config.
@@ -616,6 +618,34 @@ void checkPlaceholdersIn(std::string_view text, const std::string& path,
   }
 }
 
+void checkEnv(const json* env, const std::string& envPath, const std::set<std::string>* known,
+              FieldErrors& errors) {
+  if (env == nullptr || env->is_null()) {
+    return;
+  }
+  if (!env->is_array()) {
+    fail(errors, envPath, "must be a list");
+    return;
+  }
+  for (std::size_t i = 0; i < env->size(); ++i) {
+    const json& entry = (*env)[i];
+    const std::string entryPath = itemPath(envPath, i);
+    const json* name = member(entry, "name");
+    const json* value = member(entry, "value");
+    if (!entry.is_object()) {
+      fail(errors, entryPath, "must be an object");
+    } else if (name == nullptr || !name->is_string()) {
+      fail(errors, entryPath + ".name", "must be a string");
+    }
+    if (value != nullptr && !value->is_null() && !value->is_string()) {
+      fail(errors, entryPath + ".value", "must be a string");
+    } else if (value != nullptr && value->is_string()) {
+      checkPlaceholdersIn(value->get_ref<const std::string&>(), entryPath + ".value", known,
+                          errors);
+    }
+  }
+}
+
 // The primary container's command, args and env, which every trial rewrites: lists of strings,
 // and env entries with a string name and value, with only known placeholders.
 void checkPrimaryContainer(const json& container, const std::string& path,
@@ -639,32 +669,7 @@ void checkPrimaryContainer(const json& container, const std::string& path,
       }
     }
   }
-  const json* env = member(container, "env");
-  if (env == nullptr || env->is_null()) {
-    return;
-  }
-  const std::string envPath = fieldPath(path, "env");
-  if (!env->is_array()) {
-    fail(errors, envPath, "must be a list");
-    return;
-  }
-  for (std::size_t i = 0; i < env->size(); ++i) {
-    const json& entry = (*env)[i];
-    const std::string entryPath = itemPath(envPath, i);
-    const json* name = member(entry, "name");
-    const json* value = member(entry, "value");
-    if (!entry.is_object()) {
-      fail(errors, entryPath, "must be an object");
-    } else if (name == nullptr || !name->is_string()) {
-      fail(errors, entryPath + ".name", "must be a string");
-    }
-    if (value != nullptr && !value->is_null() && !value->is_string()) {
-      fail(errors, entryPath + ".value", "must be a string");
-    } else if (value != nullptr && value->is_string()) {
-      checkPlaceholdersIn(value->get_ref<const std::string&>(), entryPath + ".value", known,
-                          errors);
-    }
-  }
+  checkEnv(member(container, "env"), fieldPath(path, "env"), known, errors);
 }
 
 void checkTemplate(const Spec& spec, FieldErrors& errors) {
