@@ -278,13 +278,18 @@ runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
   managerHooks.reconciled = [&metrics, log, &manager, &caches](
                                 const std::string& /*key: in the reconcile's logger*/,
                                 const runtime::ReconcileResult& result, runtime::Duration took) {
-    metrics.reconciled(result.failed         ? observability::ReconcileOutcome::kError
+    metrics.reconciled(result.exception      ? observability::ReconcileOutcome::kException
+                       : result.failed       ? observability::ReconcileOutcome::kError
                        : result.requeueAfter ? observability::ReconcileOutcome::kRequeue
                                              : observability::ReconcileOutcome::kSuccess,
                        std::chrono::duration_cast<observability::Seconds>(took));
     metrics.workqueueDepth(manager.queue().len());
     publishClusterGauges(caches, metrics);
-    logOf(log).debug("reconciled", {{"failed", result.failed}});
+    if (result.exception) {
+      logOf(log).error("reconcile threw; retried with backoff", {{"error", *result.exception}});
+    } else {
+      logOf(log).debug("reconciled", {{"failed", result.failed}});
+    }
   };
   managerHooks.watchRestarted = [&metrics, log](const runtime::WatchTarget& target,
                                                 runtime::RestartReason reason) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "api/codec.h"
+#include "api/text.h"
 #include "controller/gpu_slots.h"
 #include "controller/trial_pod.h"
 #include "controller/trial_state.h"
@@ -25,8 +26,12 @@ using runtime::metadataOf;
 using Timestamp = std::chrono::system_clock::time_point;
 
 constexpr std::string_view kFieldManager = "autotune-operator";
+// False, with the exception, while the job's reconciles throw; True again once one succeeds.
+constexpr std::string_view kReconciledCondition = "Reconciled";
 constexpr auto kMinRequeue = std::chrono::seconds(1);
 constexpr auto kUnschedulableRecheck = std::chrono::seconds(30);
+constexpr std::size_t kEventMessageBytes = 1024;
+constexpr std::size_t kExceptionMessageBytes = 1024;
 
 std::pair<std::string, std::string> splitKey(const std::string& key) {
   const auto slash = key.find('/');
@@ -82,6 +87,48 @@ std::string hex(std::uint64_t value) {
   std::array<char, 17> text{};
   std::snprintf(text.data(), text.size(), "%016llx", static_cast<unsigned long long>(value));
   return text.data();
+}
+
+// What an Event on a job reports.
+struct JobEvent {
+  std::string reason;
+  std::string type;     // Normal or Warning
+  std::string subject;  // what it is about (a trial), which with the reason names it
+  std::string message;
+};
+
+// Creates an Event on the job whose metadata is given. Its name is derived from what it
+// reports, so a reconcile that runs again after a restart does not report the same thing twice.
+// Returns why it could not be created, if it could not.
+std::optional<std::string> recordEvent(const k8s::Client& client, const json& jobMetadata,
+                                       const JobEvent& reported, const std::string& now) {
+  const std::string jobName = jobMetadata.value("name", "");
+  const std::string ns = jobMetadata.value("namespace", "");
+  const std::string uid = jobMetadata.value("uid", "");
+  const std::string name =
+      jobName.substr(0, 200) + "." + hex(tuning::fnv1a(uid + reported.reason + reported.subject));
+  const json event = {{"apiVersion", "v1"},
+                      {"kind", "Event"},
+                      {"metadata", {{"name", name}, {"namespace", ns}}},
+                      {"involvedObject",
+                       {{"apiVersion", api::kApiVersion},
+                        {"kind", api::kKind},
+                        {"name", jobName},
+                        {"namespace", ns},
+                        {"uid", uid}}},
+                      {"reason", reported.reason},
+                      {"message", api::headOf(reported.message, kEventMessageBytes)},
+                      {"type", reported.type},
+                      {"source", {{"component", kFieldManager}}},
+                      {"reportingComponent", kFieldManager},
+                      {"firstTimestamp", now},
+                      {"lastTimestamp", now},
+                      {"count", 1}};
+  auto created = client.create(k8s::kEvents, ns, event);
+  if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists) {
+    return "event " + reported.reason + ": " + k8s::describe(created.error());
+  }
+  return std::nullopt;
 }
 
 // A trial still in flight, as its newest Pod shows it.
@@ -161,6 +208,7 @@ class Reconciler::Pass {
     if (job_.status.observedGeneration != generation_) {
       reportWarnings(decoded->warnings);
     }
+    clearReconcileException();
     if (isTerminal(job_.status.phase)) {
       observePods();
       deletePods(finishedPods_);
@@ -184,7 +232,7 @@ class Reconciler::Pass {
     if (decision.state == tuning::Decision::State::kContinue && schedulable) {
       launch(decision);
     }
-    const runtime::ReconcileResult result =
+    runtime::ReconcileResult result =
         decision.state != tuning::Decision::State::kContinue && inFlight_.empty()
             ? conclude(decision)
             : progress(decision, capacity, schedulable);
@@ -209,7 +257,7 @@ class Reconciler::Pass {
     if (!writeStatus()) {
       return failed("write the status");
     }
-    return {false, nextDeadline(schedulable)};
+    return runtime::ReconcileResult::after(nextDeadline(schedulable));
   }
 
   // Reads the job's trial Pods: results of finished ones, trials still in flight, and Pods
@@ -602,6 +650,18 @@ class Reconciler::Pass {
     return true;
   }
 
+  // A reconcile that gets this far after one that threw says so in the job's next status write.
+  void clearReconcileException() {
+    const auto& conditions = job_.status.conditions;
+    const bool threwBefore = std::any_of(conditions.begin(), conditions.end(), [](const auto& c) {
+      return c.type == kReconciledCondition && c.status == "False";
+    });
+    if (threwBefore) {
+      setCondition(job_.status.conditions, std::string(kReconciledCondition), true, "Recovered",
+                   "the reconcile succeeds again", nowText_, generation_);
+    }
+  }
+
   // What decoding noticed in DeepSpeed's autotuning section: told once per generation of the spec.
   void reportWarnings(const api::FieldErrors& warnings) {
     if (warnings.empty()) {
@@ -687,32 +747,11 @@ class Reconciler::Pass {
     }
   }
 
-  // An Event on the job. Its name is derived from what it reports, so a reconcile that runs
-  // again after a restart does not report the same thing twice.
   void record(const std::string& reason, const std::string& type, const std::string& subject,
               const std::string& message) {
-    const std::string name =
-        job_.name().substr(0, 200) + "." + hex(tuning::fnv1a(job_.uid() + reason + subject));
-    const json event = {{"apiVersion", "v1"},
-                        {"kind", "Event"},
-                        {"metadata", {{"name", name}, {"namespace", job_.namespaceName()}}},
-                        {"involvedObject",
-                         {{"apiVersion", api::kApiVersion},
-                          {"kind", api::kKind},
-                          {"name", job_.name()},
-                          {"namespace", job_.namespaceName()},
-                          {"uid", job_.uid()}}},
-                        {"reason", reason},
-                        {"message", message.substr(0, 1024)},
-                        {"type", type},
-                        {"source", {{"component", kFieldManager}}},
-                        {"reportingComponent", kFieldManager},
-                        {"firstTimestamp", nowText_},
-                        {"lastTimestamp", nowText_},
-                        {"count", 1}};
-    auto created = client_.create(k8s::kEvents, job_.namespaceName(), event);
-    if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists) {
-      warn("event " + reason + ": " + k8s::describe(created.error()));
+    if (auto failure =
+            recordEvent(client_, job_.metadata, {reason, type, subject, message}, nowText_)) {
+      warn(*failure);
     }
   }
 
@@ -724,7 +763,7 @@ class Reconciler::Pass {
 
   runtime::ReconcileResult failed(const std::string& what) const {
     warn("could not " + what);
-    return {true, std::nullopt};
+    return runtime::ReconcileResult::retry();
   }
 
   const k8s::Client& client_;
@@ -749,7 +788,47 @@ Reconciler::Reconciler(const k8s::Client& client, Caches caches, ReconcilerHooks
     : client_(client), caches_(std::move(caches)), hooks_(std::move(hooks)), now_(std::move(now)) {}
 
 runtime::ReconcileResult Reconciler::reconcile(const std::string& key) {
-  return Pass(*this, key).run();
+  try {
+    return Pass(*this, key).run();
+  } catch (const std::exception& error) {
+    return reportException(key, error.what());
+  }
+}
+
+// A reconcile that threw is the job's problem alone: the job says so in a condition and a
+// Warning Event, and the manager retries it with backoff. Nothing here may throw in turn.
+runtime::ReconcileResult Reconciler::reportException(const std::string& key,
+                                                     std::string_view what) const {
+  const std::string message = "the reconcile failed: " + api::headOf(what, kExceptionMessageBytes);
+  try {
+    const auto [ns, name] = splitKey(key);
+    auto fetched = client_.get(kAutotuneJobs, ns, name);
+    if (fetched) {
+      json object = std::move(*fetched);
+      const json metadata = metadataOf(object);
+      api::Status status =
+          api::decodeStatus(object.value("status", json::object())).value_or(api::Status{});
+      const std::string now = formatTime(now_());
+      setCondition(status.conditions, std::string(kReconciledCondition), false,
+                   "ReconcileException", message, now, metadata.value("generation", 0));
+      object["status"] = api::encode(status);
+      const auto written = client_.updateStatus(kAutotuneJobs, ns, object);
+      const auto eventFailure =
+          recordEvent(client_, metadata, {"ReconcileException", "Warning", message, message}, now);
+      if (!written && hooks_.warning) {
+        hooks_.warning(key, "status: " + k8s::describe(written.error()));
+      }
+      if (eventFailure && hooks_.warning) {
+        hooks_.warning(key, *eventFailure);
+      }
+    }
+  } catch (const std::exception& error) {
+    if (hooks_.warning) {
+      hooks_.warning(key, "could not report the exception on the job: " +
+                              api::headOf(error.what(), kExceptionMessageBytes));
+    }
+  }
+  return runtime::ReconcileResult::threw(message);
 }
 
 }  // namespace autotune::controller

@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/job.h"
@@ -54,10 +55,15 @@ class Reconciler {
       const k8s::Client& client, Caches caches, ReconcilerHooks hooks = {},
       Now now = [] { return std::chrono::system_clock::now(); });
 
+  // One reconcile of the job `key` ("namespace/name"). One that throws is reported on the job
+  // (condition Reconciled=False with the message, a Warning Event) and ends as a failure that
+  // carries the exception.
   runtime::ReconcileResult reconcile(const std::string& key);
 
  private:
   class Pass;
+
+  runtime::ReconcileResult reportException(const std::string& key, std::string_view what) const;
 
   const k8s::Client& client_;
   Caches caches_;

@@ -10,6 +10,12 @@ namespace {
 
 constexpr std::string_view kJsonContent = "application/json";
 
+// A request body as JSON. Objects carry text from outside (a trial's log in a status message);
+// invalid UTF-8 in it is replaced rather than thrown on, so no object can fail to be sent.
+std::string serialized(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string query(const std::vector<std::pair<std::string, std::string>>& parameters) {
   std::string text;
   for (const auto& [name, value] : parameters) {
@@ -166,19 +172,19 @@ Result<std::vector<nlohmann::json>> Client::listAll(const Resource& resource, co
 
 Result<nlohmann::json> Client::create(const Resource& resource, const std::string& ns,
                                       const nlohmann::json& object) const {
-  return call("POST", resourcePath(resource, ns), std::string(kJsonContent), object.dump());
+  return call("POST", resourcePath(resource, ns), std::string(kJsonContent), serialized(object));
 }
 
 Result<nlohmann::json> Client::update(const Resource& resource, const std::string& ns,
                                       const nlohmann::json& object) const {
   return call("PUT", resourcePath(resource, ns, nameOf(object)), std::string(kJsonContent),
-              object.dump());
+              serialized(object));
 }
 
 Result<nlohmann::json> Client::updateStatus(const Resource& resource, const std::string& ns,
                                             const nlohmann::json& object) const {
   return call("PUT", resourcePath(resource, ns, nameOf(object), "status"),
-              std::string(kJsonContent), object.dump());
+              std::string(kJsonContent), serialized(object));
 }
 
 Result<nlohmann::json> Client::patch(const Resource& resource, const std::string& ns,
@@ -188,7 +194,7 @@ Result<nlohmann::json> Client::patch(const Resource& resource, const std::string
   if (type == PatchType::kApply) {
     target += query({{"fieldManager", apply.fieldManager}, {"force", apply.force ? "true" : ""}});
   }
-  return call("PATCH", target, patchContentType(type), patch.dump());
+  return call("PATCH", target, patchContentType(type), serialized(patch));
 }
 
 Result<nlohmann::json> Client::remove(const Resource& resource, const std::string& ns,
@@ -201,7 +207,7 @@ Result<nlohmann::json> Client::remove(const Resource& resource, const std::strin
     options["gracePeriodSeconds"] = *gracePeriodSeconds;
   }
   return call("DELETE", resourcePath(resource, ns, name), std::string(kJsonContent),
-              options.dump());
+              serialized(options));
 }
 
 Result<void> Client::watch(const Resource& resource, const std::string& ns,
@@ -227,7 +233,7 @@ Result<void> Client::watch(const Resource& resource, const std::string& ns,
     }
     const std::string type = event.value("type", "");
     if (type == "ERROR") {
-      failure = decodeError(0, event["object"].dump());
+      failure = decodeError(0, serialized(event["object"]));
       return false;
     }
     return onEvent({type, std::move(event["object"])});

@@ -228,7 +228,7 @@ struct Metrics::State {
   // Series whose label values are a fixed set exist from the start, so that dashboards and alerts
   // see zeros rather than gaps.
   std::map<std::string_view, Gauge*> phases;
-  std::array<Counter*, 3> results{};
+  std::array<Counter*, 4> results{};
   Gauge& slotsUsed = gpuSlots.Add({{"state", "used"}});
   Gauge& slotsTotal = gpuSlots.Add({{"state", "total"}});
   Histogram& pendingAll = pending.Add({}, kTrialPendingBuckets);
@@ -243,8 +243,8 @@ struct Metrics::State {
     for (const auto phase : kJobPhases) {
       phases[phase] = &jobs.Add({{"phase", std::string(phase)}});
     }
-    for (const auto outcome :
-         {ReconcileOutcome::kSuccess, ReconcileOutcome::kError, ReconcileOutcome::kRequeue}) {
+    for (const auto outcome : {ReconcileOutcome::kSuccess, ReconcileOutcome::kError,
+                               ReconcileOutcome::kRequeue, ReconcileOutcome::kException}) {
       results.at(static_cast<std::size_t>(outcome)) =
           &reconciles.Add({{"result", std::string(toString(outcome))}});
     }
@@ -257,6 +257,8 @@ std::string_view toString(ReconcileOutcome result) {
       return "error";
     case ReconcileOutcome::kRequeue:
       return "requeue";
+    case ReconcileOutcome::kException:
+      return "exception";
     case ReconcileOutcome::kSuccess:
       break;
   }

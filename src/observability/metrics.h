@@ -24,8 +24,9 @@ namespace autotune::observability {
 inline constexpr std::array<std::string_view, 5> kJobPhases = {"Pending", "Profiling", "Running",
                                                                "Succeeded", "Failed"};
 
-// How a reconcile ended: `reconcile_total{result="success|error|requeue"}`.
-enum class ReconcileOutcome { kSuccess, kError, kRequeue };
+// How a reconcile ended: `reconcile_total{result="success|error|requeue|exception"}`; an
+// exception is a reconcile that threw, caught by the manager and retried like an error.
+enum class ReconcileOutcome { kSuccess, kError, kRequeue, kException };
 
 using Seconds = std::chrono::duration<double>;
 

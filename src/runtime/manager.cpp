@@ -93,7 +93,7 @@ void Manager::work(const std::stop_token& leadership) {
 void Manager::processNext() {
   while (const auto key = queue_.get()) {
     const TimePoint started = clock_.now();
-    const ReconcileResult result = reconcile_(*key);
+    const ReconcileResult result = reconcileGuarded(*key);
     if (result.failed) {
       queue_.addRateLimited(*key);
     } else {
@@ -106,6 +106,18 @@ void Manager::processNext() {
     if (hooks_.reconciled) {
       hooks_.reconciled(*key, result, clock_.now() - started);
     }
+  }
+}
+
+// The barrier around every reconcile: whatever one key's reconcile throws stays that key's
+// failure, so one object can never stop the reconciles of all the others.
+ReconcileResult Manager::reconcileGuarded(const std::string& key) {
+  try {
+    return reconcile_(key);
+  } catch (const std::exception& error) {
+    return ReconcileResult::threw(error.what());
+  } catch (...) {
+    return ReconcileResult::threw("an exception that is not a std::exception");
   }
 }
 

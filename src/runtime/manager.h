@@ -12,6 +12,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "k8s/client.h"
@@ -27,6 +28,26 @@ namespace autotune::runtime {
 struct ReconcileResult {
   bool failed = false;
   std::optional<Duration> requeueAfter;
+  // What the reconcile threw, when it ended in an exception: a failure of that key alone,
+  // retried with backoff like any other, never the process's end.
+  std::optional<std::string> exception;
+
+  static ReconcileResult retry() {
+    ReconcileResult result;
+    result.failed = true;
+    return result;
+  }
+  // Another look after `delay`, when there is one.
+  static ReconcileResult after(std::optional<Duration> delay) {
+    ReconcileResult result;
+    result.requeueAfter = delay;
+    return result;
+  }
+  static ReconcileResult threw(std::string what) {
+    ReconcileResult result = retry();
+    result.exception = std::move(what);
+    return result;
+  }
 };
 
 using Reconciler = std::function<ReconcileResult(const std::string& key)>;
@@ -77,6 +98,7 @@ class Manager {
   void enqueue(const KeyMapper& keysOf, const nlohmann::json& object);
   void work(const std::stop_token& leadership);
   void processNext();
+  ReconcileResult reconcileGuarded(const std::string& key);
   void setLeading(bool leading);
 
   const k8s::Client& client_;

@@ -183,10 +183,10 @@ std::string formatValue(const nlohmann::json& value) {
   if (value.is_boolean()) {
     return value.get<bool>() ? "T" : "F";
   }
+  // Integers beyond 2^53 have no exact double; their digits keep them apart instead.
+  constexpr double kExactIntegers = 9007199254740992.0;
   const bool exactAsDouble =
-      value.is_number_float() ||
-      (value.is_number_integer() &&
-       static_cast<std::int64_t>(value.get<double>()) == value.get<std::int64_t>());
+      value.is_number_float() || (value.is_number() && value.get<double>() < kExactIntegers);
   if (value.is_number() && value.get<double>() > 9000 && exactAsDouble) {
     return scientific(value.get<double>());
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "api/text.h"
 #include "tuning/trial_metrics.h"
 
 namespace autotune::tuning {
@@ -200,15 +201,15 @@ std::string tail(std::string_view text, std::size_t maxBytes) {
     text.remove_suffix(1);
   }
   if (text.size() <= maxBytes) {
-    return std::string(text);
+    return api::validUtf8(text);
   }
   const bool startsAtLine = text[text.size() - maxBytes - 1] == '\n';
-  text = text.substr(text.size() - maxBytes);
-  const auto newline = text.find('\n');
-  if (!startsAtLine && newline != std::string_view::npos && newline + 1 < text.size()) {
-    text.remove_prefix(newline + 1);
+  std::string last = api::tailOf(text, maxBytes);
+  const auto newline = last.find('\n');
+  if (!startsAtLine && newline != std::string::npos && newline + 1 < last.size()) {
+    last.erase(0, newline + 1);
   }
-  return std::string(text);
+  return last;
 }
 
 std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName) {

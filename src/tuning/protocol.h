@@ -80,7 +80,8 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
 // Whether a message carries a CUDA / PyTorch out-of-memory error.
 bool mentionsOutOfMemory(std::string_view message);
 
-// The last `maxBytes` of a text, cut at a line start where possible.
+// The last `maxBytes` of a text as valid UTF-8, cut between characters and at a line start where
+// possible.
 std::string tail(std::string_view text, std::size_t maxBytes);
 
 }  // namespace autotune::tuning

@@ -7,8 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -171,9 +174,9 @@ class Reconcile : public ::testing::Test {
     pods_.replace(api_->under(std::string(kPodsPath) + "/"));
   }
 
-  runtime::ReconcileResult reconcile() {
+  runtime::ReconcileResult reconcile(ReconcilerHooks hooks = {}) {
     syncCaches();
-    Reconciler reconciler(client_, Caches{{&jobs_}, {&pods_}, &nodes_}, {},
+    Reconciler reconciler(client_, Caches{{&jobs_}, {&pods_}, &nodes_}, std::move(hooks),
                           [this] { return now_; });
     const auto result = reconciler.reconcile("ml/gpt2");
     syncCaches();
@@ -333,6 +336,64 @@ TEST_F(Reconcile, ADeletedJobIsNoError) {
   const auto result = reconcile();
   EXPECT_FALSE(result.failed);
   EXPECT_TRUE(api_->writes.empty());
+}
+
+std::optional<json> conditionOf(const json& job, const std::string& type) {
+  for (const auto& condition : job["status"].value("conditions", json::array())) {
+    if (condition.value("type", "") == type) {
+      return condition;
+    }
+  }
+  return std::nullopt;
+}
+
+// A reconcile that throws is its job's problem: the job says so, and recovers when the next
+// reconcile succeeds.
+TEST_F(Reconcile, AReconcileThatThrowsIsReportedOnTheJobAndClearedWhenOneSucceeds) {
+  submit(gpt2Job());
+  ReconcilerHooks throwing;
+  throwing.trialLaunched = [](const api::AutotuneJob&, const std::string&) {
+    throw std::runtime_error("boom in a hook");
+  };
+  const runtime::ReconcileResult result = reconcile(throwing);
+  EXPECT_TRUE(result.failed);
+  ASSERT_TRUE(result.exception.has_value());
+  EXPECT_NE(result.exception->find("boom in a hook"), std::string::npos);
+  std::optional<json> reconciled = conditionOf(job(), "Reconciled");
+  ASSERT_TRUE(reconciled.has_value()) << job().dump();
+  EXPECT_EQ((*reconciled)["status"], "False");
+  EXPECT_EQ((*reconciled)["reason"], "ReconcileException");
+  EXPECT_NE((*reconciled)["message"].get<std::string>().find("boom in a hook"), std::string::npos);
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const json& event) {
+    return event["reason"] == "ReconcileException" && event["type"] == "Warning";
+  }));
+
+  EXPECT_FALSE(reconcile().failed);
+  reconciled = conditionOf(job(), "Reconciled");
+  ASSERT_TRUE(reconciled.has_value());
+  EXPECT_EQ((*reconciled)["status"], "True");
+  EXPECT_EQ((*reconciled)["reason"], "Recovered");
+}
+
+// A trial whose last words are a progress bar cut through a character (the kubelet keeps the
+// last 4 KiB): its reason is valid UTF-8, it is recorded, and its Pod goes.
+TEST_F(Reconcile, ATrialMessageCutThroughACharacterIsRecordedAndItsPodDeleted) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string first = pods().front()["metadata"]["name"];
+  std::string bar;
+  for (int i = 0; i < 800; ++i) {
+    bar += "\xE2\x96\x88";  // U+2588, a tqdm bar's block
+  }
+  finish(first, 1, "\x96\x88" + bar + "\r 45%|" + bar + "\xE2\x96");
+  const runtime::ReconcileResult result = reconcile();
+  EXPECT_FALSE(result.failed);
+  EXPECT_FALSE(result.exception.has_value());
+  const json results = job()["status"]["results"];
+  ASSERT_EQ(results.size(), 1U);
+  EXPECT_EQ(results[0]["outcome"], "Failed");
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
 }
 
 }  // namespace

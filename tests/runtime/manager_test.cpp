@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "k8s/resources.h"
 #include "support/fake_transport.h"
@@ -89,16 +92,55 @@ TEST_F(ManagerRun, RetriesAFailedReconcileAndHonoursRequeueAfter) {
     }
     const int call = ++calls;
     if (call == 1) {
-      return ReconcileResult{true, std::nullopt};  // fails: retried after a backoff
+      return ReconcileResult::retry();  // fails: retried after a backoff
     }
     if (call == 2) {
-      return ReconcileResult{false, std::chrono::milliseconds(10)};  // a deadline to look at
+      return ReconcileResult::after(std::chrono::milliseconds(10));  // a deadline to look at
     }
     return ReconcileResult{};
   });
   std::jthread running([&](std::stop_token stop) { manager_.run(stop); });
   EXPECT_TRUE(reconciles_.waitFor("ns/a", 3));
   running.request_stop();
+}
+
+// One key whose reconcile throws, every time: the process goes on, the other key is reconciled,
+// the thrower is retried with backoff, and every throw reaches the hook as that key's exception.
+TEST_F(ManagerRun, AReconcileThatThrowsFailsItsKeyAloneAndIsRetried) {
+  std::mutex mutex;
+  std::vector<std::string> exceptions;
+  ManagerHooks hooks;
+  hooks.reconciled = [&](const std::string& key, const ReconcileResult& result, Duration) {
+    if (result.exception) {
+      EXPECT_TRUE(result.failed);
+      const std::lock_guard lock(mutex);
+      exceptions.push_back(key + ": " + *result.exception);
+    }
+  };
+  manager_.setHooks(hooks);
+  manager_.setReconciler([&](const std::string& key) -> ReconcileResult {
+    reconciles_.record(key);
+    if (key == "ns/a") {
+      throw std::runtime_error("type_error.316: invalid UTF-8 byte");
+    }
+    if (key == "ns/b") {
+      throw 42;  // not even a std::exception
+    }
+    return {};
+  });
+  std::jthread running([&](std::stop_token stop) { manager_.run(stop); });
+  EXPECT_TRUE(reconciles_.waitFor("ns/a", 3));
+  EXPECT_TRUE(reconciles_.waitFor("ns/b", 2));
+  running.request_stop();
+  running.join();
+  const std::lock_guard lock(mutex);
+  EXPECT_GE(exceptions.size(), 5U);
+  EXPECT_NE(
+      std::find(exceptions.begin(), exceptions.end(), "ns/a: type_error.316: invalid UTF-8 byte"),
+      exceptions.end());
+  EXPECT_NE(std::find(exceptions.begin(), exceptions.end(),
+                      "ns/b: an exception that is not a std::exception"),
+            exceptions.end());
 }
 
 }  // namespace

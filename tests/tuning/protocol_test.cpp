@@ -335,6 +335,19 @@ TEST(Tail, KeepsAShortTextWhole) { EXPECT_EQ(tail("one\ntwo", 100), "one\ntwo");
 
 TEST(Tail, DropsTrailingNewlinesAndSpaces) { EXPECT_EQ(tail("Killed \n\n", 100), "Killed"); }
 
+// A tqdm bar has no newline to cut at, and is made of 3-byte characters.
+TEST(Tail, CutsAProgressBarBetweenCharactersAsValidUtf8) {
+  std::string bar;
+  for (int i = 0; i < 500; ++i) {
+    bar += "\xE2\x96\x88\r";
+  }
+  for (std::size_t bound = 100; bound < 110; ++bound) {
+    const std::string last = tail(bar + "\xE2", bound);
+    EXPECT_LE(last.size(), bound);
+    EXPECT_NO_THROW((void)nlohmann::json(last).dump()) << bound;
+  }
+}
+
 TEST(Tail, KeepsTheLastBytesFromALineStart) {
   EXPECT_EQ(tail("first line\nsecond line\nthird\n", 12), "third");
 }
