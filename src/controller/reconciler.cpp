@@ -31,6 +31,7 @@ constexpr std::string_view kReconciledCondition = "Reconciled";
 constexpr auto kMinRequeue = std::chrono::seconds(1);
 constexpr auto kUnschedulableRecheck = std::chrono::seconds(30);
 constexpr std::size_t kEventMessageBytes = 1024;
+constexpr std::size_t kConditionMessageBytes = 32768;  // metav1.Condition's bound
 constexpr std::size_t kExceptionMessageBytes = 1024;
 
 std::pair<std::string, std::string> splitKey(const std::string& key) {
@@ -48,11 +49,32 @@ bool ownedBy(const json& object, const std::string& uid) {
   });
 }
 
+// "path: reason; path: reason", as many as fit in maxBytes, then how many more there are.
+std::string listed(const api::FieldErrors& errors, std::size_t maxBytes) {
+  constexpr std::size_t kRoomForTheCount = 32;
+  std::string message;
+  std::size_t shown = 0;
+  for (const auto& error : errors) {
+    const std::string item = api::format(error);
+    if (message.size() + item.size() + 2 > maxBytes - kRoomForTheCount) {
+      break;
+    }
+    message += (message.empty() ? "" : "; ") + item;
+    ++shown;
+  }
+  if (shown < errors.size()) {
+    message += (message.empty() ? "" : "; ") + std::string("and ") +
+               std::to_string(errors.size() - shown) + " more";
+  }
+  return api::headOf(message, maxBytes);
+}
+
 // Sets a metav1.Condition, keeping its transition time when its status does not change.
 void setCondition(std::vector<api::Condition>& conditions, const std::string& type, bool value,
-                  const std::string& reason, const std::string& message, const std::string& now,
+                  const std::string& reason, const std::string& text, const std::string& now,
                   std::int64_t generation) {
   const std::string status = value ? "True" : "False";
+  const std::string message = api::headOf(text, kConditionMessageBytes);
   auto found = std::find_if(conditions.begin(), conditions.end(),
                             [&](const api::Condition& c) { return c.type == type; });
   if (found == conditions.end()) {
@@ -667,20 +689,14 @@ class Reconciler::Pass {
     if (warnings.empty()) {
       return;
     }
-    std::string message;
-    for (const auto& warning : warnings) {
-      message += (message.empty() ? "" : "; ") + api::format(warning);
-    }
+    const std::string message = listed(warnings, kEventMessageBytes);
     record("SpecWarning", "Warning", "generation " + std::to_string(generation_), message);
   }
 
   // --- an invalid spec ------------------------------------------------------------------------
 
   runtime::ReconcileResult refuse(const api::FieldErrors& errors) {
-    std::string message;
-    for (const auto& error : errors) {
-      message += (message.empty() ? "" : "; ") + api::format(error);
-    }
+    const std::string message = listed(errors, kConditionMessageBytes);
     api::Status status =
         api::decodeStatus(object_.value("status", json::object())).value_or(api::Status{});
     status.phase = api::Phase::kFailed;

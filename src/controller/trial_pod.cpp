@@ -247,7 +247,8 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
 }
 
 std::string afterTuningJobName(std::string_view jobName) {
-  return std::string(jobName) + "-after-tuning";
+  // The Job controller labels its Pods with the Job's name, so it must be a label value too.
+  return tuning::boundedName(std::string(jobName) + "-after-tuning");
 }
 
 json afterTuningJob(const api::AutotuneJob& job, const tuning::Trial& best) {

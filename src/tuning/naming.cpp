@@ -278,4 +278,6 @@ std::string podName(std::string_view jobName, std::string_view trialName) {
 
 std::string trialLabel(std::string_view trialName) { return shortened(dnsSafe(trialName)); }
 
+std::string boundedName(std::string_view name) { return shortened(std::string(name)); }
+
 }  // namespace autotune::tuning

@@ -56,4 +56,8 @@ std::string podName(std::string_view jobName, std::string_view trialName);
 // The trial's value for the autotune.io/trial label (also at most 63 characters).
 std::string trialLabel(std::string_view trialName);
 
+// A DNS-1123 name of at most 63 characters, cut and ending in a hash of the whole when longer:
+// for objects whose names become label values (a batch/v1 Job's).
+std::string boundedName(std::string_view name);
+
 }  // namespace autotune::tuning

@@ -347,6 +347,24 @@ std::optional<json> conditionOf(const json& job, const std::string& type) {
   return std::nullopt;
 }
 
+// Hundreds of errors still fit the condition's 32 KiB: the user sees SpecValid=False with as
+// many as fit and how many more there are.
+TEST_F(Reconcile, AnInvalidSpecWithThousandsOfErrorsStillSaysSo) {
+  json invalid = gpt2Job();
+  for (int i = 0; i < 3000; ++i) {
+    invalid["spec"]["argMappings"]["no_such_key_" + std::to_string(i)] = "--flag";
+  }
+  submit(invalid);
+  reconcile();
+  const std::optional<json> specValid = conditionOf(job(), "SpecValid");
+  ASSERT_TRUE(specValid.has_value());
+  EXPECT_EQ((*specValid)["status"], "False");
+  const std::string message = (*specValid)["message"];
+  EXPECT_LE(message.size(), 32768U);
+  EXPECT_TRUE(message.ends_with(" more")) << message.substr(message.size() - 40);
+  EXPECT_NE(message.find("spec.argMappings.no_such_key_0: "), std::string::npos);
+}
+
 // A reconcile that throws is its job's problem: the job says so, and recovers when the next
 // reconcile succeeds.
 TEST_F(Reconcile, AReconcileThatThrowsIsReportedOnTheJobAndClearedWhenOneSucceeds) {

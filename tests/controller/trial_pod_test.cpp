@@ -450,6 +450,7 @@ TEST(TrialPod, TheProfilingTrialWritesModelInfoToTheTerminationMessage) {
 namespace {
 
 using autotune::controller::afterTuningJob;
+using autotune::controller::afterTuningJobName;
 
 TEST(AfterTuningJob, RunsTheUsersJobWithTheBestValuesAndTheOptimalConfigMounted) {
   json document = designDocument();
@@ -481,6 +482,18 @@ spec:
   EXPECT_EQ(pod["containers"][0]["volumeMounts"][0]["mountPath"], "/etc/autotune");
   EXPECT_EQ(pod["volumes"][0]["configMap"]["name"], "gpt2-large-optimal");
   EXPECT_EQ(pod["volumes"][0]["configMap"]["items"][0]["key"], "ds_config.json");
+}
+
+// The Job controller labels the Job's Pods with its name: a long job name must still give one
+// of at most 63 characters, the same each time.
+TEST(AfterTuningJob, ItsNameIsAValidLabelValueForALongJobName) {
+  const std::string jobName(60, 'j');
+  const std::string name = afterTuningJobName(jobName);
+  EXPECT_LE(name.size(), 63U);
+  EXPECT_TRUE(name.starts_with(jobName.substr(0, 40))) << name;
+  EXPECT_EQ(name, afterTuningJobName(jobName));
+  EXPECT_NE(name, afterTuningJobName(std::string(61, 'j')));
+  EXPECT_EQ(afterTuningJobName("gpt2-large"), "gpt2-large-after-tuning");
 }
 
 }  // namespace
