@@ -11,7 +11,8 @@ namespace {
 
 constexpr int kDefaultStartProfileStep = 3;
 constexpr int kDefaultEndProfileStep = 5;
-constexpr std::size_t kReasonBytes = 1024;
+// Every finished trial keeps its reason in status.results, up to 1,000 of them in one object.
+constexpr std::size_t kReasonBytes = 256;
 
 // Texts that PyTorch, CUDA, cuBLAS and ROCm print when a device allocation fails.
 constexpr std::array<std::string_view, 5> kOutOfMemoryTexts = {
@@ -122,6 +123,33 @@ void setFlag(std::vector<std::string>& argv, const std::string& flag, const std:
   argv.push_back(value);
 }
 
+// How the trial ended, with a reason of any length.
+Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
+  if (exit.timedOut) {
+    return {api::Outcome::kTimedOut, std::nullopt, "ran longer than spec.trialTimeout",
+            std::nullopt};
+  }
+  if (exit.oomKilled) {
+    return {api::Outcome::kOOM, std::nullopt, "OOMKilled", std::nullopt};
+  }
+  if (exit.exitCode == 0) {
+    Classification clean = exitedCleanly(exit, metric, profilingTrial);
+    if (clean.outcome == api::Outcome::kSucceeded || !mentionsOutOfMemory(exit.message)) {
+      return clean;
+    }
+  }
+  if (mentionsOutOfMemory(exit.message)) {
+    return {api::Outcome::kOOM, std::nullopt, tail(exit.message, kReasonBytes), std::nullopt};
+  }
+  std::string reason = exit.signal ? "killed by signal " + std::to_string(*exit.signal)
+                                   : "exited " + std::to_string(exit.exitCode.value_or(-1));
+  const std::string message = tail(exit.message, kReasonBytes - reason.size() - 2);
+  if (!message.empty()) {
+    reason += ": " + message;
+  }
+  return {api::Outcome::kFailed, std::nullopt, reason, std::nullopt};
+}
+
 }  // namespace
 
 std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec) {
@@ -165,29 +193,9 @@ std::vector<std::pair<std::string, std::string>> protocolEnvironment(std::string
 }
 
 Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
-  const std::string message = tail(exit.message, kReasonBytes);
-  if (exit.timedOut) {
-    return {api::Outcome::kTimedOut, std::nullopt, "ran longer than spec.trialTimeout",
-            std::nullopt};
-  }
-  if (exit.oomKilled) {
-    return {api::Outcome::kOOM, std::nullopt, "OOMKilled", std::nullopt};
-  }
-  if (exit.exitCode == 0) {
-    Classification clean = exitedCleanly(exit, metric, profilingTrial);
-    if (clean.outcome == api::Outcome::kSucceeded || !mentionsOutOfMemory(exit.message)) {
-      return clean;
-    }
-  }
-  if (mentionsOutOfMemory(exit.message)) {
-    return {api::Outcome::kOOM, std::nullopt, message, std::nullopt};
-  }
-  std::string reason = exit.signal ? "killed by signal " + std::to_string(*exit.signal)
-                                   : "exited " + std::to_string(exit.exitCode.value_or(-1));
-  if (!message.empty()) {
-    reason += ": " + message;
-  }
-  return {api::Outcome::kFailed, std::nullopt, reason, std::nullopt};
+  Classification classified = classifyUnbounded(exit, metric, profilingTrial);
+  classified.reason = api::headOf(classified.reason, kReasonBytes);
+  return classified;
 }
 
 bool mentionsOutOfMemory(std::string_view message) {

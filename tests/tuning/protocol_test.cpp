@@ -117,6 +117,18 @@ TEST(Classify, ACleanExitWithoutAMetricsFileIsMetricsUnavailable) {
   EXPECT_FALSE(result.reason.empty());
 }
 
+// A metrics file of 4 KiB whose throughput is an object: the reason quotes it, within 256 bytes
+// of valid UTF-8.
+TEST(Classify, AHugeUnusableMetricsValueGivesABoundedReason) {
+  const std::string big(4000, 'x');
+  const auto result =
+      classifyFast(succeededWith(R"({"throughput": {"a": ")" + big + "\xE2\x96\x88" + R"("}})"));
+  EXPECT_EQ(result.outcome, Outcome::kMetricsUnavailable);
+  EXPECT_LE(result.reason.size(), 256U);
+  EXPECT_NE(result.reason.find("throughput"), std::string::npos) << result.reason;
+  EXPECT_NO_THROW((void)nlohmann::json(result.reason).dump());
+}
+
 TEST(Classify, ACleanExitWithGarbageMetricsIsMetricsUnavailableAndSaysWhy) {
   const auto garbage = classifyFast(succeededWith("throughput=87.3"));
   EXPECT_EQ(garbage.outcome, Outcome::kMetricsUnavailable);
@@ -213,7 +225,8 @@ TEST(Classify, TimedOutWinsOverAnOutOfMemoryError) {
   EXPECT_EQ(classifyFast(exit).outcome, Outcome::kTimedOut);
 }
 
-TEST(Classify, AMessageOverOneKibibyteIsCutToItsTailInTheReason) {
+// Every finished trial keeps its reason in status.results: 256 bytes at most.
+TEST(Classify, ALongMessageIsCutToItsTailInTheReason) {
   std::string message;
   for (int line = 0; line < 100; ++line) {
     message += "  frame " + std::to_string(line) + " of a very long Python traceback ......\n";
@@ -225,7 +238,7 @@ TEST(Classify, AMessageOverOneKibibyteIsCutToItsTailInTheReason) {
   const std::string prefix = "exited 1: ";
   ASSERT_TRUE(result.reason.starts_with(prefix)) << result.reason;
   const std::string cut = result.reason.substr(prefix.size());
-  EXPECT_LE(cut.size(), 1024U);
+  EXPECT_LE(result.reason.size(), 256U);
   EXPECT_TRUE(cut.ends_with("RuntimeError: NCCL communicator was aborted")) << cut;
   EXPECT_TRUE(cut.starts_with("  frame ")) << cut;
   EXPECT_FALSE(contains(cut, "frame 0 ")) << cut;
