@@ -417,6 +417,9 @@ class Reconciler::Pass {
         warn("launch " + trial.name + ": " + k8s::describe(created.error()));
         continue;
       }
+      if (!created && heldByAnother(pod["metadata"]["name"], trial)) {
+        continue;
+      }
       TrialPodState state;
       state.phase = TrialPodState::Phase::kPending;
       state.trialName = trial.name;
@@ -431,6 +434,27 @@ class Reconciler::Pass {
         }
       }
     }
+  }
+
+  // Whether the Pod name of a trial is taken by a Pod this job does not own (one left behind by
+  // `kubectl delete --cascade=orphan` of an earlier job of the same name). Such a Pod is neither
+  // adopted nor deleted: the trial is recorded Failed, saying so, and the search moves on.
+  bool heldByAnother(const std::string& podName, const tuning::Trial& trial) {
+    auto existing = client_.get(k8s::kPods, job_.namespaceName(), podName);
+    if (!existing || ownedBy(*existing, job_.uid())) {
+      return false;
+    }
+    api::TrialRecord record;
+    record.name = trial.name;
+    record.space = trial.space;
+    record.outcome = api::Outcome::kFailed;
+    record.reason = "Pod " + podName +
+                    " exists and is not this job's; it is neither adopted nor deleted: delete it "
+                    "to run this trial";
+    record.startTime = nowText_;
+    job_.status.results.push_back(record);
+    newRecords_.push_back(std::move(record));
+    return true;
   }
 
   // Trials whose Pods were evicted or lost with their node run again, as a new attempt.

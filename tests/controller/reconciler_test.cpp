@@ -414,5 +414,33 @@ TEST_F(Reconcile, ATrialMessageCutThroughACharacterIsRecordedAndItsPodDeleted) {
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
 }
 
+// A Pod left by an earlier job of the same name (deleted with --cascade=orphan) holds a trial's
+// name: the job says so in that trial's result and goes on, and the Pod stays as it is.
+TEST_F(Reconcile, APodOfAnotherOwnerWithATrialsNameIsReportedNeverAdopted) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string taken = pods().front()["metadata"]["name"];
+  api_->objects.clear();
+  const std::string foreignPath = std::string(kPodsPath) + "/" + taken;
+  api_->objects[foreignPath] = {
+      {"metadata",
+       {{"name", taken},
+        {"namespace", "ml"},
+        {"resourceVersion", "1"},
+        {"ownerReferences",
+         {{{"kind", "AutotuneJob"}, {"name", "gpt2"}, {"uid", "uid-old"}, {"controller", true}}}}}},
+      {"status", {{"phase", "Running"}}}};
+  submit(gpt2Job());
+  reconcile();
+
+  const json results = job()["status"]["results"];
+  ASSERT_EQ(results.size(), 1U) << job()["status"].dump();
+  EXPECT_EQ(results[0]["outcome"], "Failed");
+  EXPECT_NE(results[0]["reason"].get<std::string>().find("is not this job's"), std::string::npos);
+  EXPECT_EQ(api_->objects.at(foreignPath)["metadata"]["ownerReferences"][0]["uid"], "uid-old");
+  EXPECT_EQ(api_->count("DELETE " + foreignPath), 0);
+  EXPECT_EQ(pods().size(), 2U);  // the foreign Pod and the other trial's
+}
+
 }  // namespace
 }  // namespace autotune::controller
