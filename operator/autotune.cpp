@@ -54,8 +54,8 @@ std::string precisionName(tuning::Precision precision) {
   return "fp32";
 }
 
-// The dotted paths of the config's "auto" values, which every trial keeps for the training
-// script to fill (the batch keys are tuned instead).
+// The dotted paths of the "auto" values of a space's base config, which every trial keeps for
+// the training script to fill (the base has no batch keys: those are tuned).
 void collectAutoKeys(const nlohmann::json& value, const std::string& prefix,
                      std::vector<std::string>& paths) {
   for (const auto& [key, child] : value.items()) {
@@ -64,8 +64,7 @@ void collectAutoKeys(const nlohmann::json& value, const std::string& prefix,
     path += key;
     if (child.is_object()) {
       collectAutoKeys(child, path, paths);
-    } else if (child == "auto" && key != "train_micro_batch_size_per_gpu" &&
-               key != "gradient_accumulation_steps") {
+    } else if (child == "auto") {
       paths.push_back(path);
     }
   }

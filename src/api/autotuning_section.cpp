@@ -31,20 +31,12 @@ std::string trimmed(std::string_view text) {
 // The member at a dotted path of `document`, or nullptr when it is absent or null.
 const json* memberAt(const json& document, std::string_view dottedPath) {
   const json* node = &document;
-  while (!dottedPath.empty()) {
+  while (node != nullptr && !node->is_null() && !dottedPath.empty()) {
     const std::size_t dot = dottedPath.find('.');
-    const std::string_view key = dottedPath.substr(0, dot);
-    if (!node->is_object()) {
-      return nullptr;
-    }
-    const auto found = node->find(key);
-    if (found == node->end() || found->is_null()) {
-      return nullptr;
-    }
-    node = &*found;
+    node = member(*node, dottedPath.substr(0, dot));
     dottedPath = dot == std::string_view::npos ? std::string_view() : dottedPath.substr(dot + 1);
   }
-  return node;
+  return node == nullptr || node->is_null() ? nullptr : node;
 }
 
 // DeepSpeed's tuner types are the strategies of the same names.

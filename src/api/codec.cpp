@@ -159,15 +159,6 @@ void expectConstant(ObjectReader& reader, std::string_view key, std::string_view
   }
 }
 
-// The member `key` of `value`, or nullptr when value is no object or lacks it.
-const json* member(const json& value, std::string_view key) {
-  if (!value.is_object()) {
-    return nullptr;
-  }
-  const auto found = value.find(key);
-  return found == value.end() ? nullptr : &*found;
-}
-
 // A string member, or "" when it is missing or of another type (decoding reports that).
 std::string stringMember(const json& value, std::string_view key) {
   const json* found = member(value, key);

@@ -50,12 +50,24 @@ std::optional<Enum> asEnum(const json& value, const std::string& path, FieldErro
 
 }  // namespace
 
-std::string fieldPath(const std::string& parent, std::string_view key) {
-  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+std::string fieldPath(std::string_view parent, std::string_view key) {
+  std::string path(parent);
+  if (!path.empty()) {
+    path += '.';
+  }
+  return path += key;
 }
 
-std::string itemPath(const std::string& parent, std::size_t index) {
-  return parent + "[" + std::to_string(index) + "]";
+std::string itemPath(std::string_view parent, std::size_t index) {
+  return std::string(parent) + "[" + std::to_string(index) + "]";
+}
+
+const json* member(const json& value, std::string_view key) {
+  if (!value.is_object()) {
+    return nullptr;
+  }
+  const auto found = value.find(key);
+  return found == value.end() ? nullptr : &*found;
 }
 
 // "must be an integer", or "must be an integer, not a list" for a user who tried to give several.

@@ -14,11 +14,15 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/fields.h"
 #include "api/job.h"
 
 namespace autotune::api {
 namespace {
 
+using fields::fieldPath;
+using fields::itemPath;
+using fields::member;
 using nlohmann::json;
 
 constexpr std::string_view kMicroBatchKey = "train_micro_batch_size_per_gpu";
@@ -48,25 +52,6 @@ constexpr std::string_view kLabelValue =
 
 void fail(FieldErrors& errors, std::string path, std::string_view reason) {
   errors.push_back({std::move(path), std::string(reason)});
-}
-
-std::string fieldPath(std::string_view parent, std::string_view key) {
-  if (parent.empty()) {
-    return std::string(key);
-  }
-  return std::string(parent) + "." + std::string(key);
-}
-
-std::string itemPath(std::string_view parent, std::size_t index) {
-  return std::string(parent) + "[" + std::to_string(index) + "]";
-}
-
-const json* member(const json& value, std::string_view key) {
-  if (!value.is_object()) {
-    return nullptr;
-  }
-  const auto found = value.find(key);
-  return found == value.end() ? nullptr : &*found;
 }
 
 bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
