@@ -199,6 +199,9 @@ class LocalRun {
         continue;
       }
       any = true;
+      // What the trial left running dies with it, as with a container, before its GPUs go to
+      // the next trial.
+      it->process.signalGroup(SIGKILL);
       slots_.release(it->gpus);
       tuning::TrialExit exit;
       exit.exitCode = status->exitCode;

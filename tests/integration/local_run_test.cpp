@@ -35,6 +35,8 @@ struct JobOptions {
   std::string trialTimeout = "5m";
   int maxFailedTrials = 10;
   std::vector<std::string> simulatorFlags = {"--startup-seconds", "0.1"};
+  // A shell starts each trial after leaving a child running, its pid appended to this file.
+  std::string childrenFile;
 };
 
 struct Finished {
@@ -71,7 +73,12 @@ class LocalRun : public ::testing::Test {
   void TearDown() override { fs::remove_all(directory_); }
 
   fs::path writeJob(const JobOptions& options) const {
-    std::string command = "[" + std::string(TRIAL_SIM_BINARY) + ", --profile, gpt2-large";
+    std::string command = "[";
+    if (!options.childrenFile.empty()) {
+      command +=
+          "sh, -c, 'sleep 300 & echo $! >> " + options.childrenFile + "; exec \"$0\" \"$@\"', ";
+    }
+    command += std::string(TRIAL_SIM_BINARY) + ", --profile, gpt2-large";
     for (const auto& flag : options.simulatorFlags) {
       command += ", \"" + flag + "\"";
     }
@@ -288,6 +295,28 @@ TEST_F(LocalRun, ATrialOverItsTimeoutIsStoppedAndTimedOut) {
   const Finished finished = run(runArguments(writeJob(options), results()));
   EXPECT_EQ(finished.exitCode, 1);
   EXPECT_EQ(outcomeOf(recorded(), "z1_gas1_tmbspg3"), "TimedOut");
+}
+
+// Whether the process is gone: not there, or a zombie waiting for whoever adopted it.
+bool gone(const std::string& pid) {
+  const std::string stat = readText("/proc/" + pid + "/stat");
+  const auto state = stat.rfind(") ");
+  return stat.empty() || (state != std::string::npos && stat[state + 2] == 'Z');
+}
+
+TEST_F(LocalRun, WhatATrialLeftRunningIsStoppedWhenTheTrialEnds) {
+  JobOptions options;
+  options.stages = "1";
+  options.microBatch = "[1, 3]";
+  options.childrenFile = (directory_ / "children").string();
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  ASSERT_EQ(finished.exitCode, 0) << finished.err << finished.out;
+  std::istringstream pids(readText(options.childrenFile));
+  int children = 0;
+  for (std::string pid; std::getline(pids, pid); ++children) {
+    EXPECT_TRUE(waitFor([&] { return gone(pid); }, std::chrono::seconds(10))) << "pid " << pid;
+  }
+  EXPECT_EQ(children, 2);
 }
 
 TEST_F(LocalRun, SigtermStopsEveryTrialAndRecordsNothingFalse) {
