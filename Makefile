@@ -1,10 +1,11 @@
 # The project's commands. `make test` and `make demo` work on a fresh Debian bookworm machine.
 BUILD_DIR ?= build
 JOBS ?= 2
+SANITIZE_DIR = $(BUILD_DIR)/sanitize
 SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build test unit integration e2e images controlplane lint format demo \
-	bench clean
+.PHONY: all deps configure build sanitize test unit integration e2e fuzz images controlplane lint \
+	format demo bench clean
 
 all: build
 
@@ -17,15 +18,27 @@ configure:
 build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
-# Every test tier that exists, after installing what they need.
-test: deps build lint images controlplane
+# The unit tier and the fuzzers (tests/fuzz, written to $(BUILD_DIR)/bin/fuzz_*), built by clang
+# under AddressSanitizer and UndefinedBehaviorSanitizer in a build tree of their own.
+sanitize:
+	cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+		-DAUTOTUNE_SANITIZE=ON -DAUTOTUNE_FUZZ_OUTPUT_DIRECTORY=$(abspath $(BUILD_DIR))/bin
+	cmake --build $(SANITIZE_DIR) -j$(JOBS) --target unit_tier fuzzers
+
+# Every test tier that exists, after installing what they need; then the unit tier once more
+# under the sanitizers, and each fuzzer for 30 seconds (AUTOTUNE_FUZZ_SECONDS).
+test: deps build lint images controlplane sanitize
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
+	ctest --test-dir $(SANITIZE_DIR) --output-on-failure -j$(JOBS) -L 'unit|fuzz'
 
 unit: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit -j$(JOBS)
 
 integration: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration -j$(JOBS)
+
+fuzz: sanitize
+	ctest --test-dir $(SANITIZE_DIR) --output-on-failure -j$(JOBS) -L fuzz
 
 e2e: build controlplane
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L e2e

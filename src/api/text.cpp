@@ -61,6 +61,18 @@ std::string validUtf8(std::string_view text) {
   return valid;
 }
 
+std::size_t validUtf8Prefix(std::string_view text) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t length = characterLength(text, at);
+    if (length == 0) {
+      return at;
+    }
+    at += length;
+  }
+  return at;
+}
+
 std::string headOf(std::string_view text, std::size_t maxBytes) {
   std::string valid = validUtf8(text);
   if (valid.size() <= maxBytes) {
@@ -84,6 +96,19 @@ std::string tailOf(std::string_view text, std::size_t maxBytes) {
     ++cut;
   }
   return valid.substr(cut);
+}
+
+std::string oneLine(std::string_view text) {
+  constexpr unsigned char kFirstPrintable = 0x20;
+  constexpr unsigned char kDelete = 0x7F;
+  std::string line = validUtf8(text);
+  for (char& c : line) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < kFirstPrintable || byte == kDelete) {
+      c = ' ';
+    }
+  }
+  return line;
 }
 
 }  // namespace autotune::api

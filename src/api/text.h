@@ -14,10 +14,17 @@ namespace autotune::api {
 // U+FFFD, the replacement character.
 std::string validUtf8(std::string_view text);
 
+// How many bytes from the start of `text` are well-formed UTF-8: text.size() when all are.
+std::size_t validUtf8Prefix(std::string_view text);
+
 // The longest run of whole characters of validUtf8(text) from its start that fits in maxBytes.
 std::string headOf(std::string_view text, std::size_t maxBytes);
 
 // The same from its end.
 std::string tailOf(std::string_view text, std::size_t maxBytes);
+
+// validUtf8(text) as one line: every control character (newline, carriage return, tab, a
+// terminal's escape) becomes a space. Its JSON form needs no escapes but for '"' and '\\'.
+std::string oneLine(std::string_view text);
 
 }  // namespace autotune::api

@@ -680,13 +680,90 @@ void checkTemplate(const Spec& spec, FieldErrors& errors) {
                         spec.deepspeedConfig.is_object() ? &known : nullptr, errors);
 }
 
+// Real DeepSpeed configs are a few KiB, four levels deep. The bounds keep what is derived from one
+// within the API's limits: each trial Pod carries its config in an annotation (256 KiB for all of
+// a Pod's annotations), and the output ConfigMap holds the best one (1 MiB for all its data).
+constexpr std::size_t kMaxConfigBytes = std::size_t{64} * 1024;
+constexpr int kMaxConfigDepth = 32;
+
+// The field path of a value nested deeper than kMaxConfigDepth, if there is one.
+std::optional<std::string> tooDeep(const json& value, const std::string& path, int depth) {
+  if (depth > kMaxConfigDepth) {
+    return path;
+  }
+  if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      if (auto found = tooDeep(child, fieldPath(path, key), depth + 1)) {
+        return found;
+      }
+    }
+  } else if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (auto found = tooDeep(value[i], itemPath(path, i), depth + 1)) {
+        return found;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether the config fits the bounds above; an error for each it passes.
+bool withinBounds(const json& config, FieldErrors& errors) {
+  const std::size_t bytes = config.dump(-1, ' ', false, json::error_handler_t::replace).size();
+  if (bytes > kMaxConfigBytes) {
+    fail(errors, std::string(kConfigPath),
+         "is " + std::to_string(bytes) + " bytes as compact JSON; at most " +
+             std::to_string(kMaxConfigBytes) +
+             " are allowed, as each trial Pod carries its config in an annotation");
+    return false;
+  }
+  if (const auto deep = tooDeep(config, std::string(kConfigPath), 0)) {
+    fail(errors, *deep,
+         "nests deeper than " + std::to_string(kMaxConfigDepth) +
+             " levels; DeepSpeed's own "
+             "sections nest four");
+    return false;
+  }
+  return true;
+}
+
+// Every configuration of the grid is built on each decision of the search; past this many the
+// search could not reach them (maxTrials is at most 1,000) and building them would take over the
+// operator.
+constexpr std::size_t kMaxConfigurations = 10'000;
+
+// How many configurations the config's candidate lists make: the product of their lengths,
+// saturating past kMaxConfigurations.
+std::size_t configurations(const json& value, const std::string& keyPath) {
+  const auto times = [](std::size_t count, std::size_t factor) {
+    return std::min(count * std::min(factor, kMaxConfigurations + 1), kMaxConfigurations + 1);
+  };
+  std::size_t count = 1;
+  if (keyPath == kAutotuningKey) {
+    return count;
+  }
+  if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      count = times(count, configurations(child, fieldPath(keyPath, key)));
+    }
+  } else if (value.is_array() && !isPlainNumberList(keyPath, value)) {
+    count = times(count, value.size());
+  }
+  return count;
+}
+
 void checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
   if (config.is_null()) {
     fail(errors, std::string(kConfigPath), "is required");
   } else if (!config.is_object()) {
     fail(errors, std::string(kConfigPath), "must be an object");
-  } else {
+  } else if (withinBounds(config, errors)) {
     checkConfigValue(config, "", std::string(kConfigPath), errors);
+    if (configurations(config, "") > kMaxConfigurations) {
+      fail(errors, std::string(kConfigPath),
+           "its candidate lists make more than " + std::to_string(kMaxConfigurations) +
+               " configurations; shorten them (\"auto\" searches the micro-batch by itself)");
+    }
   }
 }
 

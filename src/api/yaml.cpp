@@ -2,8 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <initializer_list>
 #include <limits>
@@ -11,9 +14,9 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <vector>
 
 #include "api/codec.h"
+#include "api/text.h"
 
 namespace autotune::api {
 namespace {
@@ -26,6 +29,38 @@ FieldError errorAt(const YAML::Mark& mark, std::string reason) {
   }
   return {"line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1),
           std::move(reason)};
+}
+
+// An error at a byte offset of the text, as "line L, column C" (both counted from 1, the column
+// in bytes).
+FieldError errorAtOffset(std::string_view text, std::size_t offset, std::string reason) {
+  const std::string_view before = text.substr(0, offset);
+  const std::size_t lastNewline = before.rfind('\n');
+  YAML::Mark mark;
+  mark.line = static_cast<int>(std::ranges::count(before, '\n'));
+  mark.column =
+      static_cast<int>(lastNewline == std::string_view::npos ? offset : offset - lastNewline - 1);
+  return errorAt(mark, std::move(reason));
+}
+
+// YAML's own reader lets stray bytes and control characters into strings, mangled, which then
+// cannot be written as JSON. YAML allows neither (its c-printable set): the first such byte.
+std::optional<FieldError> firstDisallowedByte(std::string_view text) {
+  const std::size_t valid = validUtf8Prefix(text);
+  for (std::size_t at = 0; at < valid; ++at) {
+    const auto byte = static_cast<unsigned char>(text[at]);
+    if ((byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7F) {
+      std::array<char, 8> hex{};
+      std::snprintf(hex.data(), hex.size(), "0x%02X", byte);
+      return errorAtOffset(
+          text, at,
+          "holds the control character " + std::string(hex.data()) + ", which YAML does not allow");
+    }
+  }
+  if (valid < text.size()) {
+    return errorAtOffset(text, valid, "is not valid UTF-8");
+  }
+  return std::nullopt;
 }
 
 bool isOneOf(std::string_view text, std::initializer_list<std::string_view> options) {
@@ -211,12 +246,17 @@ class YamlConverter {
 }  // namespace
 
 tl::expected<json, FieldError> yamlToJson(std::string_view text) {
+  if (auto disallowed = firstDisallowedByte(text)) {
+    return tl::unexpected(std::move(*disallowed));
+  }
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    if (documents.empty() || documents.front().IsNull()) {
+    // The first document of a stream. YAML::Load reads only that one; yaml-cpp 0.7's LoadAll can
+    // loop for ever on some malformed streams, adding empty documents.
+    const YAML::Node document = YAML::Load(std::string(text));
+    if (document.IsNull()) {
       return tl::unexpected(FieldError{"", "the document is empty"});
     }
-    return YamlConverter().convert(documents.front());
+    return YamlConverter().convert(document);
   } catch (const YAML::Exception& error) {
     return tl::unexpected(errorAt(error.mark, error.msg));
   } catch (const std::exception& error) {

@@ -11,6 +11,7 @@
 #include "api/codec.h"
 #include "api/text.h"
 #include "controller/gpu_slots.h"
+#include "controller/output.h"
 #include "controller/trial_pod.h"
 #include "controller/trial_state.h"
 #include "tuning/engine.h"
@@ -28,6 +29,8 @@ using Timestamp = std::chrono::system_clock::time_point;
 constexpr std::string_view kFieldManager = "autotune-operator";
 // False, with the exception, while the job's reconciles throw; True again once one succeeds.
 constexpr std::string_view kReconciledCondition = "Reconciled";
+// False while the search is over and its output ConfigMap could not be written.
+constexpr std::string_view kOutputCondition = "OutputWritten";
 constexpr auto kMinRequeue = std::chrono::seconds(1);
 constexpr auto kUnschedulableRecheck = std::chrono::seconds(30);
 constexpr std::size_t kEventMessageBytes = 1024;
@@ -618,9 +621,11 @@ class Reconciler::Pass {
     const bool succeeded =
         decision.state == tuning::Decision::State::kSucceeded && decision.best.has_value();
     if (succeeded) {
-      if (!writeOutput(decision)) {
-        return failed("write the output ConfigMap");
+      if (const auto error = writeOutput(decision)) {
+        return outputNotWritten(*error);
       }
+      setCondition(status.conditions, std::string(kOutputCondition), true, "Written",
+                   "ConfigMap " + job_.spec.output.configMapName, nowText_, generation_);
       if (job_.spec.afterTuning && !startAfterTuning(*decision.best)) {
         return failed("create the afterTuning Job");
       }
@@ -644,44 +649,41 @@ class Reconciler::Pass {
     return {};
   }
 
-  bool writeOutput(const tuning::Decision& decision) {
-    const tuning::Trial& best = *decision.best;
-    const api::Metric metric = job_.spec.search.metric;
+  // The error of the API server when the ConfigMap could not be applied.
+  std::optional<std::string> writeOutput(const tuning::Decision& decision) {
     const double elapsed =
         std::chrono::duration<double>(now_ - parseTime(job_.status.startTime).value_or(now_))
             .count();
-    json results = api::encode(job_.status)["results"];
-    for (auto& entry : results) {
-      const std::string trialName = entry.value("name", "");
-      const auto trial = std::find_if(decision.trials.begin(), decision.trials.end(),
-                                      [&](const tuning::Trial& t) { return t.name == trialName; });
-      if (trial != decision.trials.end()) {
-        entry["config"] = trial->config;
-      }
-    }
-    json configMap = {{"apiVersion", "v1"},
-                      {"kind", "ConfigMap"},
-                      {"metadata",
-                       {{"name", job_.spec.output.configMapName},
-                        {"namespace", job_.namespaceName()},
-                        {"labels", {{std::string(kJobLabel), jobLabelValue(job_.name())}}}}},
-                      {"data",
-                       {{"ds_config.json", tuning::optimalConfig(best).dump(2) + "\n"},
-                        {"cmd.txt", tuning::shellJoin(tuning::trialCommand(
-                                        job_.spec, job_.name(), best, tuning::kTrialConfigPath)) +
-                                        "\n"},
-                        {"summary.txt", tuning::summaryTable(job_.status.spaces, metric, elapsed)},
-                        {"results.json", results.dump(2) + "\n"}}}};
-    if (!job_.spec.output.retain) {
-      configMap["metadata"]["ownerReferences"] = json::array({ownerReference(job_)});
-    }
+    const json configMap = outputConfigMap(job_, *decision.best, decision.trials, elapsed);
     auto applied =
         client_.patch(k8s::kConfigMaps, job_.namespaceName(), job_.spec.output.configMapName,
                       k8s::PatchType::kApply, configMap, {std::string(kFieldManager), true});
     if (!applied) {
       warn("ConfigMap " + job_.spec.output.configMapName + ": " + k8s::describe(applied.error()));
+      return k8s::describe(applied.error());
     }
-    return applied.has_value();
+    return std::nullopt;
+  }
+
+  // The search is over but its output is not written: the job says so, once per cause, and the
+  // write is retried with backoff. Results and the best stay in the status meanwhile.
+  runtime::ReconcileResult outputNotWritten(const std::string& error) {
+    const std::string message = api::headOf(
+        "ConfigMap " + job_.spec.output.configMapName + " could not be written: " + error,
+        kEventMessageBytes);
+    const auto& conditions = job_.status.conditions;
+    const bool toldAlready = std::ranges::any_of(conditions, [&](const api::Condition& c) {
+      return c.type == kOutputCondition && c.status == "False" && c.message == message;
+    });
+    setCondition(job_.status.conditions, std::string(kOutputCondition), false, "OutputWriteFailed",
+                 message, nowText_, generation_);
+    if (!writeStatus()) {
+      return failed("write the status");
+    }
+    if (!toldAlready) {
+      record("OutputWriteFailed", "Warning", "", message);
+    }
+    return runtime::ReconcileResult::retry();
   }
 
   // DeepSpeed's `--autotuning run`: the user's Job, with the optimal config mounted.

@@ -1,5 +1,6 @@
 #include "controller/trial_state.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -79,7 +80,10 @@ bool endedBeforeDeletion(const json& metadata, const std::optional<Timestamp>& f
   if (!deletion || !finished || !grace.is_number_integer()) {
     return false;
   }
-  return *finished < *deletion - std::chrono::seconds(grace.get<std::int64_t>());
+  // Within a year either way, so that the arithmetic cannot overflow on a value no API server sets.
+  constexpr std::int64_t kYear = 365LL * 24 * 3600;
+  const std::int64_t seconds = std::clamp<std::int64_t>(grace.get<std::int64_t>(), 0, kYear);
+  return *finished < *deletion - std::chrono::seconds(seconds);
 }
 
 // Why the Pod is lost, if it is: something outside the trial stopped it or is about to.
@@ -151,10 +155,10 @@ double secondsBetween(Timestamp from, Timestamp to) {
   return std::max(0.0, std::chrono::duration<double>(to - from).count());
 }
 
-api::TrialRecord recordOf(const TrialPodState& state, api::Outcome outcome, std::string reason,
+api::TrialRecord recordOf(const TrialPodState& state, api::Outcome outcome, std::string_view reason,
                           Timestamp start, double seconds) {
-  return {state.trialName,   state.space,       outcome, std::nullopt,
-          std::move(reason), formatTime(start), seconds};
+  return {state.trialName,   state.space, outcome, std::nullopt, tuning::boundedReason(reason),
+          formatTime(start), seconds};
 }
 
 }  // namespace
@@ -215,6 +219,13 @@ std::optional<Timestamp> parseTime(std::string_view text) {
   }
   const auto local = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
                      std::chrono::minutes(*minute) + std::chrono::seconds(*second) - offset;
+  // A nanosecond clock spans the years 1678 to 2261; anything beyond is not a time to act on.
+  constexpr auto kRange =
+      std::chrono::duration_cast<std::chrono::seconds>(Timestamp::duration::max()) -
+      std::chrono::days(1);
+  if (local.time_since_epoch() > kRange || local.time_since_epoch() < -kRange) {
+    return std::nullopt;
+  }
   return std::chrono::time_point_cast<Timestamp::duration>(local) +
          std::chrono::duration_cast<Timestamp::duration>(fraction);
 }
@@ -349,8 +360,8 @@ std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::S
     if (!state.message.empty()) {
       reason += ": " + state.message;
     }
-    return TrialConclusion{
-        recordOf(state, api::Outcome::kUnschedulable, std::move(reason), started, 0), std::nullopt};
+    return TrialConclusion{recordOf(state, api::Outcome::kUnschedulable, reason, started, 0),
+                           std::nullopt};
   }
   tuning::TrialExit exit;
   exit.timedOut = true;
@@ -358,9 +369,9 @@ std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::S
   if (state.phase == Phase::kPending && !state.message.empty()) {
     reason += "; its container was waiting: " + state.message;
   }
-  return TrialConclusion{recordOf(state, api::Outcome::kTimedOut, std::move(reason), started,
-                                  secondsBetween(started, now)),
-                         std::nullopt};
+  return TrialConclusion{
+      recordOf(state, api::Outcome::kTimedOut, reason, started, secondsBetween(started, now)),
+      std::nullopt};
 }
 
 }  // namespace autotune::controller

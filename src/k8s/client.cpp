@@ -231,7 +231,9 @@ Result<void> Client::watch(const Resource& resource, const std::string& ns,
       failure = transportError("a watch line is not JSON: " + std::string(line.substr(0, 200)));
       return false;
     }
-    const std::string type = event.value("type", "");
+    const auto typeField = event.find("type");
+    const std::string type =
+        typeField != event.end() && typeField->is_string() ? typeField->get<std::string>() : "";
     if (type == "ERROR") {
       failure = decodeError(0, serialized(event["object"]));
       return false;

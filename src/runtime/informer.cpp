@@ -1,13 +1,26 @@
 #include "runtime/informer.h"
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <utility>
 
 namespace autotune::runtime {
 namespace {
 
+// A string field of an object from the API server, or "" when it is absent or not a string.
+std::string stringField(const nlohmann::json& object, const char* key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : "";
+}
+
 std::string resourceVersionOf(const nlohmann::json& object) {
-  return metadataOf(object).value("resourceVersion", "");
+  return stringField(metadataOf(object), "resourceVersion");
+}
+
+// Whether the object can be stored: anything without a name has no key to be found by.
+bool named(const nlohmann::json& object) {
+  return !stringField(metadataOf(object), "name").empty();
 }
 
 }  // namespace
@@ -20,8 +33,8 @@ const nlohmann::json& metadataOf(const nlohmann::json& object) {
 
 std::string keyOf(const nlohmann::json& object) {
   const auto& metadata = metadataOf(object);
-  const std::string ns = metadata.value("namespace", "");
-  const std::string name = metadata.value("name", "");
+  const std::string ns = stringField(metadata, "namespace");
+  const std::string name = stringField(metadata, "name");
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -148,14 +161,14 @@ WatchPhase Watcher::list() {
     if (!page) {
       return backOff(WatchPhase::kList, RestartReason::kListFailed);
     }
-    for (auto& item : (*page)["items"]) {
-      objects.push_back(std::move(item));
+    if (const auto items = page->find("items"); items != page->end() && items->is_array()) {
+      std::ranges::copy_if(*items, std::back_inserter(objects), named);
     }
     const auto& metadata = metadataOf(*page);
     if (version.empty()) {
-      version = metadata.value("resourceVersion", "");
+      version = stringField(metadata, "resourceVersion");
     }
-    options.continueToken = metadata.value("continue", "");
+    options.continueToken = stringField(metadata, "continue");
   } while (!options.continueToken.empty());
 
   // Objects that vanished while no watch was open are deletions the handler must hear of.
@@ -221,7 +234,7 @@ void Watcher::apply(const k8s::WatchEvent& event) {
   if (const std::string version = resourceVersionOf(event.object); !version.empty()) {
     resourceVersion_ = version;
   }
-  if (event.type == "BOOKMARK") {
+  if (event.type == "BOOKMARK" || !named(event.object)) {
     return;
   }
   if (event.type == "DELETED") {

@@ -20,6 +20,8 @@ namespace {
 constexpr std::size_t kMaxLabelLength = 63;
 constexpr std::size_t kHashDigits = 10;
 constexpr std::size_t kValueHashDigits = 8;
+// Trial and space names are file names in a local run and fill status.results up to 1,000 times.
+constexpr std::size_t kMaxNameLength = 128;
 
 // DeepSpeed's config_templates/template_zero<N>.json key order.
 constexpr std::array<std::string_view, 2> kZero1TemplateOrder = {"reduce_bucket_size",
@@ -111,6 +113,17 @@ std::string shortened(std::string name) {
     name.pop_back();
   }
   return name + "-" + hash;
+}
+
+// A name of at most kMaxNameLength characters: a longer one is cut and ends in '~' and a hash of
+// the whole, so distinct names stay distinct.
+std::string capped(std::string name) {
+  if (name.size() <= kMaxNameLength) {
+    return name;
+  }
+  const std::string hash = hashDigits(name, kHashDigits);
+  name.resize(kMaxNameLength - kHashDigits - 1);
+  return name + "~" + hash;
 }
 
 bool isNameCharacter(char c) {
@@ -233,7 +246,7 @@ std::string knobTrialName(int stage, const std::vector<KnobValue>& knobs, int gr
   const std::string gas = "gas" + std::to_string(gradientAccumulation);
   const std::string mbs = "tmbspg" + std::to_string(microBatch);
   name += userConfigHasGradientAccumulation ? gas + "_" + mbs : mbs + "_" + gas;
-  return name;
+  return capped(std::move(name));
 }
 
 std::string knobSpaceName(int stage, const std::vector<std::string>& knobPaths) {
@@ -241,7 +254,7 @@ std::string knobSpaceName(int stage, const std::vector<std::string>& knobPaths) 
   for (const auto& path : knobPaths) {
     name += acronym(lastKey(path)) + "_";
   }
-  return name + "tmbspg";
+  return capped(name + "tmbspg");
 }
 
 std::vector<std::string> orderForNaming(int stage, std::vector<std::string> paths) {

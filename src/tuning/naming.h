@@ -28,6 +28,8 @@ std::string fastTrialName(int stage, int gradientAccumulation, int microBatch);
 
 // The name of a trial that also tunes other keys. `knobs` must already be in naming order
 // (orderForNaming). DeepSpeed places gas after tmbspg when the user's config lacks the key.
+// Names, these and space names, longer than 128 characters are cut and end in '~' and a hash of
+// the whole.
 std::string knobTrialName(int stage, const std::vector<KnobValue>& knobs, int gradientAccumulation,
                           int microBatch, bool userConfigHasGradientAccumulation);
 

@@ -11,7 +11,8 @@ namespace {
 
 constexpr int kDefaultStartProfileStep = 3;
 constexpr int kDefaultEndProfileStep = 5;
-// Every finished trial keeps its reason in status.results, up to 1,000 of them in one object.
+// Every finished trial keeps its reason in status.results, up to 1,000 of them in one object: a
+// reason takes at most this many bytes there, as a JSON string.
 constexpr std::size_t kReasonBytes = 256;
 
 // Texts that PyTorch, CUDA, cuBLAS and ROCm print when a device allocation fails.
@@ -53,16 +54,32 @@ Classification exitedCleanly(const TrialExit& exit, api::Metric metric, bool pro
   return {api::Outcome::kSucceeded, *value, "", std::nullopt};
 }
 
+// The value at a dotted path of nested objects ("zero_optimization.stage"), if there is one. Keys
+// are compared whole, so a key holding "~" or "/" is found like any other.
+const nlohmann::json* atDottedPath(const nlohmann::json& config, std::string_view path) {
+  const nlohmann::json* node = &config;
+  while (true) {
+    const std::size_t dot = path.find('.');
+    if (!node->is_object()) {
+      return nullptr;
+    }
+    const auto found = node->find(path.substr(0, dot));
+    if (found == node->end()) {
+      return nullptr;
+    }
+    node = &*found;
+    if (dot == std::string_view::npos) {
+      return node;
+    }
+    path.remove_prefix(dot + 1);
+  }
+}
+
 // The value of a config key given as a dotted path, or else the first key of that name found
 // anywhere in the config (as DeepSpeed's autotuner looks keys up).
 const nlohmann::json* findKey(const nlohmann::json& config, const std::string& key) {
-  const nlohmann::json::json_pointer pointer("/" + [&] {
-    std::string path = key;
-    std::replace(path.begin(), path.end(), '.', '/');
-    return path;
-  }());
-  if (config.contains(pointer)) {
-    return &config.at(pointer);
+  if (const auto* value = atDottedPath(config, key)) {
+    return value;
   }
   if (!config.is_object()) {
     return nullptr;
@@ -194,8 +211,22 @@ std::vector<std::pair<std::string, std::string>> protocolEnvironment(std::string
 
 Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
   Classification classified = classifyUnbounded(exit, metric, profilingTrial);
-  classified.reason = api::headOf(classified.reason, kReasonBytes);
+  classified.reason = boundedReason(classified.reason);
   return classified;
+}
+
+std::string boundedReason(std::string_view reason) {
+  const std::string line = api::oneLine(reason);
+  std::size_t encoded = 0;
+  std::size_t fits = 0;
+  for (const char c : line) {
+    encoded += c == '"' || c == '\\' ? 2 : 1;
+    if (encoded > kReasonBytes) {
+      break;
+    }
+    ++fits;
+  }
+  return api::headOf(line, fits);
 }
 
 bool mentionsOutOfMemory(std::string_view message) {

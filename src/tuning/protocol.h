@@ -84,4 +84,9 @@ bool mentionsOutOfMemory(std::string_view message);
 // possible.
 std::string tail(std::string_view text, std::size_t maxBytes);
 
+// A trial's reason as status.results keeps it, up to 1,000 of them in one object: one line
+// (api::oneLine), at most 256 bytes as a JSON string ('"' and '\\' count twice, as escaped),
+// cut between characters.
+std::string boundedReason(std::string_view reason);
+
 }  // namespace autotune::tuning

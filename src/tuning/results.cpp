@@ -122,4 +122,27 @@ nlohmann::json optimalConfig(const Trial& best) {
   return config;
 }
 
+nlohmann::json mergePatch(const nlohmann::json& from, const nlohmann::json& to) {
+  if (!from.is_object() || !to.is_object()) {
+    return to;
+  }
+  nlohmann::json patch = nlohmann::json::object();
+  for (const auto& [key, value] : from.items()) {
+    if (!to.contains(key)) {
+      patch[key] = nullptr;
+    }
+  }
+  for (const auto& [key, value] : to.items()) {
+    const auto before = from.find(key);
+    if (before == from.end() || !before->is_object() || !value.is_object()) {
+      if (before == from.end() || *before != value) {
+        patch[key] = value;
+      }
+    } else if (auto nested = mergePatch(*before, value); !nested.empty()) {
+      patch[key] = std::move(nested);
+    }
+  }
+  return patch;
+}
+
 }  // namespace autotune::tuning

@@ -33,4 +33,9 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
 // The best trial's DeepSpeed config as the real training job should use it.
 nlohmann::json optimalConfig(const Trial& best);
 
+// An RFC 7386 JSON merge patch that turns `from` into `to`: only the keys that differ, objects
+// patched key by key, a key `to` lacks as null. (A null value in `to` reads as a deletion too, as
+// merge patches cannot tell the two apart.)
+nlohmann::json mergePatch(const nlohmann::json& from, const nlohmann::json& to);
+
 }  // namespace autotune::tuning

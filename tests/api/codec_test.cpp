@@ -158,6 +158,25 @@ TEST(YamlToJson, ListsAndMappingsNest) {
   EXPECT_EQ(parseYaml("a: [1, {b: [x, 2.5]}]"), json::parse(R"({"a": [1, {"b": ["x", 2.5]}]})"));
 }
 
+// A Latin-1 file, or a stray byte: refused where it is, not carried into strings that could not
+// be written back as JSON.
+TEST(YamlToJson, BytesThatAreNotUtf8AreRefusedWithWhereTheyAre) {
+  const auto converted = yamlToJson("kind: AutotuneJob\nmetadata:\n  name: caf\xE9\n");
+  ASSERT_FALSE(converted.has_value());
+  EXPECT_EQ(converted.error(), (FieldError{"line 3, column 12", "is not valid UTF-8"}));
+  EXPECT_FALSE(yamlToJson("\xBF").has_value());
+  EXPECT_TRUE(yamlToJson("name: caf\xC3\xA9").has_value());
+}
+
+TEST(YamlToJson, ControlCharactersYamlDoesNotAllowAreRefusedWithWhereTheyAre) {
+  const auto converted = yamlToJson(std::string_view("spec:\n  initial\0_scale: 16\n", 27));
+  ASSERT_FALSE(converted.has_value());
+  EXPECT_EQ(converted.error(), (FieldError{"line 2, column 10",
+                                           "holds the control character 0x00, which YAML does "
+                                           "not allow"}));
+  EXPECT_TRUE(yamlToJson("a: b\t\r\nc: d\n").has_value());
+}
+
 TEST(YamlToJson, JsonInputIsAccepted) {
   EXPECT_EQ(parseYaml(R"({"a": {"b": [1, "2", null]}})"),
             json::parse(R"({"a": {"b": [1, "2", null]}})"));

@@ -240,3 +240,68 @@ TEST(Validate, ReportsEveryProblemNotOnlyTheFirst) {
 
 }  // namespace
 }  // namespace autotune::api
+
+namespace autotune::api {
+namespace {
+
+// A megabyte of config (here a long string, as a pasted data set path list would be) could never
+// reach a trial: each Pod carries its config in an annotation, 256 KiB for all of them.
+TEST(DeepSpeedConfigBounds, AConfigOver64KiBIsRefusedWithItsSize) {
+  AutotuneJob job = validJob();
+  job.spec.deepspeedConfig["data_paths"] = std::string(1024 * 1024, 'a');
+  const FieldErrors errors = validate(job);
+  ASSERT_EQ(errors.size(), 1U) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0].path, "spec.deepspeedConfig");
+  EXPECT_THAT(errors[0].reason, ::testing::HasSubstr("is 1048"));
+  EXPECT_THAT(errors[0].reason, ::testing::HasSubstr("at most 65536"));
+}
+
+TEST(DeepSpeedConfigBounds, NestingDeeperThan32LevelsIsRefusedAtTheFirstTooDeepValue) {
+  AutotuneJob job = validJob();
+  json nested = 1;
+  for (int level = 0; level < 200; ++level) {
+    nested = json{{"n", nested}};
+  }
+  job.spec.deepspeedConfig["deep"] = nested;
+  const FieldErrors errors = validate(job);
+  ASSERT_EQ(errors.size(), 1U) << ::testing::PrintToString(errors);
+  std::string expected = "spec.deepspeedConfig.deep";
+  for (int level = 0; level < 32; ++level) {
+    expected += ".n";
+  }
+  EXPECT_EQ(errors[0].path, expected);
+  EXPECT_THAT(errors[0].reason, ::testing::HasSubstr("deeper than 32 levels"));
+  job.spec.deepspeedConfig["deep"] = json{{"a", {{"b", {{"c", 1}}}}}};
+  EXPECT_THAT(validate(job), IsEmpty());
+}
+
+// Ten thousand candidates in one list, or a few lists whose product is as large: refused before
+// the engine would build every configuration on every decision.
+TEST(DeepSpeedConfigBounds, CandidateListsOfMoreThan10000ConfigurationsAreRefused) {
+  AutotuneJob job = validJob();
+  json many = json::array();
+  for (int value = 1; value <= 10'000; ++value) {
+    many.push_back(value);
+  }
+  job.spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = many;
+  FieldErrors errors = validate(job);
+  ASSERT_EQ(errors.size(), 1U) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0].path, "spec.deepspeedConfig");
+  EXPECT_THAT(errors[0].reason, ::testing::HasSubstr("more than 10000 configurations"));
+
+  job = validJob();
+  const json ten = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  job.spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = ten;
+  job.spec.deepspeedConfig["zero_optimization"]["allgather_bucket_size"] = ten;
+  job.spec.deepspeedConfig["zero_optimization"]["sub_group_size"] = ten;
+  job.spec.deepspeedConfig["gradient_accumulation_steps"] = ten;
+  errors = validate(job);
+  ASSERT_EQ(errors.size(), 1U) << ::testing::PrintToString(errors);
+  EXPECT_THAT(errors[0].reason, ::testing::HasSubstr("more than 10000 configurations"));
+
+  job.spec.deepspeedConfig["gradient_accumulation_steps"] = 1;
+  EXPECT_THAT(validate(job), IsEmpty());  // 2 offload devices x 1,000
+}
+
+}  // namespace
+}  // namespace autotune::api

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ class MemoryApi : public k8s::Transport {
     const std::string objectPath = status ? path.substr(0, path.size() - 7) : path;
     if (request.method != "GET") {
       writes.push_back(request.method + " " + path);
+    }
+    if (request.method != "GET" && refused.contains(objectPath)) {
+      return answer(403, "Forbidden");
     }
     if (request.method == "GET") {
       const auto found = objects.find(objectPath);
@@ -100,6 +104,7 @@ class MemoryApi : public k8s::Transport {
 
   std::map<std::string, json> objects;
   std::vector<std::string> writes;
+  std::set<std::string> refused;  // objects whose writes are Forbidden
   std::chrono::system_clock::time_point now;
 
  private:
@@ -440,6 +445,46 @@ TEST_F(Reconcile, APodOfAnotherOwnerWithATrialsNameIsReportedNeverAdopted) {
   EXPECT_EQ(api_->objects.at(foreignPath)["metadata"]["ownerReferences"][0]["uid"], "uid-old");
   EXPECT_EQ(api_->count("DELETE " + foreignPath), 0);
   EXPECT_EQ(pods().size(), 2U);  // the foreign Pod and the other trial's
+}
+
+// An output the API server refuses (here RBAC; a name taken or a size limit are alike): the job
+// says so in a condition and one Warning Event, keeps its results, retries, and completes once the
+// write goes through.
+TEST_F(Reconcile, AnOutputThatCannotBeWrittenIsReportedAndRetriedUntilItIs) {
+  json single = gpt2Job();
+  single["spec"]["search"] = {{"strategy", "grid"}, {"earlyStopping", 0}};
+  single["spec"]["deepspeedConfig"]["zero_optimization"]["stage"] = 1;
+  single["spec"]["deepspeedConfig"]["train_micro_batch_size_per_gpu"] = 3;
+  submit(single);
+  const std::string output = "/api/v1/namespaces/ml/configmaps/gpt2-optimal";
+  api_->refused.insert(output);
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
+
+  EXPECT_TRUE(reconcile().failed);
+  EXPECT_TRUE(reconcile().failed);
+  EXPECT_EQ(job()["status"]["phase"], "Running");
+  EXPECT_EQ(job()["status"]["results"].size(), 1U);
+  std::optional<json> written = conditionOf(job(), "OutputWritten");
+  ASSERT_TRUE(written.has_value()) << job()["status"].dump();
+  EXPECT_EQ((*written)["status"], "False");
+  EXPECT_EQ((*written)["reason"], "OutputWriteFailed");
+  EXPECT_NE((*written)["message"].get<std::string>().find("ConfigMap gpt2-optimal"),
+            std::string::npos);
+  EXPECT_NE((*written)["message"].get<std::string>().find("Forbidden"), std::string::npos);
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_EQ(std::count_if(events.begin(), events.end(),
+                          [](const json& event) { return event["reason"] == "OutputWriteFailed"; }),
+            1);
+
+  api_->refused.clear();
+  EXPECT_FALSE(reconcile().failed);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  written = conditionOf(job(), "OutputWritten");
+  ASSERT_TRUE(written.has_value());
+  EXPECT_EQ((*written)["status"], "True");
+  EXPECT_TRUE(api_->objects.contains(output));
 }
 
 }  // namespace

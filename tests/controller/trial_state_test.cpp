@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -164,7 +165,9 @@ TEST(Rfc3339, AnythingElseIsNotATime) {
        {"", "2026-11-22", "2026-11-22T12:00:05", "2026-11-22 12:00:05Z", "2026-13-01T00:00:00Z",
         "2026-02-30T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T12:60:00Z",
         "2026-11-22T12:00:05.Z", "2026-11-22T12:00:05+0100", "2026-11-22T12:00:05ZZ",
-        "20x6-11-22T12:00:05Z", "2026-+1-22T12:00:05Z"}) {
+        "20x6-11-22T12:00:05Z", "2026-+1-22T12:00:05Z",
+        // Well formed, but past what a nanosecond clock holds (1678 to 2261).
+        "1013-01-02T03:04:06Z", "9999-12-31T23:59:59Z"}) {
     EXPECT_FALSE(parseTime(text).has_value()) << text;
   }
 }
@@ -324,6 +327,16 @@ TEST(ObserveTrialPod, ATrialThatEndedBeforeItsPodWasDeletedKeepsItsResult) {
   EXPECT_EQ(observed(failed).phase, Phase::kFinished);
 }
 
+// No API server sets such a grace period; read as at most a year, it cannot overflow the clock.
+TEST(ObserveTrialPod, AGracePeriodOfAnyIntegerIsReadWithinAYear) {
+  json pod = terminatedPod(1, "Error", "ValueError: bad batch size");
+  pod["metadata"]["deletionTimestamp"] = "2026-11-22T12:10:00Z";
+  pod["metadata"]["deletionGracePeriodSeconds"] = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(observed(pod).phase, Phase::kLost);
+  pod["metadata"]["deletionGracePeriodSeconds"] = std::numeric_limits<std::int64_t>::min();
+  EXPECT_EQ(observed(pod).phase, Phase::kFinished);
+}
+
 TEST(ObserveTrialPod, APodTheKubeletRefusedIsLost) {
   json pod = createdPod();
   pod["spec"]["nodeName"] = "gpu-node-1";
@@ -382,13 +395,14 @@ TEST(ConcludeTrial, ACudaOutOfMemoryErrorWithExitOneIsOom) {
   EXPECT_NE(conclusion->record.reason.find("CUDA out of memory"), std::string::npos);
 }
 
-TEST(ConcludeTrial, AnyOtherFailureIsFailedWithItsLogTail) {
+// The log tail as one line, as reasons are shown in `kubectl describe` and in tables.
+TEST(ConcludeTrial, AnyOtherFailureIsFailedWithItsLogTailOnOneLine) {
   const auto conclusion =
       conclude(observed(terminatedPod(1, "Error", "Traceback:\nValueError: bad batch size\n")),
                job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
-  EXPECT_EQ(conclusion->record.reason, "exited 1: Traceback:\nValueError: bad batch size");
+  EXPECT_EQ(conclusion->record.reason, "exited 1: Traceback: ValueError: bad batch size");
 }
 
 TEST(ConcludeTrial, AContainerThatCouldNotRunIsFailedWithTheKubeletsReason) {

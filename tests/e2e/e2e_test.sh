@@ -6,8 +6,10 @@
 # Cases, each in a namespace of its own: the GPT2-large example to DeepSpeed's published best, its
 # ConfigMap, columns and Events; grid, random and model-based; an OOM boundary; a crashing trial;
 # a hung trial past trialTimeout; a job no node can hold; specs refused by the API server and by
-# the operator; two jobs sharing the GPUs; a job deleted mid-run; and the operator killed with
-# SIGKILL mid-job and restarted, without a trial run twice or a result lost.
+# the operator; two jobs sharing the GPUs; a job deleted mid-run; trials that misbehave (a child
+# left running, a progress bar, metrics that are not UTF-8, not numbers, or 1 MiB long); a Pod of
+# another owner holding a trial's Pod name; and the operator killed with SIGKILL mid-job and
+# restarted, without a trial run twice or a result lost.
 #
 # Usage: e2e_test.sh OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR
 # AUTOTUNE_E2E_KEEP=1 keeps the work folder (logs, launch logs) even when every check passes;
@@ -203,8 +205,8 @@ best_is() {
   }
 }
 
-# A Python expression over the job (`job`, `status`, `results`, `names`, `outcomes`, `cond(type)`)
-# is true. On failure it prints the expression and the status.
+# A Python expression over the job (`job`, `status`, `results`, `names`, `outcomes`, `reasons`,
+# `cond(type)`) is true. On failure it prints the expression and the status.
 job_satisfies() {
   local job=$1 expression=$2
   kubectl get atj "$job" -n "$case_ns" -o json | python3 -c '
@@ -214,6 +216,7 @@ status = job.get("status", {})
 results = status.get("results", [])
 names = [r.get("name") for r in results]
 outcomes = {r.get("name"): r.get("outcome") for r in results}
+reasons = {r.get("name"): r.get("reason", "") for r in results}
 def cond(kind):
     return next((c for c in status.get("conditions", []) if c.get("type") == kind), {})
 if not eval("(" + sys.argv[1] + ")"):  # parenthesised: the expression may span lines
@@ -326,9 +329,11 @@ names = " ".join(sorted(t["name"] for t in trials)) + " "
 print("results.json:", names)
 print("status:      ", sys.argv[1])
 assert names == sys.argv[1], "results.json does not hold the recorded trials"
-bare = [t["name"] for t in trials if not isinstance(t.get("config"), dict)]
-assert not bare, "results.json lacks the config of " + ", ".join(bare)
-' "$recorded"
+bare = [t["name"] for t in trials if not isinstance(t.get("configPatch"), dict)]
+assert not bare, "results.json lacks the config patch of " + ", ".join(bare)
+best = [t["name"] for t in trials if t["configPatch"] == {}]
+assert best == [sys.argv[2]], "the best trial alone ran ds_config.json itself: " + ", ".join(best)
+' "$recorded" "$(field "$2" '{.status.best.trial}')"
 }
 
 # `kubectl get atj` prints the CRD's columns, and -o wide the rest.
@@ -366,7 +371,7 @@ case_example() {
   expect "summary.txt is DeepSpeed's table with the global best" \
     grep -Eq "^\| global +\| [0-9]+ +\| [0-9.]+ +\| $published_best" \
     <(configmap_data gpt2-large-optimal summary.txt)
-  expect "results.json holds every recorded trial, each with its config" \
+  expect "results.json holds every recorded trial, each with its config patch" \
     results_json_complete gpt2-large-optimal "$job"
   expect "kubectl get atj prints the phase, best, trials and age columns" printer_columns "$job"
   expect "Events: TrialLaunched, TrialSucceeded, TrialOOM, BestImproved, Completed" \
@@ -663,6 +668,163 @@ case_deletion() {
   end_case
 }
 
+# The operator's count of reconciles that threw, from /metrics on the port its last start logged.
+reconcile_exceptions() {
+  local port
+  port=$(grep '"msg":"starting"' "$E2E_OPERATOR_LOG" | tail -1 |
+    sed -n 's/.*"metricsPort":\([0-9]*\).*/\1/p')
+  [[ -n $port ]] || { echo "the operator logged no metrics port"; return 1; }
+  curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" |
+    awk '$1 == "autotune_reconcile_total{result=\"exception\"}" { print $2 }'
+}
+
+# No reconcile threw since the count was $1.
+no_new_exceptions() {
+  local now
+  now=$(reconcile_exceptions) || { echo "$now"; return 1; }
+  [[ -n $1 && $now == "$1" ]] || {
+    echo "reconcile_total{result=\"exception\"} was ${1:-unread} and is now ${now:-unread}"
+    return 1
+  }
+}
+
+# Eight trials (stage 1, micro-batches 1 to 8; activations small enough that the memory model
+# prunes none), each chosen by $AUTOTUNE_TRIAL to misbehave in its own way: a child process left
+# running, a progress bar with no newline before a crash, metrics that are invalid UTF-8, NaN,
+# negative, a string, or 1 MiB of JSON of which the kubelet keeps the last 4 KiB. Two run
+# trial-sim. The job ends Succeeded, each trial with the outcome it earned and a reason the
+# status can hold, and the operator process is the same one throughout.
+# shellcheck disable=SC2016  # $... in the script is expanded by the trial's shell, not here
+case_hostile() {
+  begin_case hostile
+  local job=hostile pid exceptions
+  pid=$(operator_pid)
+  exceptions=$(reconcile_exceptions) || exceptions=''
+  # The forked child's marker, which the trial builds from $AUTOTUNE_TRIAL, so that the script's
+  # text, on the command line of every trial's shell, does not match it.
+  local orphan=orphan-of-z1_gas1_tmbspg1-$marker
+  local bar='████████████████████████████████'
+  # Each trial writes its own launch line, trial-sim none (--launch-log /dev/null).
+  local script='echo "$AUTOTUNE_TRIAL" >>"$AUTOTUNE_SIM_LAUNCH_LOG"; out=$AUTOTUNE_METRICS_PATH;'
+  script+=' case $AUTOTUNE_TRIAL in'
+  script+=' z1_gas1_tmbspg1) sh -c "sleep 10000; :" "orphan-of-$AUTOTUNE_TRIAL-'"$marker"'" &'
+  script+='   exec trial-sim --startup-seconds 5 "$@";;'
+  script+=' z1_gas1_tmbspg2) i=0; while [ $i -lt 200 ];'
+  script+='   do printf "\r%3d%%|'"$bar"'| %d/200" $i $i >&2; i=$((i + 1)); done; exit 1;;'
+  script+=' z1_gas1_tmbspg3) exec trial-sim --startup-seconds 0.5 "$@";;'
+  script+=' z1_gas1_tmbspg4) head -c 4096 /dev/zero | tr "\000" "\377" >"$out";;'
+  script+=' z1_gas1_tmbspg5) echo "{\"throughput\": NaN}" >"$out";;'
+  script+=' z1_gas1_tmbspg6) echo "{\"throughput\": -2.5}" >"$out";;'
+  script+=' z1_gas1_tmbspg7) echo "{\"throughput\": \"1234.5\"}" >"$out";;'
+  script+=' z1_gas1_tmbspg8) { echo "{\"throughput\": 1234.5, \"samples\": [";'
+  script+='   yes 0, | head -n 350000; echo "0]}"; } >"$out";;'
+  script+=' *) echo "no behaviour for $AUTOTUNE_TRIAL" >&2; exit 2;;'
+  script+=' esac'
+  local command="[sh, -c, '$script', trial-sim, --profile, gpt2-large, --launch-log, /dev/null,"
+  command+=" --e2e-run, $marker]"
+  check "a job whose eight trials each misbehave in their own way is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 2, 3, 4, 5, 6, 7, 8]' early=0 max_failed=20 \
+    arg_mappings='{}' model='{numParameters: 774000000, activationMemoryPerSample: 1000000000}' \
+    command="$command" || return 0
+  expect "z1_gas1_tmbspg1's forked child runs while the trial does" \
+    eventually 60 not no_process_with "$orphan"
+  check "it Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
+  expect "each of the eight trials is recorded once, and was launched once" launched_once "$job"
+  expect "status.results names each trial once" job_satisfies "$job" \
+    'sorted(names) == ["z1_gas1_tmbspg%d" % m for m in range(1, 9)]'
+  expect "the progress bar's trial Failed; the bad metrics are MetricsUnavailable" \
+    job_satisfies "$job" \
+    'outcomes == dict({"z1_gas1_tmbspg1": "Succeeded", "z1_gas1_tmbspg2": "Failed",
+       "z1_gas1_tmbspg3": "Succeeded"},
+       **{"z1_gas1_tmbspg%d" % m: "MetricsUnavailable" for m in range(4, 9)})'
+  expect "every reason is one line of at most 256 bytes as a JSON string" job_satisfies "$job" \
+    'all(not any(ord(c) < 0x20 or c == "\x7f" for c in reason)
+         and len(json.dumps(reason, ensure_ascii=False).encode()) <= 256 + 2
+         for reason in reasons.values())'
+  expect "the progress bar's reason has its exit status and whole █ characters only" \
+    job_satisfies "$job" \
+    'reasons["z1_gas1_tmbspg2"].startswith("exited 1") and "\u2588" in reasons["z1_gas1_tmbspg2"]
+     and "\ufffd" not in reasons["z1_gas1_tmbspg2"]'
+  # What the operator read, not "exited 0 without writing its metrics file": the invalid bytes,
+  # the NaN and the last 4 KiB of the 1 MiB are not JSON; the others give the value refused.
+  expect "the bad metrics' reasons say what was wrong with what the trial wrote" \
+    job_satisfies "$job" \
+    'all("not a JSON object" in reasons["z1_gas1_tmbspg%d" % m] for m in (4, 5, 8))
+     and "not a positive number: -2.5" in reasons["z1_gas1_tmbspg6"]
+     and "not a positive number: \"1234.5\"" in reasons["z1_gas1_tmbspg7"]'
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "no trial Pod remains" eventually 30 no_trial_pods "$job"
+  expect "the forked child is gone" eventually 30 no_process_with "$orphan"
+  expect "the operator never restarted" same_operator "$pid"
+  expect "no reconcile threw (autotune_reconcile_total{result=\"exception\"})" \
+    no_new_exceptions "$exceptions"
+  end_case
+}
+
+# A Pod of someone else's (no owner) named as the job's first trial Pod would be; it names a
+# scheduler nobody runs, so it stays Pending and no node runs it.
+foreign_pod() {
+  kubectl apply -f - <<POD
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: $case_ns
+  labels: {app: someone-else}
+spec:
+  schedulerName: nobody-serves-this
+  containers:
+    - name: main
+      image: autotune/trial-sim:0.1.0
+      command: [trial-sim, --fail-with, "not a trial", --e2e-run, $marker]
+POD
+}
+
+# The Pod's uid, resourceVersion and owners, on one line.
+pod_identity() {
+  kubectl get pod "$1" -n "$case_ns" \
+    -o jsonpath='{.metadata.uid} {.metadata.resourceVersion} owners={.metadata.ownerReferences}'
+}
+
+# Pod $1 is still there exactly as it was ($2: its pod_identity then).
+pod_unchanged() {
+  local now
+  now=$(pod_identity "$1") || return 1
+  [[ $now == "$2" ]] || { echo "was: $2"; echo "now: $now"; return 1; }
+}
+
+only_launched() {
+  local launched
+  launched=$(sort "$(launch_log "$1")" | tr '\n' ' ')
+  [[ $launched == "$2 " ]] || { echo "launched: $launched"; return 1; }
+}
+
+# The Pod name of trial z1_gas1_tmbspg1 taken by a Pod of no owner before the job starts: the
+# trial is recorded Failed, saying so, the other one runs, and the Pod is left as it was.
+case_foreign() {
+  begin_case foreign
+  local job=foreign pod=foreign-z1-gas1-tmbspg1 pid exceptions before
+  pid=$(operator_pid)
+  exceptions=$(reconcile_exceptions) || exceptions=''
+  check "a Pod of no owner named $pod is created" foreign_pod "$pod" || return 0
+  before=$(pod_identity "$pod") || before=unread
+  check "a job with trials z1_gas1_tmbspg1 and z1_gas1_tmbspg3 is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
+  check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "z1_gas1_tmbspg1 is Failed: its Pod name is not this job's" job_satisfies "$job" \
+    "outcomes.get('z1_gas1_tmbspg1') == 'Failed'
+     and \"is not this job's\" in reasons['z1_gas1_tmbspg1'] and len(names) == 2"
+  expect "only z1_gas1_tmbspg3 ran" only_launched "$job" z1_gas1_tmbspg3
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "no trial Pod of the job remains" eventually 30 no_trial_pods "$job"
+  expect "$pod is still there: same uid and resourceVersion, no owner added" \
+    pod_unchanged "$pod" "$before"
+  expect "the operator never restarted" same_operator "$pid"
+  expect "no reconcile threw (autotune_reconcile_total{result=\"exception\"})" \
+    no_new_exceptions "$exceptions"
+  end_case
+}
+
 results_at_least() {
   [[ $(field "$1" '{range .status.results[*]}{.name}{"\n"}{end}' | grep -c .) -ge $2 ]]
 }
@@ -732,7 +894,7 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion restart}; do
+  invalid configs sharing deletion hostile foreign restart}; do
   "case_$name"
 done
 

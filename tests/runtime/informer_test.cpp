@@ -170,6 +170,27 @@ TEST_F(WatcherSteps, AppliesEventsAndFollowsBookmarks) {
   EXPECT_NE(lastTarget().find("resourceVersion=20"), std::string::npos);
 }
 
+// Nothing a real API server sends, but nothing to stop on either: what cannot be keyed is skipped.
+TEST_F(WatcherSteps, ObjectsWithoutANameOrWithFieldsOfTheWrongTypeAreSkipped) {
+  transport_->respond(200, json{{"metadata", {{"resourceVersion", 10}}},
+                                {"items",
+                                 {configMap("a", "7"),
+                                  {{"metadata", {{"namespace", "ns"}}}},
+                                  {{"metadata", {{"name", 5}, {"namespace", "ns"}}}},
+                                  {{"metadata", {{"name", "b"}, {"namespace", 6}}}}}}}
+                               .dump());
+  EXPECT_EQ(step(), WatchPhase::kWatch);
+  EXPECT_EQ(store_.size(), 2U);
+  EXPECT_TRUE(store_.get("ns/a"));
+  EXPECT_TRUE(store_.get("b"));
+
+  transport_->respondWithLines({event("ADDED", {{"metadata", {{"resourceVersion", "11"}}}}),
+                                event("ADDED", json::array()), event("MODIFIED", "text")});
+  EXPECT_EQ(step(), WatchPhase::kWatch);
+  EXPECT_EQ(store_.size(), 2U);
+  EXPECT_EQ(watcher_.resourceVersion(), "11");
+}
+
 TEST_F(WatcherSteps, A410RelistsAtOnceAndReportsWhatVanishedMeanwhile) {
   transport_->respond(200, listBody({configMap("a", "7"), configMap("b", "8")}, "10"));
   step();

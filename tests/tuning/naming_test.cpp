@@ -233,3 +233,22 @@ TEST(FormatValue, StringsThatReadAsOtherValuesOrCarryPathsAreMadeDistinctAndSafe
 }
 
 }  // namespace
+
+// A string candidate is spelled as it is; a hundred-character one would make names that are no
+// longer file names and that fill status.results.
+TEST(KnobTrialName, LongNamesAreCutToDistinctNamesOf128Characters) {
+  const std::string longPath(120, 'x');
+  const std::vector<KnobValue> first = {{"zero_optimization.offload_optimizer.device", longPath}};
+  const std::vector<KnobValue> second = {
+      {"zero_optimization.offload_optimizer.device", longPath + "y"}};
+  const std::string a = knobTrialName(2, first, 1, 4, true);
+  const std::string b = knobTrialName(2, second, 1, 4, true);
+  EXPECT_EQ(a.size(), 128U);
+  EXPECT_EQ(b.size(), 128U);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.substr(0, 10), "z2_oo_dxxx");
+  EXPECT_EQ(a[117], '~');
+
+  const std::vector<std::string> paths(40, "zero_optimization.some_long_key_name");
+  EXPECT_EQ(knobSpaceName(2, paths).size(), 128U);
+}

@@ -388,6 +388,16 @@ TEST(SubstitutePlaceholders, FillsInATopLevelConfigKey) {
             "4");
 }
 
+// Such keys are legal in JSON and YAML; a JSON pointer would have to escape them.
+TEST(SubstitutePlaceholders, FillsInKeysHoldingATildeOrASlash) {
+  Trial trial = fastTrial(plainSpec(), 1, 1, 1);
+  trial.config["paths"] = {{"data/dir~1", "/mnt/data"}, {"~", 7}};
+  EXPECT_EQ(substitutePlaceholders("--data=${paths.data/dir~1}", trial, "j"), "--data=/mnt/data");
+  EXPECT_EQ(substitutePlaceholders("${data/dir~1} ${~}", trial, "j"), "/mnt/data 7");
+  EXPECT_EQ(substitutePlaceholders("${paths.data/dir~1.deeper}", trial, "j"),
+            "${paths.data/dir~1.deeper}");
+}
+
 TEST(SubstitutePlaceholders, FillsInAStringValueWithoutQuotes) {
   const Spec spec = plainSpec();
   EXPECT_EQ(

@@ -253,3 +253,28 @@ TEST(OptimalConfig, OfTheProfilingTrialHasNoProfilingRequest) {
 }
 
 }  // namespace
+
+namespace autotune::tuning {
+namespace {
+
+TEST(MergePatch, HoldsOnlyWhatDiffersAndAppliesBackToTheTarget) {
+  const nlohmann::json from = nlohmann::json::parse(R"({
+    "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+    "fp16": {"enabled": true}, "zero_optimization": {"stage": 2, "overlap_comm": true,
+    "offload_optimizer": {"device": "cpu"}}, "steps_per_print": 10})");
+  const nlohmann::json to = nlohmann::json::parse(R"({
+    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
+    "fp16": {"enabled": true}, "zero_optimization": {"stage": 3, "overlap_comm": true,
+    "offload_optimizer": [1, 2]}, "bf16": {"enabled": false}})");
+  const nlohmann::json patch = mergePatch(from, to);
+  EXPECT_EQ(patch, nlohmann::json::parse(R"({
+    "train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,
+    "offload_optimizer": [1, 2]}, "bf16": {"enabled": false}, "steps_per_print": null})"));
+  nlohmann::json applied = from;
+  applied.merge_patch(patch);
+  EXPECT_EQ(applied, to);
+  EXPECT_EQ(mergePatch(to, to), nlohmann::json::object());
+}
+
+}  // namespace
+}  // namespace autotune::tuning
