@@ -1,7 +1,8 @@
 #include "controller/output.h"
 
-#include <algorithm>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "api/codec.h"
 #include "controller/trial_pod.h"
@@ -27,14 +28,17 @@ std::string configFile(const json& config) {
 // One compact record per line: at a thousand trials an indented file would pass 1 MiB.
 std::string resultsFile(const api::Status& status, const json& bestConfig,
                         const std::vector<tuning::Trial>& trials) {
+  std::map<std::string_view, const tuning::Trial*> byName;
+  for (const tuning::Trial& trial : trials) {
+    byName.emplace(trial.name, &trial);
+  }
   std::string text = "[";
   const char* separator = "\n";
   const json encoded = api::encode(status);
   for (json entry : encoded["results"]) {
-    const std::string name = entry.value("name", "");
-    const auto trial = std::ranges::find(trials, name, &tuning::Trial::name);
-    if (trial != trials.end()) {
-      entry["configPatch"] = tuning::mergePatch(bestConfig, tuning::optimalConfig(*trial));
+    const auto trial = byName.find(entry.value("name", ""));
+    if (trial != byName.end()) {
+      entry["configPatch"] = tuning::mergePatch(bestConfig, tuning::optimalConfig(*trial->second));
     }
     text += separator + entry.dump();
     separator = ",\n";
