@@ -69,6 +69,7 @@ demo: deps build controlplane images
 bench: build controlplane
 	$(BUILD_DIR)/bin/bench_tuning_efficiency
 	bench/operator_overhead.sh 3
+	bench/operator_scale.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/gpu_slots.h"
+#include "controller/cluster.h"
 #include "controller/reconciler.h"
 #include "controller/trial_pod.h"
 #include "k8s/client.h"
@@ -40,6 +40,9 @@ using nlohmann::json;
 
 constexpr int kExitUsage = 2;
 constexpr int kExitFailure = 1;
+// Trials launched together change their Pods together: a job's Pod changes within this period are
+// reconciled once, so they cost one status write rather than one each.
+constexpr auto kPodBatch = std::chrono::milliseconds(500);
 
 constexpr std::string_view kUsage =
     "usage: autotune-operator [flags]\n"
@@ -179,92 +182,68 @@ std::string identity() {
 
 std::string outcomeLabel(api::Outcome outcome) { return std::string(api::toString(outcome)); }
 
-// Each reconcile runs on one worker thread from start to end, so the lines it logs carry its job
-// and ID through the logger its worker sets here.
-// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
-thread_local std::optional<observability::Logger> reconcileLog;
-
-const observability::Logger& logOf(const observability::Logger& fallback) {
-  return reconcileLog ? *reconcileLog : fallback;
-}
-
 std::string nextReconcileID() {
   static std::atomic<std::uint64_t> counter = 0;
   return std::to_string(++counter);
 }
 
 // Gauges over the whole cluster view: jobs by phase and GPU slots.
-void publishClusterGauges(const controller::Caches& caches, observability::Metrics& metrics) {
-  std::map<std::string, std::int64_t, std::less<>> phases;
-  for (const auto& job : caches.allJobs()) {
-    ++phases[job.value("status", json::object()).value("phase", "Pending")];
-  }
+void publishClusterGauges(const controller::Cluster& cluster, observability::Metrics& metrics) {
+  const auto phases = cluster.jobsByPhase();
   for (const auto phase : observability::kJobPhases) {
     const auto found = phases.find(phase);
     metrics.jobsInPhase(phase, found == phases.end() ? 0 : found->second);
   }
-  const auto capacity = controller::gpuCapacity(caches.nodes->list(), caches.allPods());
+  const auto capacity = cluster.capacity();
   metrics.gpuSlots(capacity.used(), capacity.total());
 }
 
 // One watch of jobs and one of trial Pods per namespace (or for all), and one of Nodes; each
 // change enqueues the jobs it concerns.
 void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched,
-              controller::Caches& caches) {
+              controller::Cluster& cluster) {
   const std::vector<std::string> namespaces =
       watched.empty() ? std::vector<std::string>{""} : watched;
   for (const auto& ns : namespaces) {
-    caches.jobs.push_back(&manager.watch({controller::kAutotuneJobs, ns, ""}, [](const json& job) {
-      return std::vector<std::string>{runtime::keyOf(job)};
-    }));
-    caches.pods.push_back(&manager.watch({k8s::kPods, ns, std::string(controller::kJobLabel)},
-                                         controller::jobKeysOfPod));
+    manager.watch<controller::Job>({controller::kAutotuneJobs, ns, ""}, cluster.addJobs(ns),
+                                   controller::jobKeysOfJob);
+    manager.watch<controller::Pod>({k8s::kPods, ns, std::string(controller::kJobLabel)},
+                                   cluster.addPods(ns), controller::jobKeysOfPod, kPodBatch);
   }
-  // GPU capacity changes may let any waiting job go on.
-  caches.nodes = &manager.watch({k8s::kNodes, "", ""}, [&caches](const json&) {
-    std::vector<std::string> keys;
-    for (const auto& job : caches.allJobs()) {
-      keys.push_back(runtime::keyOf(job));
-    }
-    return keys;
-  });
+  // A Node's GPUs may let a waiting job go on, and its loss concerns the jobs with Pods on it.
+  manager.watch<controller::Node>(
+      {k8s::kNodes, "", ""}, cluster.nodes(),
+      [&cluster](const controller::Node* before, const controller::Node* after) {
+        return cluster.jobsConcernedBy((after != nullptr ? after : before)->name);
+      });
 }
 
-// What the reconciler reports becomes metrics and log lines.
-controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
-                                            const observability::Logger& log) {
+// What the reconciler reports becomes metrics.
+controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics) {
   controller::ReconcilerHooks hooks;
-  hooks.trialLaunched = [&metrics, log](const api::AutotuneJob& job, const std::string& trial) {
+  hooks.trialLaunched = [&metrics](const api::AutotuneJob& job, const std::string& /*trial*/) {
     metrics.trialLaunched(job.namespaceName(), job.name());
-    logOf(log).info("trial launched", {{"trial", trial}});
   };
   hooks.trialPending = [&metrics](std::chrono::duration<double> waited) {
     metrics.trialPending(waited);
   };
-  hooks.trialFinished = [&metrics, log](const api::AutotuneJob& job,
-                                        const api::TrialRecord& record) {
+  hooks.trialFinished = [&metrics](const api::AutotuneJob& job, const api::TrialRecord& record) {
     metrics.trialFinished(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
                           observability::Seconds(record.durationSeconds));
     if (record.value) {
       metrics.trialValue(job.namespaceName(), job.name(), record.name, *record.value,
                          job.spec.search.maxTrials);
     }
-    logOf(log).info("trial finished", {{"trial", record.name},
-                                       {"outcome", outcomeLabel(record.outcome)},
-                                       {"value", record.value ? json(*record.value) : json()}});
   };
-  hooks.statusWritten = [&metrics, log](const api::AutotuneJob& job, const api::Status& status) {
+  hooks.statusWritten = [&metrics](const api::AutotuneJob& job, const api::Status& status) {
     if (status.best) {
       metrics.bestValue(job.namespaceName(), job.name(),
                         std::string(api::toString(status.best->metric)), status.best->value);
     }
-    logOf(log).debug("status written", {{"phase", std::string(api::toString(status.phase))}});
   };
   hooks.jobGone = [&metrics](const std::string& ns, const std::string& name) {
     metrics.forgetJob(ns, name);
   };
-  hooks.warning = [log](const std::string& /*key: in the reconcile's logger*/,
-                        const std::string& message) { logOf(log).warn(message); };
   return hooks;
 }
 
@@ -273,22 +252,23 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics,
 runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
                                    const observability::Logger& log,
                                    const runtime::Manager& manager,
-                                   const controller::Caches& caches) {
+                                   const controller::Cluster& cluster) {
   runtime::ManagerHooks managerHooks;
-  managerHooks.reconciled = [&metrics, log, &manager, &caches](
-                                const std::string& /*key: in the reconcile's logger*/,
-                                const runtime::ReconcileResult& result, runtime::Duration took) {
+  managerHooks.reconciled = [&metrics, log, &manager, &cluster](
+                                const std::string& key, const runtime::ReconcileResult& result,
+                                runtime::Duration took) {
     metrics.reconciled(result.exception      ? observability::ReconcileOutcome::kException
                        : result.failed       ? observability::ReconcileOutcome::kError
                        : result.requeueAfter ? observability::ReconcileOutcome::kRequeue
                                              : observability::ReconcileOutcome::kSuccess,
                        std::chrono::duration_cast<observability::Seconds>(took));
     metrics.workqueueDepth(manager.queue().len());
-    publishClusterGauges(caches, metrics);
+    publishClusterGauges(cluster, metrics);
     if (result.exception) {
-      logOf(log).error("reconcile threw; retried with backoff", {{"error", *result.exception}});
+      log.error("reconcile threw; retried with backoff",
+                {{"job", key}, {"error", *result.exception}});
     } else {
-      logOf(log).debug("reconciled", {{"failed", result.failed}});
+      log.debug("reconciled", {{"job", key}, {"failed", result.failed}});
     }
   };
   managerHooks.watchRestarted = [&metrics, log](const runtime::WatchTarget& target,
@@ -361,18 +341,19 @@ int main(int argc, char** argv) {
   }
   runtime::Manager manager(client, clock, managerOptions);
 
-  controller::Caches caches;
-  watchAll(manager, options->namespaces, caches);
-  controller::Reconciler reconciler(client, caches, reconcilerHooks(metrics, log));
+  controller::Cluster cluster;
+  watchAll(manager, options->namespaces, cluster);
+  controller::Reconciler reconciler(client, cluster, reconcilerHooks(metrics));
 
   // A reconcile that runs far longer than any should is a wedged worker: restart the process.
   observability::Heartbeat heartbeat(std::chrono::minutes(10));
   manager.setReconciler([&](const std::string& key) {
     const auto beat = heartbeat.beat();
-    reconcileLog = log.with({{"job", key}, {"reconcileID", nextReconcileID()}});
-    return reconciler.reconcile(key);
+    const controller::Context context{log.with({{"job", key}, {"reconcileID", nextReconcileID()}}),
+                                      std::chrono::system_clock::now()};
+    return reconciler.reconcile(key, context);
   });
-  manager.setHooks(managerHooks(metrics, log, manager, caches));
+  manager.setHooks(managerHooks(metrics, log, manager, cluster));
   declareWatches(metrics);
   auto health = std::make_shared<observability::Health>();
   health->addLiveness("reconcile-workers", [&heartbeat] { return heartbeat.healthy(); });

@@ -4,16 +4,16 @@
 // reconciler's business; this only counts.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace autotune::controller {
+#include "controller/objects.h"
 
-// Per-GPU memory in MiB, as NVIDIA GPU feature discovery labels GPU nodes (e.g. 81920).
-inline constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
+namespace autotune::controller {
 
 struct NodeGpus {
   std::string name;
@@ -35,14 +35,37 @@ struct GpuCapacity {
   int free() const;
 };
 
+// The cluster's GPUs kept current as Nodes and trial Pods change, so that reading the capacity
+// walks the nodes and the unbound Pods only. Thread-safe.
+//
 // GPUs of Ready Nodes without spec.unschedulable (taints are not read: GPU nodes are commonly
-// tainted for the Pods that tolerate it). A Pod holds the GPUs its containers ask for (limits, else
-// requests; init containers as the scheduler counts them) from binding until it Succeeded or
-// Failed. Unbound unfinished Pods are placed best-fit, largest first, as reservations, so that
-// trials already waiting for the scheduler are not counted twice. Pass every Pod that may hold
-// GPUs; Pods on other Nodes are ignored.
-GpuCapacity gpuCapacity(const std::vector<nlohmann::json>& nodes,
-                        const std::vector<nlohmann::json>& pods);
+// tainted for the Pods that tolerate it). A Pod holds the GPUs its containers ask for (see
+// Pod::gpus) from binding until it Succeeded or Failed. Unbound unfinished Pods are placed
+// best-fit, largest first, as reservations, so that trials already waiting for the scheduler are
+// not counted twice. Pods on other Nodes are ignored.
+class GpuLedger {
+ public:
+  void setNode(const Node& node);
+  void removeNode(const std::string& name);
+  void setPod(const Pod& pod);
+  void removePod(const std::string& key);
+
+  GpuCapacity capacity() const;
+
+ private:
+  struct Hold {
+    std::string node;  // empty while unbound
+    int gpus = 0;
+  };
+
+  void release(const std::string& key);
+
+  mutable std::mutex mutex_;
+  std::map<std::string, Node, std::less<>> nodes_;  // schedulable, with GPUs
+  std::map<std::string, Hold, std::less<>> holds_;  // by Pod key
+  std::map<std::string, int, std::less<>> usedOnNode_;
+  std::map<std::string, int, std::less<>> unbound_;  // Pod key -> GPUs
+};
 
 // How many trials of `gpusPerTrial` GPUs can start now: a trial needs all its GPUs on one node.
 int freeSlotsFor(const GpuCapacity& capacity, int gpusPerTrial);

@@ -52,10 +52,7 @@ std::string labelValue(std::string_view text) {
   while (!value.empty() && !isAlphanumeric(value.back())) {
     value.pop_back();
   }
-  std::array<char, 17> hex{};
-  std::snprintf(hex.data(), hex.size(), "%016llx",
-                static_cast<unsigned long long>(tuning::fnv1a(text)));
-  return (value.empty() ? "" : value + "-") + std::string(hex.data(), kHashDigits);
+  return (value.empty() ? "" : value + "-") + tuning::fnv1aHex(text).substr(0, kHashDigits);
 }
 
 json objectAt(const json& parent, std::string_view key) {

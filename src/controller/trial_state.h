@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,19 +12,10 @@
 #include <tl/expected.hpp>
 
 #include "api/job.h"
+#include "controller/objects.h"
 #include "tuning/protocol.h"
 
 namespace autotune::controller {
-
-// Wall-clock time, as the API server stamps objects.
-using Timestamp = std::chrono::system_clock::time_point;
-
-// RFC 3339: 2026-01-02T03:04:05Z as the API server writes it, also with fractional seconds or a
-// numeric offset.
-std::optional<Timestamp> parseTime(std::string_view text);
-
-// RFC 3339 in UTC: whole seconds without a fraction (as metav1.Time), others with milliseconds.
-std::string formatTime(Timestamp time);
 
 // A lost trial is launched again at most this many times; then it counts as Failed.
 inline constexpr int kMaxRelaunches = 2;
@@ -55,15 +45,12 @@ struct TrialPodState {
   std::optional<Timestamp> containerFinished;  // state.terminated.finishedAt
 };
 
-// The names of the cluster's Nodes, when the caller knows them.
-using NodeNames = std::set<std::string, std::less<>>;
-
 // Reads a trial Pod. `spec` names the primary container. With `nodes`, a Pod bound to a Node not
 // among them is lost. A Pod being deleted is lost unless its trial had ended by itself before the
 // deletion: the controller deletes a trial's Pod only after recording the trial in
 // status.results, so Pods of recorded trials are not to be observed at all.
 // The error names a Pod that lacks the trial-name annotation (not made by trialPod).
-tl::expected<TrialPodState, std::string> observe(const nlohmann::json& pod, const api::Spec& spec,
+tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec& spec,
                                                  const std::optional<NodeNames>& nodes = {});
 
 // When a pending or running trial runs out of time: creationTimestamp + schedulingTimeout until

@@ -28,13 +28,6 @@ std::string systemError(const std::string& what) {
   return what + ": " + std::generic_category().message(errno);
 }
 
-std::string hexHash(const std::string& text) {
-  std::array<char, 17> hex{};
-  std::snprintf(hex.data(), hex.size(), "%016llx",
-                static_cast<unsigned long long>(tuning::fnv1a(text)));
-  return hex.data();
-}
-
 nlohmann::json recordJson(const api::TrialRecord& record, int launchIndex) {
   api::Status status;
   status.results = {record};
@@ -62,7 +55,7 @@ std::string specIdentity(const api::Spec& spec) {
     identity.erase(field);
   }
   identity["search"].erase("maxTrials");
-  return hexHash(identity.dump());
+  return tuning::fnv1aHex(identity.dump());
 }
 
 tl::expected<void, std::string> writeFileAtomically(const fs::path& path,

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "k8s/object.h"
+
 namespace autotune::k8s {
 namespace {
 
@@ -231,9 +233,7 @@ Result<void> Client::watch(const Resource& resource, const std::string& ns,
       failure = transportError("a watch line is not JSON: " + std::string(line.substr(0, 200)));
       return false;
     }
-    const auto typeField = event.find("type");
-    const std::string type =
-        typeField != event.end() && typeField->is_string() ? typeField->get<std::string>() : "";
+    const std::string type = text(event, "type");
     if (type == "ERROR") {
       failure = decodeError(0, serialized(event["object"]));
       return false;

@@ -7,20 +7,14 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "k8s/object.h"
+
 namespace autotune::k8s {
 namespace {
 
 using nlohmann::json;
 
 constexpr std::size_t kBodySnippetLength = 200;
-
-std::string stringAt(const json& object, std::string_view key) {
-  const auto found = object.find(key);
-  if (found == object.end() || !found->is_string()) {
-    return "";
-  }
-  return found->get<std::string>();
-}
 
 std::optional<std::int64_t> integerAt(const json& object, std::string_view key) {
   const auto found = object.find(key);
@@ -148,8 +142,7 @@ std::vector<FieldCause> decodeCauses(const json& details) {
   }
   for (const auto& cause : *found) {
     if (cause.is_object()) {
-      causes.push_back(
-          {stringAt(cause, "field"), stringAt(cause, "reason"), stringAt(cause, "message")});
+      causes.push_back({text(cause, "field"), text(cause, "reason"), text(cause, "message")});
     }
   }
   return causes;
@@ -157,8 +150,8 @@ std::vector<FieldCause> decodeCauses(const json& details) {
 
 // Fills reason, message, causes and retryAfter from a Status object; returns the Status's code.
 std::optional<int> decodeStatus(const json& status, Error& error) {
-  error.reason = stringAt(status, "reason");
-  error.message = stringAt(status, "message");
+  error.reason = text(status, "reason");
+  error.message = text(status, "message");
   const auto details = status.find("details");
   if (details != status.end() && details->is_object()) {
     error.causes = decodeCauses(*details);
@@ -227,7 +220,7 @@ Error decodeError(int httpStatus, std::string_view body,
   Error error;
   error.httpStatus = httpStatus;
   const json document = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (document.is_object() && stringAt(document, "kind") == "Status") {
+  if (document.is_object() && text(document, "kind") == "Status") {
     const auto code = decodeStatus(document, error);
     if (code && httpStatus < 400) {
       error.httpStatus = *code;

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <ostream>
 
+#include "observability/time.h"
+
 namespace autotune::observability {
 namespace {
 
@@ -43,20 +45,6 @@ tl::expected<LogLevel, std::string> parseLogLevel(std::string_view name) {
 
 std::string_view toString(LogLevel level) {
   return kLevelNames.at(static_cast<std::size_t>(level));
-}
-
-std::string formatTimestamp(std::chrono::system_clock::time_point time) {
-  const auto milliseconds = std::chrono::floor<std::chrono::milliseconds>(time);
-  const auto seconds = std::chrono::floor<std::chrono::seconds>(milliseconds);
-  const std::time_t since = std::chrono::system_clock::to_time_t(seconds);
-  std::tm utc{};
-  gmtime_r(&since, &utc);
-  std::array<char, 32> text{};
-  const auto written = std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::array<char, 8> fraction{};
-  std::snprintf(fraction.data(), fraction.size(), ".%03dZ",
-                static_cast<int>((milliseconds - seconds).count()));
-  return std::string(text.data(), written) + fraction.data();
 }
 
 // Every logger on stdout shares one sink, so that their lines never interleave either.
@@ -101,8 +89,8 @@ void Logger::log(LogLevel level, std::string_view message,
     add(field);
   }
 
-  std::string line = R"({"ts":")" + formatTimestamp(sink_->now()) + R"(","level":")" +
-                     std::string(toString(level)) + R"(","msg":)" +
+  std::string line = R"({"ts":")" + formatTime(sink_->now(), Fraction::kMilliseconds) +
+                     R"(","level":")" + std::string(toString(level)) + R"(","msg":)" +
                      dump(nlohmann::json(std::string(message)));
   for (const auto* field : ordered) {
     line += "," + dump(nlohmann::json(field->key)) + ":" + dump(field->value);

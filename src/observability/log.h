@@ -72,7 +72,4 @@ class Logger {
   std::vector<Field> context_;
 };
 
-// RFC 3339 in UTC with milliseconds: 2026-03-01T12:00:00.042Z.
-std::string formatTimestamp(std::chrono::system_clock::time_point time);
-
 }  // namespace autotune::observability

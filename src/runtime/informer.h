@@ -1,7 +1,7 @@
 #pragma once
 // A local, always-current copy of one kind of object: a Watcher lists it, then watches it from
-// the list's resourceVersion, and keeps a Store up to date. Controllers read the store and
-// reconcile keys the watcher hands to their change handler (kube-rs' watcher + reflector).
+// the list's resourceVersion, and keeps a Store (runtime/store.h) up to date, whose listeners
+// hear of each change (kube-rs' watcher + reflector).
 
 #include <atomic>
 #include <functional>
@@ -18,38 +18,9 @@
 #include "k8s/client.h"
 #include "runtime/backoff.h"
 #include "runtime/clock.h"
+#include "runtime/store.h"
 
 namespace autotune::runtime {
-
-// An object's metadata, or an empty object when it has none.
-const nlohmann::json& metadataOf(const nlohmann::json& object);
-
-// "namespace/name" for namespaced objects, "name" for cluster-scoped ones: the work queue's keys.
-std::string keyOf(const nlohmann::json& object);
-
-// Objects by key. A relist swaps in a whole new map, so readers never see half of one.
-// Thread-safe; lookups return copies.
-class Store {
- public:
-  Store();
-
-  void replace(const std::vector<nlohmann::json>& objects);
-  void upsert(const nlohmann::json& object);
-  void erase(const std::string& key);
-
-  std::optional<nlohmann::json> get(const std::string& key) const;
-  std::vector<nlohmann::json> list() const;
-  // Objects whose metadata.labels[label] == value, optionally only in one namespace.
-  std::vector<nlohmann::json> withLabel(const std::string& label, const std::string& value,
-                                        const std::string& ns = "") const;
-  std::size_t size() const;
-
- private:
-  using Objects = std::map<std::string, nlohmann::json>;
-
-  mutable std::shared_mutex mutex_;
-  std::shared_ptr<Objects> objects_;
-};
 
 struct WatchTarget {
   k8s::Resource resource;
@@ -72,8 +43,6 @@ struct WatcherOptions {
   std::function<double()> random = JitteredBackoff::uniformRandom;
 };
 
-// Told of every object that was added, changed or deleted, after the store has it.
-using ChangeHandler = std::function<void(const nlohmann::json& object)>;
 using RestartHandler = std::function<void(RestartReason reason)>;
 
 // The watch state machine:
@@ -85,7 +54,7 @@ using RestartHandler = std::function<void(RestartReason reason)>;
 class Watcher {
  public:
   Watcher(const k8s::Client& client, WatchTarget target, Store& store, const Clock& clock,
-          ChangeHandler onChange, WatcherOptions options = {});
+          WatcherOptions options = {});
 
   // Carries out the current phase once and returns the next one.
   WatchPhase step(const std::stop_token& stop);
@@ -109,7 +78,6 @@ class Watcher {
   const k8s::Client& client_;
   WatchTarget target_;
   Store& store_;
-  ChangeHandler onChange_;
   RestartHandler onRestart_;
   WatcherOptions options_;
   JitteredBackoff backoffs_;

@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "observability/time.h"
+
 namespace autotune::runtime {
 namespace {
 
@@ -16,24 +18,12 @@ int seconds(Duration duration) {
 
 }  // namespace
 
-std::string microTime(std::chrono::system_clock::time_point when) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
-  const auto whole = static_cast<std::time_t>(micros / 1000000);
-  std::tm utc{};
-  gmtime_r(&whole, &utc);
-  std::array<char, 40> text{};
-  const int written = std::snprintf(text.data(), text.size(), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-                                    utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour,
-                                    utc.tm_min, utc.tm_sec, static_cast<int>(micros % 1000000));
-  return {text.data(), static_cast<std::size_t>(written)};
-}
-
 LeaderElector::LeaderElector(const k8s::Client& client, LeaseOptions options, const Clock& clock)
     : client_(client), options_(std::move(options)), clock_(clock) {}
 
 nlohmann::json LeaderElector::record(const nlohmann::json& current) const {
-  const std::string now = microTime(std::chrono::system_clock::now());
+  const std::string now = observability::formatTime(std::chrono::system_clock::now(),
+                                                    observability::Fraction::kMicroseconds);
   const bool ours = current.value("holderIdentity", "") == options_.identity;
   nlohmann::json spec = current;
   spec["holderIdentity"] = options_.identity;
@@ -136,7 +126,8 @@ void LeaderElector::release() {
   nlohmann::json released = *lease;
   released["spec"]["holderIdentity"] = "";
   released["spec"]["leaseDurationSeconds"] = 1;
-  released["spec"]["renewTime"] = microTime(std::chrono::system_clock::now());
+  released["spec"]["renewTime"] = observability::formatTime(std::chrono::system_clock::now(),
+                                                            observability::Fraction::kMicroseconds);
   [[maybe_unused]] const auto written = client_.update(k8s::kLeases, options_.ns, released);
 }
 

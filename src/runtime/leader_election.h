@@ -55,7 +55,4 @@ class LeaderElector {
   std::atomic<bool> leading_ = false;
 };
 
-// A Lease's time stamp (metav1.MicroTime): RFC 3339 with microseconds, in UTC.
-std::string microTime(std::chrono::system_clock::time_point when);
-
 }  // namespace autotune::runtime

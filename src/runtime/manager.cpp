@@ -19,30 +19,29 @@ void waitUntilStopped(const std::stop_token& stop) {
 Manager::Manager(const k8s::Client& client, const Clock& clock, ManagerOptions options)
     : client_(client), clock_(clock), options_(std::move(options)), queue_(clock, options_.queue) {}
 
-const Store& Manager::watch(const WatchTarget& target, KeyMapper keysOf) {
-  auto store = std::make_unique<Store>();
-  auto watcher = std::make_unique<Watcher>(
-      client_, target, *store, clock_,
-      [this, keysOf = std::move(keysOf)](const nlohmann::json& object) { enqueue(keysOf, object); },
-      options_.watcher);
+void Manager::addWatcher(const WatchTarget& target, Store& store) {
+  auto watcher = std::make_unique<Watcher>(client_, target, store, clock_, options_.watcher);
   watcher->onRestart([this, target](RestartReason reason) {
     if (hooks_.watchRestarted) {
       hooks_.watchRestarted(target, reason);
     }
   });
-  watched_.push_back({std::move(store), std::move(watcher)});
-  return *watched_.back().store;
+  watchers_.push_back(std::move(watcher));
 }
 
-void Manager::enqueue(const KeyMapper& keysOf, const nlohmann::json& object) {
-  for (const auto& key : keysOf(object)) {
-    queue_.add(key);
+void Manager::enqueue(const std::vector<std::string>& keys, Duration batch) {
+  for (const auto& key : keys) {
+    if (batch > Duration::zero()) {
+      queue_.addAfter(key, batch);
+    } else {
+      queue_.add(key);
+    }
   }
 }
 
 bool Manager::synced() const {
-  for (const auto& watched : watched_) {
-    if (!watched.watcher->hasSynced()) {
+  for (const auto& watcher : watchers_) {
+    if (!watcher->hasSynced()) {
       return false;
     }
   }
@@ -51,10 +50,10 @@ bool Manager::synced() const {
 
 RunEnd Manager::run(const std::stop_token& stop) {
   std::vector<std::jthread> watchers;
-  watchers.reserve(watched_.size());
-  for (auto& watched : watched_) {
+  watchers.reserve(watchers_.size());
+  for (auto& watcher : watchers_) {
     watchers.emplace_back(
-        [watcher = watched.watcher.get()](const std::stop_token& token) { watcher->run(token); });
+        [watcher = watcher.get()](const std::stop_token& token) { watcher->run(token); });
   }
   while (!stop.stop_requested() && !synced()) {
     sleepFor(kSyncPoll, stop);

@@ -51,8 +51,10 @@ struct ReconcileResult {
 };
 
 using Reconciler = std::function<ReconcileResult(const std::string& key)>;
-// The keys of the objects to reconcile when `object` changes; e.g. a Pod maps to its owner.
-using KeyMapper = std::function<std::vector<std::string>(const nlohmann::json& object)>;
+// The keys of the objects to reconcile when an object changes from `before` to `after` (either
+// null when it was added or deleted); e.g. a Pod maps to its owner.
+template <class T>
+using KeyMapper = std::function<std::vector<std::string>(const T* before, const T* after)>;
 
 struct ManagerOptions {
   int workers = 2;
@@ -75,8 +77,18 @@ class Manager {
  public:
   Manager(const k8s::Client& client, const Clock& clock, ManagerOptions options);
 
-  // A kind to watch, whose changes enqueue the keys `keysOf` gives. Call before run().
-  const Store& watch(const WatchTarget& target, KeyMapper keysOf);
+  // A kind to watch into `store`, whose changes enqueue the keys `keysOf` gives. With a `batch`
+  // period, a key is reconciled that long after the first change, once for all the changes
+  // meanwhile (as Kubernetes' Job controller batches its Pods' updates). Call before run(); the
+  // store must outlive the manager.
+  template <class T>
+  void watch(const WatchTarget& target, Indexed<T>& store, KeyMapper<T> keysOf,
+             Duration batch = Duration::zero()) {
+    store.listen([this, keysOf = std::move(keysOf), batch](const T* before, const T* after) {
+      enqueue(keysOf(before, after), batch);
+    });
+    addWatcher(target, store);
+  }
   void setReconciler(Reconciler reconcile) { reconcile_ = std::move(reconcile); }
   void setHooks(ManagerHooks hooks) { hooks_ = std::move(hooks); }
 
@@ -90,12 +102,8 @@ class Manager {
   const WorkQueue& queue() const { return queue_; }
 
  private:
-  struct Watched {
-    std::unique_ptr<Store> store;
-    std::unique_ptr<Watcher> watcher;
-  };
-
-  void enqueue(const KeyMapper& keysOf, const nlohmann::json& object);
+  void addWatcher(const WatchTarget& target, Store& store);
+  void enqueue(const std::vector<std::string>& keys, Duration batch);
   void work(const std::stop_token& leadership);
   void processNext();
   ReconcileResult reconcileGuarded(const std::string& key);
@@ -107,7 +115,7 @@ class Manager {
   ManagerHooks hooks_;
   WorkQueue queue_;
   Reconciler reconcile_;
-  std::vector<Watched> watched_;
+  std::vector<std::unique_ptr<Watcher>> watchers_;
   std::atomic<bool> leading_ = false;
 };
 

@@ -97,9 +97,7 @@ std::optional<std::string_view> offloadPrefix(const std::string& path) {
 
 // The first `digits` hex digits of the FNV-1a hash of `text`.
 std::string hashDigits(std::string_view text, std::size_t digits) {
-  std::array<char, 17> hex{};
-  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(fnv1a(text)));
-  return {hex.data(), digits};
+  return fnv1aHex(text).substr(0, digits);
 }
 
 std::string shortened(std::string name) {
@@ -176,6 +174,12 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t basis) {
     hash *= 1099511628211ULL;
   }
   return hash;
+}
+
+std::string fnv1aHex(std::string_view text) {
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(fnv1a(text)));
+  return hex.data();
 }
 
 std::string acronym(std::string_view key) {

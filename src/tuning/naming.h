@@ -48,6 +48,9 @@ inline constexpr std::uint64_t kFnvOffsetBasis = 14695981039346656037ULL;
 // platform and run.
 std::uint64_t fnv1a(std::string_view text, std::uint64_t basis = kFnvOffsetBasis);
 
+// fnv1a(text) as 16 lowercase hex digits.
+std::string fnv1aHex(std::string_view text);
+
 // A trial name as a DNS-1123 label fragment: lower case, '_' and '.' to '-', '+' dropped.
 std::string dnsSafe(std::string_view trialName);
 

@@ -8,12 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "controller/objects.h"
+
 namespace {
 
+using autotune::controller::decodeNode;
+using autotune::controller::decodePod;
 using autotune::controller::fitsSomeNode;
 using autotune::controller::freeSlotsFor;
-using autotune::controller::gpuCapacity;
 using autotune::controller::GpuCapacity;
+using autotune::controller::GpuLedger;
 using autotune::controller::gpuMemoryBytes;
 using nlohmann::json;
 
@@ -31,6 +35,18 @@ json gpuNode(const std::string& name, int gpus, std::optional<std::string> memor
     node["metadata"]["labels"]["nvidia.com/gpu.memory"] = *memoryMiB;
   }
   return node;
+}
+
+// The capacity a ledger given these Nodes and Pods reports.
+GpuCapacity gpuCapacity(const std::vector<json>& nodes, const std::vector<json>& pods) {
+  GpuLedger ledger;
+  for (const auto& node : nodes) {
+    ledger.setNode(decodeNode(node).value());
+  }
+  for (const auto& pod : pods) {
+    ledger.setPod(decodePod(pod).value());
+  }
+  return ledger.capacity();
 }
 
 json cordoned(json node) {
@@ -205,6 +221,27 @@ TEST(GpuMemory, AQuantityIsReadWithItsUnitAndNonsenseIsIgnored) {
   EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "lots")}, {}), 8).has_value());
   EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "0")}, {}), 8).has_value());
   EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8)}, {}), 8).has_value());
+}
+
+// The ledger follows each change: a Pod bound, finished and deleted; a Node cordoned and gone.
+TEST(GpuLedger, FollowsPodsAndNodesAsTheyChange) {
+  GpuLedger ledger;
+  ledger.setNode(decodeNode(gpuNode("a", 8)).value());
+  ledger.setPod(decodePod(gpuPod("p", 2, "")).value());
+  EXPECT_EQ(ledger.capacity().reserved(), 2);
+  ledger.setPod(decodePod(gpuPod("p", 2, "a")).value());
+  EXPECT_EQ(ledger.capacity().reserved(), 0);
+  EXPECT_EQ(ledger.capacity().used(), 2);
+  ledger.setPod(decodePod(gpuPod("p", 2, "a", "Succeeded")).value());
+  EXPECT_EQ(ledger.capacity().used(), 0);
+  ledger.setPod(decodePod(gpuPod("q", 4, "a")).value());
+  ledger.removePod("ml/q");
+  EXPECT_EQ(ledger.capacity().free(), 8);
+  ledger.setNode(decodeNode(cordoned(gpuNode("a", 8))).value());
+  EXPECT_EQ(ledger.capacity().total(), 0);
+  ledger.setNode(decodeNode(gpuNode("a", 8)).value());
+  ledger.removeNode("a");
+  EXPECT_TRUE(ledger.capacity().nodes.empty());
 }
 
 }  // namespace

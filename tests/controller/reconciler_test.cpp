@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@
 #include "api/codec.h"
 #include "controller/trial_pod.h"
 #include "controller/trial_state.h"
-#include "runtime/informer.h"
+#include "observability/log.h"
 
 namespace autotune::controller {
 namespace {
@@ -163,7 +164,7 @@ class Reconcile : public ::testing::Test {
  protected:
   void SetUp() override {
     api_->now = now_;
-    nodes_.replace({node("gpu-0", 16), node("gpu-1", 16)});
+    cluster_.nodes().replace({node("gpu-0", 16), node("gpu-1", 16)});
   }
 
   void submit(json job) {
@@ -181,9 +182,9 @@ class Reconcile : public ::testing::Test {
 
   runtime::ReconcileResult reconcile(ReconcilerHooks hooks = {}) {
     syncCaches();
-    Reconciler reconciler(client_, Caches{{&jobs_}, {&pods_}, &nodes_}, std::move(hooks),
-                          [this] { return now_; });
-    const auto result = reconciler.reconcile("ml/gpt2");
+    Reconciler reconciler(client_, cluster_, std::move(hooks));
+    const auto result = reconciler.reconcile(
+        "ml/gpt2", Context{observability::Logger(observability::LogLevel::kError, log_), now_});
     syncCaches();
     return result;
   }
@@ -223,9 +224,10 @@ class Reconcile : public ::testing::Test {
 
   std::shared_ptr<MemoryApi> api_ = std::make_shared<MemoryApi>();
   k8s::Client client_{api_};
-  runtime::Store jobs_;
-  runtime::Store pods_;
-  runtime::Store nodes_;
+  std::ostringstream log_;
+  Cluster cluster_;
+  JobStore& jobs_ = cluster_.addJobs("");
+  PodStore& pods_ = cluster_.addPods("");
   std::chrono::system_clock::time_point now_ = parseTime("2026-11-22T12:00:00Z").value();
 };
 
@@ -241,7 +243,17 @@ TEST_F(Reconcile, LaunchesUpToParallelismTrialPodsAndReportsRunning) {
   EXPECT_EQ(status["phase"], "Running");
   EXPECT_EQ(status["trials"]["launched"], 2);
   EXPECT_EQ(status["observedGeneration"], 1);
-  EXPECT_GE(api_->count("POST /api/v1/namespaces/ml/events"), 2);
+  // One TrialLaunched Event names both trials and their Pods.
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0]["reason"], "TrialLaunched");
+  const std::string message = events[0]["message"];
+  EXPECT_TRUE(message.starts_with("2 trials launched: ")) << message;
+  for (const auto& trial : pods()) {
+    EXPECT_NE(message.find("(Pod " + trial["metadata"]["name"].get<std::string>() + ")"),
+              std::string::npos)
+        << message;
+  }
 }
 
 TEST_F(Reconcile, RecordsAResultBeforeDeletingItsPod) {
@@ -447,15 +459,20 @@ TEST_F(Reconcile, APodOfAnotherOwnerWithATrialsNameIsReportedNeverAdopted) {
   EXPECT_EQ(pods().size(), 2U);  // the foreign Pod and the other trial's
 }
 
-// An output the API server refuses (here RBAC; a name taken or a size limit are alike): the job
-// says so in a condition and one Warning Event, keeps its results, retries, and completes once the
-// write goes through.
-TEST_F(Reconcile, AnOutputThatCannotBeWrittenIsReportedAndRetriedUntilItIs) {
+// A grid of one configuration: z1_gas1_tmbspg3.
+json singleTrialJob() {
   json single = gpt2Job();
   single["spec"]["search"] = {{"strategy", "grid"}, {"earlyStopping", 0}};
   single["spec"]["deepspeedConfig"]["zero_optimization"]["stage"] = 1;
   single["spec"]["deepspeedConfig"]["train_micro_batch_size_per_gpu"] = 3;
-  submit(single);
+  return single;
+}
+
+// An output the API server refuses (here RBAC; a name taken or a size limit are alike): the job
+// says so in a condition and one Warning Event, keeps its results, retries, and completes once the
+// write goes through.
+TEST_F(Reconcile, AnOutputThatCannotBeWrittenIsReportedAndRetriedUntilItIs) {
+  submit(singleTrialJob());
   const std::string output = "/api/v1/namespaces/ml/configmaps/gpt2-optimal";
   api_->refused.insert(output);
   reconcile();
@@ -485,6 +502,19 @@ TEST_F(Reconcile, AnOutputThatCannotBeWrittenIsReportedAndRetriedUntilItIs) {
   ASSERT_TRUE(written.has_value());
   EXPECT_EQ((*written)["status"], "True");
   EXPECT_TRUE(api_->objects.contains(output));
+}
+
+// The reconcile that records the last trial also writes the output: that trial is in it.
+TEST_F(Reconcile, TheOutputHoldsTheTrialRecordedByTheReconcileThatWritesIt) {
+  submit(singleTrialJob());
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
+  reconcile();
+  ASSERT_EQ(job()["status"]["phase"], "Succeeded");
+  const std::string results =
+      api_->objects.at("/api/v1/namespaces/ml/configmaps/gpt2-optimal")["data"]["results.json"];
+  EXPECT_NE(results.find(R"("name":"z1_gas1_tmbspg3")"), std::string::npos) << results;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ using autotune::api::AutotuneJob;
 using autotune::api::Outcome;
 using autotune::controller::conclude;
 using autotune::controller::deadline;
+using autotune::controller::decodePod;
 using autotune::controller::formatTime;
 using autotune::controller::NodeNames;
 using autotune::controller::observe;
@@ -135,7 +136,7 @@ json terminatedPod(int exitCode, const std::string& reason, std::string_view mes
 }
 
 TrialPodState observed(const json& pod, const std::optional<NodeNames>& nodes = {}) {
-  auto state = observe(pod, job().spec, nodes);
+  auto state = observe(decodePod(pod).value(), job().spec, nodes);
   EXPECT_TRUE(state.has_value()) << state.error();
   return state.value_or(TrialPodState{});
 }
@@ -187,7 +188,7 @@ TEST(ObserveTrialPod, ThePodNamesItsTrialSpaceAndAttempt) {
 TEST(ObserveTrialPod, APodWithoutItsTrialNameIsAnError) {
   json pod = createdPod();
   pod["metadata"]["annotations"].erase("autotune.io/trial-name");
-  const auto state = observe(pod, job().spec);
+  const auto state = observe(decodePod(pod).value(), job().spec);
   ASSERT_FALSE(state.has_value());
   EXPECT_EQ(state.error(),
             "pod gpt2-large-z1-gas1-tmbspg3 has no autotune.io/trial-name annotation");

@@ -56,10 +56,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   policy.maxRetries = 0;
   const autotune::k8s::Client client(transport, policy);
   runtime::FakeClock clock;
-  runtime::Store store;
+  auto store = runtime::rawStore();
   std::size_t changes = 0;
-  runtime::Watcher watcher(client, {autotune::k8s::kConfigMaps, "ns", ""}, store, clock,
-                           [&changes](const nlohmann::json&) { ++changes; });
+  store->listen(
+      [&changes](const nlohmann::json* /*before*/, const nlohmann::json* /*after*/) { ++changes; });
+  runtime::Watcher watcher(client, {autotune::k8s::kConfigMaps, "ns", ""}, *store, clock);
   const std::stop_source stop;
   for (int step = 0; step < 3 && transport->unanswered() > 0; ++step) {
     const runtime::WatchPhase phase = watcher.step(stop.get_token());
@@ -67,8 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
               phase == runtime::WatchPhase::kBackoff,
           "the watcher is in one of its phases");
   }
-  for (const nlohmann::json& object : store.list()) {
-    check(!runtime::keyOf(object).empty(), "every stored object has a key");
+  for (const auto& object : store->list()) {
+    check(!runtime::keyOf(*object).empty(), "every stored object has a key");
   }
   return 0;
 }

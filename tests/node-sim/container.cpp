@@ -419,26 +419,6 @@ Outcome exitOutcome(const json& container, std::optional<int> exitCode, std::opt
   return outcome;
 }
 
-std::string timestamp(std::chrono::system_clock::time_point time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  std::array<char, 32> buffer{};
-  const auto length = std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return {buffer.data(), length};
-}
-
-std::string microTimestamp(std::chrono::system_clock::time_point time) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count() %
-      1000000;
-  std::string stamp = timestamp(time);
-  std::array<char, 16> fraction{};
-  std::snprintf(fraction.data(), fraction.size(), ".%06lld", static_cast<long long>(micros));
-  stamp.insert(stamp.size() - 1, fraction.data());
-  return stamp;
-}
-
 void markRunning(json& status, const json& pod, const std::string& startedAt,
                  const std::string& hostIp) {
   status["phase"] = "Running";

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "observability/time.h"
+
 namespace autotune::nodesim {
 
 using Environment = std::vector<std::pair<std::string, std::string>>;
@@ -89,8 +91,12 @@ Outcome exitOutcome(const nlohmann::json& container, std::optional<int> exitCode
                     const std::filesystem::path& log);
 
 // RFC 3339 in whole seconds (metav1.Time) and in microseconds (metav1.MicroTime, for Leases).
-std::string timestamp(std::chrono::system_clock::time_point time);
-std::string microTimestamp(std::chrono::system_clock::time_point time);
+inline std::string timestamp(std::chrono::system_clock::time_point time) {
+  return observability::formatTime(time, observability::Fraction::kWholeSeconds);
+}
+inline std::string microTimestamp(std::chrono::system_clock::time_point time) {
+  return observability::formatTime(time, observability::Fraction::kMicroseconds);
+}
 
 // Rewrites `status` (a Pod's current status) as a kubelet reports a Pod whose first container
 // runs since `startedAt`: phase Running, startTime, the kubelet's conditions (others kept), and

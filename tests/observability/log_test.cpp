@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "observability/time.h"
+
 namespace autotune::observability {
 namespace {
 
@@ -48,8 +50,9 @@ TEST(Log, EachLineIsOneJsonObjectWithTimeLevelMessageAndFields) {
 }
 
 TEST(Log, TimestampsAreRfc3339InUtcWithMilliseconds) {
-  EXPECT_EQ(formatTimestamp(kFixedTime), "2026-03-01T12:00:00.042Z");
-  EXPECT_EQ(formatTimestamp(std::chrono::system_clock::time_point{}), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(formatTime(kFixedTime, Fraction::kMilliseconds), "2026-03-01T12:00:00.042Z");
+  EXPECT_EQ(formatTime(std::chrono::system_clock::time_point{}, Fraction::kMilliseconds),
+            "1970-01-01T00:00:00.000Z");
   std::ostringstream out;
   Logger(LogLevel::kInfo, out).info("Started");
   EXPECT_TRUE(std::regex_match(parseLines(out.str()).at(0)["ts"].get<std::string>(),

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/object.h"
 #include "k8s/resources.h"
 #include "runtime/clock.h"
 #include "support/fake_transport.h"
@@ -51,35 +52,82 @@ std::string goneEvent() {
 // --- Store --------------------------------------------------------------------------------------
 
 TEST(Store, ReplaceSwapsInTheWholeSet) {
-  Store store;
-  store.replace({configMap("a", "1"), configMap("b", "1")});
-  store.replace({configMap("c", "2")});
-  EXPECT_EQ(store.size(), 1U);
-  EXPECT_FALSE(store.get("ns/a"));
-  ASSERT_TRUE(store.get("ns/c"));
-  EXPECT_EQ((*store.get("ns/c"))["metadata"]["resourceVersion"], "2");
+  auto store = rawStore();
+  store->replace({configMap("a", "1"), configMap("b", "1")});
+  store->replace({configMap("c", "2")});
+  EXPECT_EQ(store->size(), 1U);
+  EXPECT_FALSE(store->get("ns/a"));
+  ASSERT_TRUE(store->get("ns/c"));
+  EXPECT_EQ((*store->get("ns/c"))["metadata"]["resourceVersion"], "2");
 }
 
 TEST(Store, UpsertAndEraseChangeOneObject) {
-  Store store;
-  store.upsert(configMap("a", "1"));
-  store.upsert(configMap("a", "2"));
-  store.upsert(configMap("b", "3"));
-  store.erase("ns/b");
-  ASSERT_EQ(store.list().size(), 1U);
-  EXPECT_EQ(store.list()[0]["metadata"]["resourceVersion"], "2");
+  auto store = rawStore();
+  store->upsert(configMap("a", "1"));
+  store->upsert(configMap("a", "2"));
+  store->upsert(configMap("b", "3"));
+  store->erase(configMap("b", "4"));
+  ASSERT_EQ(store->list().size(), 1U);
+  EXPECT_EQ((*store->list()[0])["metadata"]["resourceVersion"], "2");
 }
 
-TEST(Store, LooksUpByLabelWithinANamespace) {
-  Store store;
-  store.replace({configMap("a", "1", "x", {{"autotune.io/job", "gpt2"}}),
-                 configMap("b", "1", "y", {{"autotune.io/job", "gpt2"}}),
-                 configMap("c", "1", "x", {{"autotune.io/job", "bert"}}),
-                 configMap("d", "1", "x")});
-  EXPECT_EQ(store.withLabel("autotune.io/job", "gpt2").size(), 2U);
-  const auto inX = store.withLabel("autotune.io/job", "gpt2", "x");
-  ASSERT_EQ(inX.size(), 1U);
-  EXPECT_EQ(keyOf(inX[0]), "x/a");
+// A write's own result stored before the watch delivers an earlier event: the older event does
+// not take the store back.
+TEST(Store, AnOlderVersionDoesNotReplaceANewerOne) {
+  auto store = rawStore();
+  store->upsert(configMap("a", "12"));
+  store->upsert(configMap("a", "9"));
+  EXPECT_EQ((*store->get("ns/a"))["metadata"]["resourceVersion"], "12");
+  store->upsert(configMap("a", "not-a-number"));
+  EXPECT_EQ((*store->get("ns/a"))["metadata"]["resourceVersion"], "not-a-number");
+}
+
+TEST(Store, FindsObjectsByIndexAndDropsThemFromItWhenTheyChange) {
+  auto store = rawStore();
+  store->addIndex("job", [](const json& object) {
+    const std::string job = k8s::text(k8s::member(metadataOf(object), "labels"), "autotune.io/job");
+    return job.empty() ? std::vector<std::string>{} : std::vector<std::string>{job};
+  });
+  store->replace({configMap("a", "1", "x", {{"autotune.io/job", "gpt2"}}),
+                  configMap("b", "1", "y", {{"autotune.io/job", "gpt2"}}),
+                  configMap("c", "1", "x", {{"autotune.io/job", "bert"}}),
+                  configMap("d", "1", "x")});
+  EXPECT_EQ(store->byIndex("job", "gpt2").size(), 2U);
+  store->upsert(configMap("a", "2", "x", {{"autotune.io/job", "bert"}}));
+  const auto gpt2 = store->byIndex("job", "gpt2");
+  ASSERT_EQ(gpt2.size(), 1U);
+  EXPECT_EQ(keyOf(*gpt2[0]), "y/b");
+  EXPECT_EQ(store->byIndex("job", "bert").size(), 2U);
+  EXPECT_TRUE(store->byIndex("job", "none").empty());
+  EXPECT_TRUE(store->byIndex("no-such-index", "gpt2").empty());
+}
+
+TEST(Store, ListenersHearEachChangeWithTheObjectBeforeAndAfter) {
+  auto store = rawStore();
+  std::vector<std::string> heard;
+  store->listen([&heard](const json* before, const json* after) {
+    heard.push_back((before != nullptr ? versionOf(*before) : "-") + ">" +
+                    (after != nullptr ? versionOf(*after) : "-"));
+  });
+  store->upsert(configMap("a", "1"));
+  store->upsert(configMap("a", "2"));
+  store->erase(configMap("a", "3"));
+  store->erase(configMap("a", "3"));  // gone already: nothing to tell
+  EXPECT_EQ(heard, (std::vector<std::string>{"->1", "1>2", "2>-"}));
+}
+
+TEST(Store, DecodesEachObjectOnceAndLeavesOutWhatItCannotDecode) {
+  Indexed<int> sizes(
+      [](const json& object) -> std::optional<int> {
+        const json& data = k8s::member(object, "data");
+        return data.is_object() ? std::optional(static_cast<int>(data.size())) : std::nullopt;
+      },
+      [](const int& size) { return std::to_string(size); });
+  sizes.replace({json{{"metadata", {{"name", "x"}}}, {"data", {{"k", "v"}}}},
+                 json{{"metadata", {{"name", "y"}}}, {"data", "not an object"}}});
+  EXPECT_EQ(sizes.size(), 1U);
+  ASSERT_TRUE(sizes.get("1"));
+  EXPECT_EQ(*sizes.get("1"), 1);
 }
 
 TEST(Store, KeysAreNamespaceSlashNameOrTheNameAlone) {
@@ -111,18 +159,16 @@ class WatcherSteps : public ::testing::Test {
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   k8s::Client client_{transport_, noRetries()};
   FakeClock clock_;
-  Store store_;
+  std::unique_ptr<Indexed<json>> store_ = rawStore();
   std::vector<std::string> changed_;
   std::vector<RestartReason> restarts_;
   std::stop_source stop_;
-  Watcher watcher_{client_,
-                   {kConfigMaps, "ns", "app=x"},
-                   store_,
-                   clock_,
-                   [this](const json& object) { changed_.push_back(keyOf(object)); },
-                   options()};
+  Watcher watcher_{client_, {kConfigMaps, "ns", "app=x"}, *store_, clock_, options()};
 
   void SetUp() override {
+    store_->listen([this](const json* before, const json* after) {
+      changed_.push_back(keyOf(after != nullptr ? *after : *before));
+    });
     watcher_.onRestart([this](RestartReason reason) { restarts_.push_back(reason); });
   }
 };
@@ -134,7 +180,7 @@ TEST_F(WatcherSteps, ListsEveryPageThenWatchesFromTheListsVersion) {
 
   EXPECT_EQ(step(), WatchPhase::kWatch);
   EXPECT_TRUE(watcher_.hasSynced());
-  EXPECT_EQ(store_.size(), 2U);
+  EXPECT_EQ(store_->size(), 2U);
   EXPECT_EQ(changed_, (std::vector<std::string>{"ns/a", "ns/b"}));
   EXPECT_EQ(watcher_.resourceVersion(), "10");
   const auto requests = transport_->sent();
@@ -160,8 +206,8 @@ TEST_F(WatcherSteps, AppliesEventsAndFollowsBookmarks) {
   EXPECT_EQ(step(), WatchPhase::kWatch);
 
   EXPECT_EQ(changed_, (std::vector<std::string>{"ns/c", "ns/a", "ns/b"}));
-  EXPECT_FALSE(store_.get("ns/b"));
-  EXPECT_EQ((*store_.get("ns/a"))["metadata"]["resourceVersion"], "12");
+  EXPECT_FALSE(store_->get("ns/b"));
+  EXPECT_EQ((*store_->get("ns/a"))["metadata"]["resourceVersion"], "12");
   EXPECT_EQ(watcher_.resourceVersion(), "20");
   EXPECT_EQ(restarts_, std::vector<RestartReason>{RestartReason::kExpired});
 
@@ -180,14 +226,14 @@ TEST_F(WatcherSteps, ObjectsWithoutANameOrWithFieldsOfTheWrongTypeAreSkipped) {
                                   {{"metadata", {{"name", "b"}, {"namespace", 6}}}}}}}
                                .dump());
   EXPECT_EQ(step(), WatchPhase::kWatch);
-  EXPECT_EQ(store_.size(), 2U);
-  EXPECT_TRUE(store_.get("ns/a"));
-  EXPECT_TRUE(store_.get("b"));
+  EXPECT_EQ(store_->size(), 2U);
+  EXPECT_TRUE(store_->get("ns/a"));
+  EXPECT_TRUE(store_->get("b"));
 
   transport_->respondWithLines({event("ADDED", {{"metadata", {{"resourceVersion", "11"}}}}),
                                 event("ADDED", json::array()), event("MODIFIED", "text")});
   EXPECT_EQ(step(), WatchPhase::kWatch);
-  EXPECT_EQ(store_.size(), 2U);
+  EXPECT_EQ(store_->size(), 2U);
   EXPECT_EQ(watcher_.resourceVersion(), "11");
 }
 
@@ -202,8 +248,8 @@ TEST_F(WatcherSteps, A410RelistsAtOnceAndReportsWhatVanishedMeanwhile) {
   transport_->respond(200, listBody({configMap("a", "30"), configMap("c", "29")}, "31"));
   EXPECT_EQ(step(), WatchPhase::kWatch);
   EXPECT_EQ(changed_, (std::vector<std::string>{"ns/a", "ns/c", "ns/b"}));
-  EXPECT_FALSE(store_.get("ns/b"));
-  EXPECT_EQ(store_.size(), 2U);
+  EXPECT_FALSE(store_->get("ns/b"));
+  EXPECT_EQ(store_->size(), 2U);
   EXPECT_EQ(watcher_.resourceVersion(), "31");
 }
 
@@ -219,7 +265,7 @@ TEST_F(WatcherSteps, ADroppedConnectionBacksOffThenWatchesFromTheLastVersionSeen
   transport_->respondWithLines({event("ADDED", configMap("a", "11"))});
   step();
   EXPECT_NE(transport_->sent().back().target.find("resourceVersion=10"), std::string::npos);
-  EXPECT_TRUE(store_.get("ns/a"));
+  EXPECT_TRUE(store_->get("ns/a"));
 }
 
 TEST_F(WatcherSteps, AFailedListBacksOffLongerEachTimeThenListsAgain) {
@@ -267,7 +313,7 @@ TEST_F(WatcherSteps, RunEndsPromptlyWhenStoppedDuringAQuietWatch) {
   transport_->respond(200, listBody({configMap("a", "7")}, "10"));
   transport_->respondWithLinesAndHoldOpen({event("ADDED", configMap("b", "11"))});
   std::jthread running([this](std::stop_token stop) { watcher_.run(stop); });
-  while (!store_.get("ns/b")) {
+  while (!store_->get("ns/b")) {
     std::this_thread::yield();
   }
   running.request_stop();

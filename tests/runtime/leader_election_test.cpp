@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "observability/time.h"
 #include "support/fake_transport.h"
 
 namespace autotune::runtime {
@@ -133,7 +134,8 @@ TEST_F(Election, ReleaseClearsTheHolderSoAStandbyNeedNotWait) {
 TEST(MicroTime, IsRfc3339WithMicrosecondsInUtc) {
   const auto when = std::chrono::system_clock::time_point(std::chrono::microseconds(
       1795305600LL * 1000000 + 123456));  // 2026-11-22T00:00:00Z plus 0.123456 s
-  EXPECT_EQ(microTime(when), "2026-11-22T00:00:00.123456Z");
+  EXPECT_EQ(observability::formatTime(when, observability::Fraction::kMicroseconds),
+            "2026-11-22T00:00:00.123456Z");
 }
 
 }  // namespace

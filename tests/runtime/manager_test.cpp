@@ -55,13 +55,16 @@ class ManagerRun : public ::testing::Test {
                                  .dump());
     transport_->respondWithLinesAndHoldOpen({});
     // A Pod-like mapping: every object reconciles the key named by its name.
-    manager_.watch({kConfigMaps, "ns", ""},
-                   [](const json& object) { return std::vector<std::string>{keyOf(object)}; });
+    manager_.watch<json>(
+        {kConfigMaps, "ns", ""}, *store_, [](const json* before, const json* after) {
+          return std::vector<std::string>{keyOf(after != nullptr ? *after : *before)};
+        });
   }
 
   std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
   k8s::Client client_{transport_};
   SystemClock clock_;
+  std::unique_ptr<Indexed<json>> store_ = rawStore();
   Manager manager_{client_, clock_, ManagerOptions{}};
   Reconciles reconciles_;
 };

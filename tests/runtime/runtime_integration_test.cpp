@@ -22,6 +22,7 @@
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/resources.h"
+#include "observability/time.h"
 #include "runtime/clock.h"
 #include "runtime/informer.h"
 #include "runtime/leader_election.h"
@@ -114,8 +115,15 @@ bool compactEtcd() {
 
 class Watching : public ApiServerTest {
  protected:
+  void SetUp() override {
+    ApiServerTest::SetUp();
+    store_->listen([this](const json* before, const json* after) {
+      seen_.change(after != nullptr ? *after : *before);
+    });
+  }
+
   FakeClock clock_;
-  Store store_;
+  std::unique_ptr<Indexed<json>> store_ = rawStore();
   Seen seen_;
 };
 
@@ -127,15 +135,14 @@ TEST_F(Watching, AWatchResumesAfterItsConnectionIsCutWithoutMissingAnEvent) {
   config->server = "https://127.0.0.1:" + std::to_string(proxy.port());
   const k8s::Client throughProxy(k8s::makeHttpTransport(*config));
   const SystemClock clock;
-  Watcher watcher(throughProxy, {kConfigMaps, ns(), ""}, store_, clock,
-                  [this](const json& object) { seen_.change(object); });
+  Watcher watcher(throughProxy, {kConfigMaps, ns(), ""}, *store_, clock);
   watcher.onRestart([this](RestartReason reason) { seen_.restart(reason); });
   std::jthread running([&watcher](std::stop_token stop) { watcher.run(stop); });
 
   // Listed first, so that "before" arrives through the watch: its connection is then open.
   ASSERT_TRUE(waitUntil([&] { return watcher.hasSynced(); }));
   ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("before")));
-  ASSERT_TRUE(waitUntil([&] { return store_.get(ns() + "/before").has_value(); }));
+  ASSERT_TRUE(waitUntil([&] { return store_->get(ns() + "/before") != nullptr; }));
   ASSERT_GE(proxy.cut(), 1);
   for (int i = 1; i <= 5; ++i) {
     ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("during-" + std::to_string(i))));
@@ -143,9 +150,9 @@ TEST_F(Watching, AWatchResumesAfterItsConnectionIsCutWithoutMissingAnEvent) {
   ASSERT_TRUE(client().remove(kConfigMaps, ns(), "before"));
 
   ASSERT_TRUE(waitUntil([&] {
-    return store_.size() == 5 && !store_.get(ns() + "/before").has_value();
+    return store_->size() == 5 && store_->get(ns() + "/before") == nullptr;
   })) << "the store holds "
-      << store_.size() << " objects";
+      << store_->size() << " objects";
   for (int i = 1; i <= 5; ++i) {
     EXPECT_EQ(seen_.count("during-" + std::to_string(i)), 1);
   }
@@ -165,13 +172,12 @@ TEST_F(Watching, AWatchFromACompactedVersionRelistsAndConverges) {
   if (ControlPlane::etcdUrl().empty()) {
     GTEST_SKIP() << "needs the fixture's own etcd to compact";
   }
-  Watcher watcher(client(), {kConfigMaps, ns(), ""}, store_, clock_,
-                  [this](const json& object) { seen_.change(object); });
+  Watcher watcher(client(), {kConfigMaps, ns(), ""}, *store_, clock_);
   watcher.onRestart([this](RestartReason reason) { seen_.restart(reason); });
   const std::stop_source stop;
   ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("doomed")));
   ASSERT_EQ(watcher.step(stop.get_token()), WatchPhase::kWatch);
-  ASSERT_TRUE(store_.get(ns() + "/doomed"));
+  ASSERT_TRUE(store_->get(ns() + "/doomed"));
 
   ASSERT_TRUE(client().remove(kConfigMaps, ns(), "doomed"));
   ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("kept")));
@@ -180,8 +186,8 @@ TEST_F(Watching, AWatchFromACompactedVersionRelistsAndConverges) {
   EXPECT_EQ(watcher.step(stop.get_token()), WatchPhase::kList);
   EXPECT_EQ(seen_.restarts(), std::vector<RestartReason>{RestartReason::kGone});
   EXPECT_EQ(watcher.step(stop.get_token()), WatchPhase::kWatch);
-  EXPECT_EQ(store_.size(), 1U);
-  EXPECT_TRUE(store_.get(ns() + "/kept"));
+  EXPECT_EQ(store_->size(), 1U);
+  EXPECT_TRUE(store_->get(ns() + "/kept"));
   EXPECT_EQ(seen_.count("doomed"), 2);  // listed, then reported gone by the relist
   EXPECT_EQ(seen_.count("kept"), 1);
 }
@@ -272,8 +278,9 @@ TEST_F(Election, ALeaderThatCannotRenewStopsLeading) {
   bool taken = false;
   for (int attempt = 0; attempt < 10 && !taken && lease; ++attempt) {
     (*lease)["spec"]["holderIdentity"] = "intruder";
-    (*lease)["spec"]["renewTime"] = microTime(std::chrono::system_clock::now());
-    taken = client().update(kLeases, ns(), *lease).has_value();
+    (*lease)["spec"]["renewTime"] = observability::formatTime(
+        std::chrono::system_clock::now(), observability::Fraction::kMicroseconds);
+    taken = client().update(kLeases, ns(), *lease) != nullptr;
     lease = client().get(kLeases, ns(), "autotune");
   }
   ASSERT_TRUE(taken);

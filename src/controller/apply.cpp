@@ -1,0 +1,235 @@
+#include "controller/apply.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "api/codec.h"
+#include "api/text.h"
+#include "controller/trial_pod.h"
+#include "k8s/object.h"
+#include "k8s/resources.h"
+#include "tuning/naming.h"
+
+namespace autotune::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kFieldManager = "autotune-operator";
+constexpr std::size_t kEventMessageBytes = 1024;
+
+bool alreadyExists(const k8s::Result<json>& result) {
+  return !result && result.error().kind == k8s::ErrorKind::kAlreadyExists;
+}
+
+bool ownedBy(const json& object, const std::string& uid) {
+  const json& owners = k8s::member(k8s::metadataOf(object), "ownerReferences");
+  return owners.is_array() && std::ranges::any_of(owners, [&uid](const json& owner) {
+           return k8s::text(owner, "uid") == uid && k8s::member(owner, "controller") == true;
+         });
+}
+
+// The job's identity for a write of its status subresource: the API server keeps everything
+// else as it is and checks resourceVersion, so a write from a stale read is a Conflict.
+json statusUpdate(const json& metadata, const json& status) {
+  return {{"apiVersion", api::kApiVersion},
+          {"kind", api::kKind},
+          {"metadata",
+           {{"name", k8s::text(metadata, "name")},
+            {"namespace", k8s::text(metadata, "namespace")},
+            {"uid", k8s::text(metadata, "uid")},
+            {"resourceVersion", k8s::text(metadata, "resourceVersion")}}},
+          {"status", status}};
+}
+
+}  // namespace
+
+Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks& hooks,
+             const Context& context, const Job& job)
+    : client_(client),
+      cluster_(cluster),
+      hooks_(hooks),
+      context_(context),
+      job_(job),
+      metadata_(job.metadata),
+      written_(job.status) {}
+
+bool Apply::write(const Snapshot& snapshot, const Plan& plan) {
+  const api::AutotuneJob& job = snapshot.job;
+  if (plan.output) {
+    auto applied = client_.patch(k8s::kConfigMaps, job.namespaceName(),
+                                 job.spec.output.configMapName, k8s::PatchType::kApply,
+                                 plan.output->configMap, {std::string(kFieldManager), true});
+    if (!applied) {
+      const std::string error = k8s::describe(applied.error());
+      context_.log.warn("could not write the output",
+                        {{"configMap", job.spec.output.configMapName}, {"error", error}});
+      const OutputFailure failure = outputNotWritten(snapshot, *plan.output, error);
+      if (writeStatus(failure.status, &job) && failure.event) {
+        report(*failure.event);
+      }
+      return false;
+    }
+  }
+  if (plan.afterTuning) {
+    auto created = client_.create(k8s::kBatchJobs, job.namespaceName(), *plan.afterTuning);
+    if (!created && !alreadyExists(created)) {
+      context_.log.warn("could not create the afterTuning Job",
+                        {{"error", k8s::describe(created.error())}});
+      return false;
+    }
+  }
+  return writeStatus(plan.status, &job);
+}
+
+std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) {
+  const api::AutotuneJob& job = snapshot.job;
+  std::set<std::string> taken;
+  std::vector<std::pair<std::string, std::string>> launched;
+  for (const auto& launch : plan.launches) {
+    const std::string podName = k8s::text(k8s::metadataOf(launch.pod), "name");
+    auto created = client_.create(k8s::kPods, job.namespaceName(), launch.pod);
+    if (!created && !alreadyExists(created)) {
+      context_.log.warn("could not launch a trial",
+                        {{"trial", launch.trial}, {"error", k8s::describe(created.error())}});
+      continue;
+    }
+    if (!created) {
+      // Ours from an earlier reconcile the cache has not caught up with, or someone else's.
+      auto existing = client_.get(k8s::kPods, job.namespaceName(), podName);
+      if (existing && !ownedBy(*existing, job.uid())) {
+        taken.insert(podName);
+      }
+      continue;
+    }
+    cluster_.wrotePod(*created);
+    if (!launch.replaces.empty()) {
+      report({"TrialRelaunched", "Warning", launch.trial + launch.replaces,
+              "Trial " + launch.trial + " was lost (" + launch.lostBecause + "); launched again"});
+      remove(launch.replaces);
+      continue;
+    }
+    launched.emplace_back(launch.trial, "Pod " + podName);
+    context_.log.info("trial launched", {{"trial", launch.trial}});
+    if (hooks_.trialLaunched) {
+      hooks_.trialLaunched(job, launch.trial);
+    }
+  }
+  if (!launched.empty()) {
+    report(aboutTrials("TrialLaunched", "Normal", "launched", launched));
+  }
+  return taken;
+}
+
+runtime::ReconcileResult Apply::finish(const Snapshot& snapshot, const Plan& plan) {
+  // The finished trials are recorded in the status written before; only now may their Pods go,
+  // so a crash in between loses nothing.
+  for (const auto& name : plan.deletions) {
+    remove(name);
+  }
+  for (const auto& event : plan.events) {
+    report(event);
+  }
+  for (const auto& finished : plan.finished) {
+    context_.log.info("trial finished",
+                      {{"trial", finished.name},
+                       {"outcome", std::string(api::toString(finished.outcome))},
+                       {"value", finished.value ? json(*finished.value) : json()}});
+    if (hooks_.trialFinished) {
+      hooks_.trialFinished(snapshot.job, finished);
+    }
+  }
+  if (hooks_.trialPending) {
+    for (const auto waited : plan.pendingWaits) {
+      hooks_.trialPending(waited);
+    }
+  }
+  return runtime::ReconcileResult::after(plan.requeueAfter);
+}
+
+runtime::ReconcileResult Apply::refused(const Plan& plan) {
+  if (!writeStatus(plan.status, nullptr)) {
+    return runtime::ReconcileResult::retry();
+  }
+  for (const auto& event : plan.events) {
+    report(event);
+  }
+  return {};
+}
+
+void Apply::reportException(const std::string& message) {
+  writeStatus(reconcileThrew(job_, message, context_.now), nullptr);
+  report({"ReconcileException", "Warning", message, message});
+}
+
+// Writes `status` when it differs from what the API server holds. A Conflict (the cache was
+// behind) fails the reconcile, which is retried on a fresher read.
+bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) {
+  const json encoded = api::encode(status);
+  if (encoded == api::encode(written_)) {
+    return true;
+  }
+  auto written = client_.updateStatus(kAutotuneJobs, k8s::text(metadata_, "namespace"),
+                                      statusUpdate(metadata_, encoded));
+  if (!written) {
+    context_.log.warn("could not write the status", {{"error", k8s::describe(written.error())}});
+    return false;
+  }
+  metadata_["resourceVersion"] = k8s::versionOf(*written);
+  written_ = status;
+  cluster_.wroteJob(*written);
+  if (job != nullptr && hooks_.statusWritten) {
+    hooks_.statusWritten(*job, status);
+  }
+  context_.log.debug("status written", {{"phase", std::string(api::toString(status.phase))}});
+  return true;
+}
+
+void Apply::remove(const std::string& name) {
+  const std::string ns = k8s::text(metadata_, "namespace");
+  auto removed = client_.remove(k8s::kPods, ns, name);
+  if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound) {
+    context_.log.warn("could not delete a Pod",
+                      {{"pod", name}, {"error", k8s::describe(removed.error())}});
+    return;
+  }
+  if (const auto cached = cluster_.pod(ns + "/" + name)) {
+    cluster_.deletingPod(*cached);
+  }
+}
+
+// Creates an Event on the job. Its name derives from what it reports, so a reconcile that runs
+// again after a restart does not report the same thing twice.
+void Apply::report(const JobEvent& reported) {
+  const std::string jobName = k8s::text(metadata_, "name");
+  const std::string ns = k8s::text(metadata_, "namespace");
+  const std::string uid = k8s::text(metadata_, "uid");
+  const std::string now = formatTime(context_.now);
+  const json event = {{"apiVersion", "v1"},
+                      {"kind", "Event"},
+                      {"metadata",
+                       {{"name", jobName.substr(0, 200) + "." +
+                                     tuning::fnv1aHex(uid + reported.reason + reported.subject)},
+                        {"namespace", ns}}},
+                      {"involvedObject",
+                       {{"apiVersion", api::kApiVersion},
+                        {"kind", api::kKind},
+                        {"name", jobName},
+                        {"namespace", ns},
+                        {"uid", uid}}},
+                      {"reason", reported.reason},
+                      {"message", api::headOf(reported.message, kEventMessageBytes)},
+                      {"type", reported.type},
+                      {"source", {{"component", kFieldManager}}},
+                      {"reportingComponent", kFieldManager},
+                      {"firstTimestamp", now},
+                      {"lastTimestamp", now},
+                      {"count", 1}};
+  auto created = client_.create(k8s::kEvents, ns, event);
+  if (!created && !alreadyExists(created)) {
+    context_.log.warn("could not record an Event",
+                      {{"reason", reported.reason}, {"error", k8s::describe(created.error())}});
+  }
+}
+
+}  // namespace autotune::controller

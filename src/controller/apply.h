@@ -1,0 +1,78 @@
+#pragma once
+// The one step of a reconcile with effects (DESIGN §5): a Plan carried out against the API
+// server in the order that makes a crash at any point harmless: the output before the final
+// status; the status (with new results, and counting the trials about to start) before any Pod
+// is created or deleted; Events last. What each write returns goes into the cache at once.
+
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "api/job.h"
+#include "controller/cluster.h"
+#include "controller/plan.h"
+#include "k8s/client.h"
+#include "observability/log.h"
+#include "runtime/manager.h"
+
+namespace autotune::controller {
+
+inline const k8s::Resource kAutotuneJobs{"autotune.io", "v1alpha1", "autotunejobs", true};
+
+// What one reconcile runs with: its logger (carrying the job and the reconcile's ID) and the time
+// it reads the world at.
+struct Context {
+  observability::Logger log;
+  Timestamp now;
+};
+
+// Told as things happen, for metrics; each may be left empty.
+struct ReconcilerHooks {
+  std::function<void(const api::AutotuneJob& job, const std::string& trial)> trialLaunched;
+  std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialFinished;
+  // How long a finished trial's Pod waited for a node and its container's start.
+  std::function<void(std::chrono::duration<double> waited)> trialPending;
+  std::function<void(const api::AutotuneJob& job, const api::Status& status)> statusWritten;
+  std::function<void(const std::string& ns, const std::string& name)> jobGone;
+};
+
+// One reconcile's effects on one job, each step only after the one before went through.
+class Apply {
+ public:
+  // `job` as the reconcile read it: the status it holds is what the first write compares with,
+  // and its resourceVersion what that write is conditional on.
+  Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks& hooks,
+        const Context& context, const Job& job);
+
+  // The output and the afterTuning Job when the search is over, then the status. The status
+  // write is conditional on the resourceVersion read, so a reconcile that read a stale job stops
+  // here, before it can launch anything twice. Returns false when the reconcile is to stop and be
+  // retried.
+  bool write(const Snapshot& snapshot, const Plan& plan);
+  // Creates the plan's Pods, after write(). Returns the names of those taken by Pods the job does
+  // not own: the plan is to be made again knowing them (Snapshot::podNamesTaken) and written.
+  std::set<std::string> launch(const Snapshot& snapshot, const Plan& plan);
+  // Deletes what the recorded status no longer needs, then the Events and the metrics.
+  runtime::ReconcileResult finish(const Snapshot& snapshot, const Plan& plan);
+
+  // The plan of an invalid job: its status and Event.
+  runtime::ReconcileResult refused(const Plan& plan);
+  // What a reconcile that threw leaves on its job: Reconciled=False and a Warning Event.
+  void reportException(const std::string& message);
+
+ private:
+  bool writeStatus(const api::Status& status, const api::AutotuneJob* job);
+  void remove(const std::string& name);
+  void report(const JobEvent& reported);
+
+  const k8s::Client& client_;
+  Cluster& cluster_;
+  const ReconcilerHooks& hooks_;
+  const Context& context_;
+  const Job& job_;
+  nlohmann::json metadata_;  // the job's, with the resourceVersion of the last write
+  api::Status written_;      // what the API server holds
+};
+
+}  // namespace autotune::controller

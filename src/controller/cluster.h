@@ -1,0 +1,88 @@
+#pragma once
+// What the controller knows of the cluster: AutotuneJobs, their trial Pods and the Nodes, as the
+// watches keep them (runtime/store.h), indexed by job and by node, with the cluster-wide figures
+// every reconcile needs (GPU slots by node, jobs by phase, jobs waiting for GPUs in creation
+// order) kept current as events arrive rather than recomputed per reconcile. Thread-safe.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "controller/gpu_slots.h"
+#include "controller/objects.h"
+#include "runtime/store.h"
+
+namespace autotune::controller {
+
+using JobStore = runtime::Indexed<Job>;
+using PodStore = runtime::Indexed<Pod>;
+using NodeStore = runtime::Indexed<Node>;
+
+class Cluster {
+ public:
+  Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+  Cluster(Cluster&&) = delete;
+  Cluster& operator=(Cluster&&) = delete;
+  ~Cluster() = default;
+
+  // Stores for the watches, each of one namespace ("" for all), read by this cluster view.
+  // Call before the watches start.
+  JobStore& addJobs(const std::string& ns);
+  PodStore& addPods(const std::string& ns);
+  NodeStore& nodes() { return *nodes_; }
+
+  runtime::Shared<Job> job(const std::string& key) const;
+  runtime::Shared<Pod> pod(const std::string& key) const;
+  // The Pods labelled for the job of this name in its namespace, whoever owns them.
+  std::vector<runtime::Shared<Pod>> podsLabelled(const std::string& ns,
+                                                 const std::string& jobLabel) const;
+  NodeNames nodeNames() const;
+  GpuCapacity capacity() const { return gpus_.capacity(); }
+
+  // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for: first come,
+  // first served.
+  int slotsHeldForOlderJobs(const Job& job, int gpusPerTrial) const;
+  // The keys of the jobs waiting for GPUs, and of those with Pods on `node`: what a change of
+  // that Node may concern.
+  std::vector<std::string> jobsConcernedBy(const std::string& node) const;
+  // Jobs by status.phase (Pending while they have none).
+  std::map<std::string, std::int64_t, std::less<>> jobsByPhase() const;
+
+  // What the controller's own writes returned, stored at once so that the next reconcile reads
+  // them even before the watch delivers them.
+  void wroteJob(const nlohmann::json& object);
+  void wrotePod(const nlohmann::json& object);
+  void deletingPod(const Pod& pod);
+
+ private:
+  void jobChanged(const Job* before, const Job* after);
+  void podChanged(const Pod* before, const Pod* after);
+  void nodeChanged(const Node* before, const Node* after);
+
+  std::vector<std::pair<std::string, std::unique_ptr<JobStore>>> jobs_;
+  std::vector<std::pair<std::string, std::unique_ptr<PodStore>>> pods_;
+  std::unique_ptr<NodeStore> nodes_;
+  GpuLedger gpus_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string, std::less<>> phaseOf_;  // job key -> phase
+  std::map<std::string, std::int64_t, std::less<>> phaseCounts_;
+  // (creationTimestamp, key) -> GPUs wanted, of jobs waiting for GPUs
+  std::map<std::tuple<std::string, std::string>, int> waiting_;
+  std::map<std::string, std::tuple<std::string, std::string>, std::less<>> waitingKey_;
+};
+
+// The job a trial Pod belongs to ("namespace/name" of its controlling AutotuneJob), if any.
+std::vector<std::string> jobKeysOfPod(const Pod* before, const Pod* after);
+
+// The job itself, unless only its status changed: the status is the reconcile's own output, and
+// reconciling on it would only repeat the reconcile that wrote it.
+std::vector<std::string> jobKeysOfJob(const Job* before, const Job* after);
+
+}  // namespace autotune::controller

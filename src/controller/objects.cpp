@@ -1,0 +1,249 @@
+#include "controller/objects.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <string_view>
+
+#include "api/units.h"
+#include "controller/trial_pod.h"
+#include "k8s/object.h"
+
+namespace autotune::controller {
+namespace {
+
+using k8s::member;
+using k8s::text;
+using nlohmann::json;
+
+constexpr std::int64_t kMebibyte = std::int64_t{1} << 20;
+
+std::optional<Timestamp> timeAt(const json& object, std::string_view key) {
+  return parseTime(text(object, key));
+}
+
+std::optional<std::int64_t> integerAt(const json& object, std::string_view key) {
+  const json& value = member(object, key);
+  return value.is_number_integer() ? std::optional(value.get<std::int64_t>()) : std::nullopt;
+}
+
+// A count of devices: quantities are strings ("8") in what the API server returns, numbers in
+// what people write.
+std::optional<std::int64_t> count(const json& quantity) {
+  if (quantity.is_number_integer()) {
+    return quantity.get<std::int64_t>();
+  }
+  if (quantity.is_string()) {
+    if (auto parsed = api::Quantity::parse(quantity.get<std::string>())) {
+      return parsed->value();
+    }
+  }
+  return std::nullopt;
+}
+
+int gpus(const json& quantity) {
+  const auto value = count(quantity).value_or(0);
+  return static_cast<int>(std::clamp<std::int64_t>(value, 0, std::numeric_limits<int>::max()));
+}
+
+// Extended resources need limits and allow requests only equal to them; either one says it.
+int containerGpus(const json& container) {
+  const json& resources = member(container, "resources");
+  const json& limit = member(member(resources, "limits"), kGpuResource);
+  return gpus(limit.is_null() ? member(member(resources, "requests"), kGpuResource) : limit);
+}
+
+// As the scheduler counts a Pod: its containers and sidecars together, or its largest init step
+// (with the sidecars started before it), whichever is more.
+int podGpus(const json& pod) {
+  const json& spec = member(pod, "spec");
+  int sidecars = 0;
+  int initPeak = 0;
+  for (const auto& init : member(spec, "initContainers")) {
+    if (text(init, "restartPolicy") == "Always") {
+      sidecars += containerGpus(init);
+    } else {
+      initPeak = std::max(initPeak, sidecars + containerGpus(init));
+    }
+  }
+  int containers = 0;
+  for (const auto& container : member(spec, "containers")) {
+    containers += containerGpus(container);
+  }
+  return std::max(containers + sidecars, initPeak);
+}
+
+bool isReady(const json& node) {
+  for (const auto& condition : member(member(node, "status"), "conditions")) {
+    if (text(condition, "type") == "Ready") {
+      return text(condition, "status") == "True";
+    }
+  }
+  return false;
+}
+
+// Per-GPU memory from the label: a number of MiB as GPU feature discovery writes it, or a
+// quantity with its unit.
+std::optional<std::int64_t> labelledMemory(const json& node) {
+  const std::string value = text(member(member(node, "metadata"), "labels"), kGpuMemoryLabel);
+  if (value.empty()) {
+    return std::nullopt;
+  }
+  std::int64_t mebibytes = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), mebibytes);
+  if (error == std::errc() && end == value.data() + value.size()) {
+    return mebibytes > 0 ? std::optional(mebibytes * kMebibyte) : std::nullopt;
+  }
+  if (auto quantity = api::Quantity::parse(value); quantity && quantity->value() > 0) {
+    return quantity->value();
+  }
+  return std::nullopt;
+}
+
+std::optional<PodCondition> conditionOf(const json& status, std::string_view type) {
+  for (const auto& entry : member(status, "conditions")) {
+    if (text(entry, "type") == type) {
+      return PodCondition{text(entry, "status"), text(entry, "reason"), text(entry, "message")};
+    }
+  }
+  return std::nullopt;
+}
+
+ContainerStatus containerStatusOf(const json& status) {
+  ContainerStatus container;
+  container.name = text(status, "name");
+  const json& state = member(status, "state");
+  if (const json& terminated = member(state, "terminated"); terminated.is_object()) {
+    ContainerStatus::Terminated ended;
+    if (const auto code = integerAt(terminated, "exitCode")) {
+      ended.exitCode = static_cast<int>(std::clamp<std::int64_t>(
+          *code, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    }
+    ended.signal = static_cast<int>(
+        std::clamp<std::int64_t>(integerAt(terminated, "signal").value_or(0), 0, 255));
+    ended.reason = text(terminated, "reason");
+    ended.message = text(terminated, "message");
+    ended.startedAt = timeAt(terminated, "startedAt");
+    ended.finishedAt = timeAt(terminated, "finishedAt");
+    container.terminated = std::move(ended);
+  }
+  if (const json& waiting = member(state, "waiting"); waiting.is_object()) {
+    container.waiting = ContainerStatus::Waiting{text(waiting, "reason"), text(waiting, "message")};
+  }
+  return container;
+}
+
+// The controlling owner, when it is an AutotuneJob.
+void readOwner(const json& metadata, Pod& pod) {
+  for (const auto& owner : member(metadata, "ownerReferences")) {
+    if (text(owner, "kind") == api::kKind && member(owner, "controller") == true) {
+      pod.ownerJobName = text(owner, "name");
+      pod.ownerJobUid = text(owner, "uid");
+      return;
+    }
+  }
+}
+
+// What a job's status says it waits for (see Job::gpusWanted).
+int gpusWantedBy(const api::Status& status, const api::Spec& spec) {
+  const bool waiting = std::ranges::any_of(status.conditions, [](const api::Condition& c) {
+    return c.type == "Running" && c.reason == "WaitingForGPUs";
+  });
+  if (!waiting) {
+    return 0;
+  }
+  const int trials = spec.parallelism - status.trials.pending - status.trials.running;
+  return std::max(0, trials) * spec.resources.gpusPerTrial;
+}
+
+}  // namespace
+
+std::optional<Pod> decodePod(const json& object) {
+  const json& metadata = k8s::metadataOf(object);
+  Pod pod;
+  pod.ns = text(metadata, "namespace");
+  pod.name = text(metadata, "name");
+  if (pod.name.empty()) {
+    return std::nullopt;
+  }
+  pod.key = k8s::keyOf(object);
+  pod.resourceVersion = text(metadata, "resourceVersion");
+  readOwner(metadata, pod);
+  const json& labels = member(metadata, "labels");
+  pod.jobLabel = text(labels, kJobLabel);
+  pod.space = text(labels, kSpaceLabel);
+  const json& annotations = member(metadata, "annotations");
+  pod.trialName = text(annotations, kTrialNameAnnotation);
+  pod.attemptText = text(annotations, kAttemptAnnotation);
+  pod.created = timeAt(metadata, "creationTimestamp");
+  pod.deleting = member(metadata, "deletionTimestamp").is_string();
+  pod.deletionTimestamp = timeAt(metadata, "deletionTimestamp");
+  pod.deletionGracePeriodSeconds = integerAt(metadata, "deletionGracePeriodSeconds");
+
+  const json& spec = member(object, "spec");
+  pod.nodeName = text(spec, "nodeName");
+  if (const json& containers = member(spec, "containers");
+      containers.is_array() && !containers.empty()) {
+    pod.firstContainer = text(containers.front(), "name");
+  }
+  pod.gpus = podGpus(object);
+
+  const json& status = member(object, "status");
+  pod.phase = text(status, "phase");
+  pod.reason = text(status, "reason");
+  pod.message = text(status, "message");
+  pod.started = timeAt(status, "startTime");
+  pod.scheduled = conditionOf(status, "PodScheduled");
+  pod.disruption = conditionOf(status, "DisruptionTarget");
+  for (const auto& container : member(status, "containerStatuses")) {
+    pod.containers.push_back(containerStatusOf(container));
+  }
+  return pod;
+}
+
+std::optional<Node> decodeNode(const json& object) {
+  Node node;
+  node.name = text(k8s::metadataOf(object), "name");
+  if (node.name.empty()) {
+    return std::nullopt;
+  }
+  node.resourceVersion = k8s::versionOf(object);
+  node.gpus = gpus(member(member(member(object, "status"), "allocatable"), kGpuResource));
+  node.schedulable = member(member(object, "spec"), "unschedulable") != true && isReady(object);
+  node.gpuMemoryBytes = labelledMemory(object);
+  return node;
+}
+
+std::optional<Job> decodeJob(const json& object) {
+  json slim = object;
+  if (auto metadata = slim.find("metadata"); metadata != slim.end() && metadata->is_object()) {
+    metadata->erase("managedFields");
+    if (auto annotations = metadata->find("annotations");
+        annotations != metadata->end() && annotations->is_object()) {
+      annotations->erase("kubectl.kubernetes.io/last-applied-configuration");
+    }
+  }
+  const json& metadata = k8s::metadataOf(slim);
+  Job job;
+  job.key = k8s::keyOf(slim);
+  if (text(metadata, "name").empty()) {
+    return std::nullopt;
+  }
+  job.resourceVersion = text(metadata, "resourceVersion");
+  job.generation = integerAt(metadata, "generation").value_or(0);
+  job.creationTimestamp = text(metadata, "creationTimestamp");
+  job.metadata = metadata;
+  const json& status = member(slim, "status");
+  job.status =
+      status.is_object() ? api::decodeStatus(status).value_or(api::Status{}) : api::Status{};
+  job.decoded = api::decode(slim);
+  if (job.decoded) {
+    job.decoded->job.status = {};
+    job.gpusWanted = gpusWantedBy(job.status, job.decoded->job.spec);
+  }
+  return job;
+}
+
+}  // namespace autotune::controller

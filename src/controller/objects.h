@@ -1,0 +1,127 @@
+#pragma once
+// The cluster's objects as the controller reads them: each decoded once, when the watch delivers
+// it, into the fields the controller uses, so that no reconcile reads raw JSON or copies it.
+// Decoding never fails on a field of an unexpected type: what the API server sends is input, and
+// a field that cannot be read reads as absent.
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+#include <vector>
+
+#include "api/codec.h"
+#include "api/job.h"
+#include "observability/time.h"
+
+namespace autotune::controller {
+
+// Per-GPU memory in MiB, as NVIDIA GPU feature discovery labels GPU nodes (e.g. 81920).
+inline constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
+
+// Wall-clock time, as the API server stamps objects.
+using Timestamp = std::chrono::system_clock::time_point;
+
+// What a condition of a Pod's status says.
+struct PodCondition {
+  std::string status;  // True, False or Unknown
+  std::string reason;
+  std::string message;
+};
+
+// status.containerStatuses[], as far as a trial's exit is concerned.
+struct ContainerStatus {
+  struct Terminated {
+    std::optional<int> exitCode;
+    int signal = 0;
+    std::string reason;
+    std::string message;  // the termination message: a trial's metrics file, or its log tail
+    std::optional<Timestamp> startedAt;
+    std::optional<Timestamp> finishedAt;
+  };
+  struct Waiting {
+    std::string reason;
+    std::string message;
+  };
+
+  std::string name;
+  std::optional<Terminated> terminated;
+  std::optional<Waiting> waiting;
+};
+
+struct Pod {
+  std::string key;  // namespace/name
+  std::string ns;
+  std::string name;
+  std::string resourceVersion;
+  // The AutotuneJob that controls it, if one does.
+  std::string ownerJobName;
+  std::string ownerJobUid;
+  std::string jobLabel;     // labels[autotune.io/job]
+  std::string space;        // labels[autotune.io/space]
+  std::string trialName;    // annotations[autotune.io/trial-name]
+  std::string attemptText;  // annotations[autotune.io/attempt]
+  std::optional<Timestamp> created;
+  bool deleting = false;  // metadata.deletionTimestamp is set
+  std::optional<Timestamp> deletionTimestamp;
+  std::optional<std::int64_t> deletionGracePeriodSeconds;
+
+  std::string nodeName;        // spec.nodeName
+  std::string firstContainer;  // spec.containers[0].name
+  int gpus = 0;                // nvidia.com/gpu, as the scheduler counts the Pod
+
+  std::string phase;  // status.phase
+  std::string reason;
+  std::string message;
+  std::optional<Timestamp> started;  // status.startTime
+  std::optional<PodCondition> scheduled;
+  std::optional<PodCondition> disruption;  // DisruptionTarget
+  std::vector<ContainerStatus> containers;
+
+  // Ended by itself: Succeeded or Failed. Its GPUs are free again.
+  bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+struct Node {
+  std::string name;
+  std::string resourceVersion;
+  int gpus = 0;                                // status.allocatable nvidia.com/gpu
+  bool schedulable = false;                    // Ready and not spec.unschedulable
+  std::optional<std::int64_t> gpuMemoryBytes;  // per GPU, from the nvidia.com/gpu.memory label
+};
+
+struct Job {
+  std::string key;  // namespace/name
+  std::string resourceVersion;
+  std::int64_t generation = 0;
+  std::string creationTimestamp;
+  // Without managedFields and the last-applied annotation, which nothing here reads.
+  nlohmann::json metadata;
+  // The spec decoded and validated (with `metadata`, and an empty status: the status is
+  // `status`), or why it is not valid.
+  tl::expected<api::Decoded, api::FieldErrors> decoded;
+  api::Status status;  // as written; empty when it cannot be read
+  // GPUs the job waits for, while its Running condition's reason is WaitingForGPUs: those of the
+  // trials it would launch now. Older jobs' waits hold GPUs back from younger jobs.
+  int gpusWanted = 0;
+};
+
+// The names of the cluster's Nodes.
+using NodeNames = std::set<std::string, std::less<>>;
+
+std::optional<Pod> decodePod(const nlohmann::json& object);
+std::optional<Node> decodeNode(const nlohmann::json& object);
+std::optional<Job> decodeJob(const nlohmann::json& object);
+
+using observability::parseTime;
+
+// RFC 3339 in UTC: whole seconds without a fraction (as metav1.Time), others with milliseconds.
+inline std::string formatTime(Timestamp time) {
+  return observability::formatTime(time, observability::Fraction::kMillisecondsUnlessWhole);
+}
+
+}  // namespace autotune::controller

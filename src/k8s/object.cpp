@@ -1,0 +1,36 @@
+#include "k8s/object.h"
+
+namespace autotune::k8s {
+
+const nlohmann::json& member(const nlohmann::json& object, std::string_view key) {
+  static const nlohmann::json kMissing;
+  if (!object.is_object()) {
+    return kMissing;
+  }
+  const auto found = object.find(key);
+  return found != object.end() ? *found : kMissing;
+}
+
+std::string text(const nlohmann::json& object, std::string_view key) {
+  const nlohmann::json& value = member(object, key);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
+const nlohmann::json& metadataOf(const nlohmann::json& object) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  const nlohmann::json& metadata = member(object, "metadata");
+  return metadata.is_object() ? metadata : kEmpty;
+}
+
+std::string keyOf(const nlohmann::json& object) {
+  const auto& metadata = metadataOf(object);
+  const std::string ns = text(metadata, "namespace");
+  const std::string name = text(metadata, "name");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::string versionOf(const nlohmann::json& object) {
+  return text(metadataOf(object), "resourceVersion");
+}
+
+}  // namespace autotune::k8s

@@ -1,0 +1,26 @@
+#pragma once
+// Reading the fields of objects from the API server, which may be missing or of an unexpected
+// type, without throwing: what the server sends is input, and no reader may fail on any of it.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace autotune::k8s {
+
+// object[key], or null when `object` is not an object or has no such key.
+const nlohmann::json& member(const nlohmann::json& object, std::string_view key);
+
+// object[key] when it is a string, else "".
+std::string text(const nlohmann::json& object, std::string_view key);
+
+// An object's metadata, or an empty object when it has none.
+const nlohmann::json& metadataOf(const nlohmann::json& object);
+
+// "namespace/name" for namespaced objects, "name" for cluster-scoped ones.
+std::string keyOf(const nlohmann::json& object);
+
+// metadata.resourceVersion, or "".
+std::string versionOf(const nlohmann::json& object);
+
+}  // namespace autotune::k8s

@@ -1,0 +1,117 @@
+#include "observability/time.h"
+
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+
+namespace autotune::observability {
+namespace {
+
+std::optional<int> digits(std::string_view text, std::size_t position, std::size_t count) {
+  if (position + count > text.size()) {
+    return std::nullopt;
+  }
+  int value = 0;
+  const char* first = text.data() + position;
+  const auto [end, error] = std::from_chars(first, first + count, value);
+  if (error != std::errc() || end != first + count || *first == '-' || *first == '+') {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::optional<TimePoint> parseTime(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS
+  constexpr std::size_t kSecondsEnd = 19;
+  if (text.size() < kSecondsEnd + 1 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
+    return std::nullopt;
+  }
+  const auto year = digits(text, 0, 4);
+  const auto month = digits(text, 5, 2);
+  const auto day = digits(text, 8, 2);
+  const auto hour = digits(text, 11, 2);
+  const auto minute = digits(text, 14, 2);
+  const auto second = digits(text, 17, 2);
+  if (!year || !month || !day || !hour || !minute || !second || *hour > 23 || *minute > 59 ||
+      *second > 59) {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day date{std::chrono::year(*year),
+                                         std::chrono::month(static_cast<unsigned>(*month)),
+                                         std::chrono::day(static_cast<unsigned>(*day))};
+  if (!date.ok()) {
+    return std::nullopt;
+  }
+  std::size_t position = kSecondsEnd;
+  std::chrono::nanoseconds fraction{0};
+  if (text[position] == '.') {
+    ++position;
+    const std::size_t start = position;
+    std::int64_t scale = 1'000'000'000;
+    while (position < text.size() && text[position] >= '0' && text[position] <= '9') {
+      scale /= 10;
+      fraction += std::chrono::nanoseconds((text[position] - '0') * scale);
+      ++position;
+    }
+    if (position == start) {
+      return std::nullopt;
+    }
+  }
+  std::chrono::minutes offset{0};
+  const std::string_view zone = text.substr(position);
+  if (zone == "Z" || zone == "z") {
+  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    const auto hours = digits(zone, 1, 2);
+    const auto minutes = digits(zone, 4, 2);
+    if (!hours || !minutes || *hours > 23 || *minutes > 59) {
+      return std::nullopt;
+    }
+    offset = std::chrono::hours(*hours) + std::chrono::minutes(*minutes);
+    if (zone[0] == '-') {
+      offset = -offset;
+    }
+  } else {
+    return std::nullopt;
+  }
+  const auto local = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
+                     std::chrono::minutes(*minute) + std::chrono::seconds(*second) - offset;
+  // A nanosecond clock spans the years 1678 to 2261; anything beyond is not a time to act on.
+  constexpr auto kRange =
+      std::chrono::duration_cast<std::chrono::seconds>(TimePoint::duration::max()) -
+      std::chrono::days(1);
+  if (local.time_since_epoch() > kRange || local.time_since_epoch() < -kRange) {
+    return std::nullopt;
+  }
+  return std::chrono::time_point_cast<TimePoint::duration>(local) +
+         std::chrono::duration_cast<TimePoint::duration>(fraction);
+}
+
+std::string formatTime(TimePoint time, Fraction fraction) {
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(time);
+  const auto days = std::chrono::floor<std::chrono::days>(seconds);
+  const std::chrono::year_month_day date(days);
+  const std::chrono::hh_mm_ss clock(seconds - days);
+  std::array<char, 40> buffer{};
+  const int length = std::snprintf(
+      buffer.data(), buffer.size(), "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(date.year()),
+      static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+      static_cast<int>(clock.hours().count()), static_cast<int>(clock.minutes().count()),
+      static_cast<int>(clock.seconds().count()));
+  std::string result(buffer.data(), static_cast<std::size_t>(length));
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time - seconds).count();
+  if (fraction == Fraction::kMicroseconds) {
+    std::snprintf(buffer.data(), buffer.size(), ".%06d", static_cast<int>(micros));
+    result += buffer.data();
+  } else if (fraction == Fraction::kMilliseconds ||
+             (fraction == Fraction::kMillisecondsUnlessWhole && micros / 1000 != 0)) {
+    std::snprintf(buffer.data(), buffer.size(), ".%03d", static_cast<int>(micros / 1000));
+    result += buffer.data();
+  }
+  return result + "Z";
+}
+
+}  // namespace autotune::observability

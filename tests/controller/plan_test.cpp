@@ -1,0 +1,229 @@
+// The pure middle of a reconcile: snapshot -> plan, case by case, with the engine's own decision
+// on each snapshot. No API server: what the plan says is what apply would do.
+
+#include "controller/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "api/codec.h"
+#include "controller/trial_pod.h"
+
+namespace autotune::controller {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+const Timestamp kNow = parseTime("2026-11-22T12:00:00Z").value();
+
+api::AutotuneJob gridJob(int parallelism) {
+  auto document = api::yamlToJson(R"(
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata: {name: gpt2, namespace: ml, uid: uid-gpt2, generation: 1}
+spec:
+  deepspeedConfig:
+    train_micro_batch_size_per_gpu: [1, 2, 3, 4]
+    fp16: {enabled: true}
+    zero_optimization: {stage: 1}
+  model: {numParameters: 774000000, activationMemoryPerSample: 1000000000}
+  resources: {gpusPerTrial: 8, gpuMemory: 32Gi}
+  search: {strategy: grid, earlyStopping: 0}
+  trialTimeout: 30m
+  template:
+    spec:
+      containers:
+      - {name: trainer, image: trial-sim, command: [trial-sim, --deepspeed, x]}
+)");
+  EXPECT_TRUE(document.has_value());
+  (*document)["spec"]["parallelism"] = parallelism;
+  auto decoded = api::decode(*document);
+  EXPECT_TRUE(decoded.has_value());
+  return decoded->job;
+}
+
+GpuCapacity nodesOf(std::vector<int> gpus) {
+  GpuCapacity capacity;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    capacity.nodes.push_back({"gpu-" + std::to_string(i), gpus[i], 0, 0, std::nullopt});
+  }
+  return capacity;
+}
+
+Snapshot snapshotOf(const api::AutotuneJob& job, GpuCapacity capacity) {
+  Snapshot snapshot;
+  snapshot.now = kNow;
+  snapshot.key = "ml/gpt2";
+  snapshot.generation = 1;
+  snapshot.job = job;
+  snapshot.capacity = std::move(capacity);
+  return snapshot;
+}
+
+TrialPodState running(const std::string& trial) {
+  TrialPodState state;
+  state.phase = TrialPodState::Phase::kRunning;
+  state.trialName = trial;
+  state.podName = trialPodName("gpt2", trial);
+  state.created = kNow - seconds(60);
+  state.started = kNow - seconds(50);
+  return state;
+}
+
+Concluded succeeded(const std::string& trial, double throughput, int startedSecondsAgo) {
+  Concluded done;
+  done.state = running(trial);
+  done.state.phase = TrialPodState::Phase::kFinished;
+  done.state.containerStarted = kNow - seconds(startedSecondsAgo);
+  done.conclusion.record.name = trial;
+  done.conclusion.record.space = "z1";
+  done.conclusion.record.outcome = api::Outcome::kSucceeded;
+  done.conclusion.record.value = throughput;
+  done.conclusion.record.startTime = formatTime(kNow - seconds(startedSecondsAgo));
+  return done;
+}
+
+Plan planned(const Snapshot& snapshot) {
+  return plan(snapshot, tuning::decide(question(snapshot)));
+}
+
+std::vector<std::string> reasons(const Plan& plan) {
+  std::vector<std::string> found;
+  for (const auto& event : plan.events) {
+    found.push_back(event.reason);
+  }
+  return found;
+}
+
+const api::Condition* conditionOf(const api::Status& status, const std::string& type) {
+  const auto found = std::ranges::find(status.conditions, type, &api::Condition::type);
+  return found == status.conditions.end() ? nullptr : &*found;
+}
+
+TEST(Plan, AFreshJobLaunchesUpToItsParallelismAndCountsThemInTheStatus) {
+  const Plan plan = planned(snapshotOf(gridJob(2), nodesOf({16, 16})));
+  ASSERT_EQ(plan.launches.size(), 2U);
+  EXPECT_EQ(plan.launches[0].pod["metadata"]["name"], trialPodName("gpt2", plan.launches[0].trial));
+  EXPECT_EQ(plan.status.trials.launched, 2);
+  EXPECT_EQ(plan.status.trials.pending, 2);
+  EXPECT_EQ(plan.status.phase, api::Phase::kRunning);
+  EXPECT_TRUE(plan.deletions.empty());
+  EXPECT_FALSE(plan.output.has_value());
+}
+
+// Two trials that ended by one reconcile (observe puts them in the order they started): both
+// recorded in that order, one Event names both, and both Pods go (after the status: apply's order).
+TEST(Plan, TrialsThatEndedTogetherAreRecordedInOrderUnderOneEvent) {
+  Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16, 16}));
+  snapshot.concluded = {succeeded("z1_gas1_tmbspg1", 30.0, 45),
+                        succeeded("z1_gas1_tmbspg2", 50.0, 40)};
+  const Plan plan = planned(snapshot);
+  ASSERT_GE(plan.status.results.size(), 2U);
+  EXPECT_EQ(plan.status.results[0].name, "z1_gas1_tmbspg1");
+  EXPECT_EQ(plan.status.results[1].name, "z1_gas1_tmbspg2");
+  EXPECT_EQ(plan.finished.size(), 2U);
+  EXPECT_EQ(plan.deletions.size(), 2U);
+  const auto events = reasons(plan);
+  EXPECT_EQ(std::ranges::count(events, "TrialSucceeded"), 1);
+  EXPECT_EQ(std::ranges::count(events, "BestImproved"), 1);
+  const auto ended = std::ranges::find(plan.events, "TrialSucceeded", &JobEvent::reason);
+  EXPECT_EQ(ended->message,
+            "2 trials ended Succeeded: z1_gas1_tmbspg1 (throughput 30); z1_gas1_tmbspg2 "
+            "(throughput 50)");
+  ASSERT_TRUE(plan.status.best.has_value());
+  EXPECT_EQ(plan.status.best->trial, "z1_gas1_tmbspg2");
+}
+
+TEST(Plan, AJobNoNodeCanHoldWaitsWithoutPodsAndLooksAgain) {
+  const Plan plan = planned(snapshotOf(gridJob(2), nodesOf({4, 4})));
+  EXPECT_TRUE(plan.launches.empty());
+  const api::Condition* running = conditionOf(plan.status, "Running");
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->status, "False");
+  EXPECT_EQ(running->reason, "Unschedulable");
+  EXPECT_NE(plan.status.message.find("the largest has 4"), std::string::npos);
+  EXPECT_EQ(plan.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(30)));
+}
+
+// Fewer free slots than the parallelism allows: the job launches what fits, says it waits for
+// GPUs, and looks again within 30 s even if no event wakes it.
+TEST(Plan, AJobShortOfGpusLaunchesWhatFitsAndLooksAgain) {
+  Snapshot snapshot = snapshotOf(gridJob(3), nodesOf({16}));
+  snapshot.capacity.nodes[0].used = 8;
+  const Plan plan = planned(snapshot);
+  EXPECT_EQ(plan.launches.size(), 1U);
+  const api::Condition* running = conditionOf(plan.status, "Running");
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->reason, "WaitingForGPUs");
+  ASSERT_TRUE(plan.requeueAfter.has_value());
+  EXPECT_LE(*plan.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(30)));
+}
+
+TEST(Plan, GpusOlderWaitingJobsHoldAreNotHandedToThisOne) {
+  Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16}));
+  snapshot.slotsHeldForOlderJobs = 2;
+  const Plan plan = planned(snapshot);
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_EQ(conditionOf(plan.status, "Running")->reason, "WaitingForGPUs");
+}
+
+TEST(Plan, ATrialWhosePodNameIsTakenIsRecordedFailedNotLaunched) {
+  Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));
+  const std::string first = planned(snapshot).launches.at(0).trial;
+  snapshot.podNamesTaken.insert(trialPodName("gpt2", first));
+  const Plan plan = planned(snapshot);
+  ASSERT_FALSE(plan.status.results.empty());
+  EXPECT_EQ(plan.status.results[0].name, first);
+  EXPECT_EQ(plan.status.results[0].outcome, api::Outcome::kFailed);
+  EXPECT_NE(plan.status.results[0].reason.find("is not this job's"), std::string::npos);
+  for (const auto& launch : plan.launches) {
+    EXPECT_NE(launch.trial, first);
+  }
+}
+
+// The search over: the output and the final status, with the last trial in both.
+TEST(Plan, TheLastResultEndsTheSearchWithTheOutputHoldingIt) {
+  Snapshot snapshot = snapshotOf(gridJob(4), nodesOf({16, 16}));
+  snapshot.concluded = {
+      succeeded("z1_gas1_tmbspg1", 30.0, 50), succeeded("z1_gas1_tmbspg2", 50.0, 49),
+      succeeded("z1_gas1_tmbspg3", 60.0, 48), succeeded("z1_gas1_tmbspg4", 40.0, 47)};
+  const Plan plan = planned(snapshot);
+  EXPECT_EQ(plan.status.phase, api::Phase::kSucceeded);
+  ASSERT_TRUE(plan.output.has_value());
+  const std::string results = plan.output->configMap["data"]["results.json"];
+  EXPECT_NE(results.find("z1_gas1_tmbspg4"), std::string::npos);
+  // Should the output not be written, the status keeps the results but not the final phase.
+  EXPECT_NE(plan.output->statusUntilWritten.phase, api::Phase::kSucceeded);
+  EXPECT_EQ(plan.output->statusUntilWritten.results.size(), 4U);
+  EXPECT_EQ(reasons(plan).back(), "Completed");
+  EXPECT_FALSE(plan.requeueAfter.has_value());
+}
+
+TEST(Plan, AFinishedJobOnlyDeletesWhatIsLeft) {
+  api::AutotuneJob job = gridJob(2);
+  job.status.phase = api::Phase::kSucceeded;
+  Snapshot snapshot = snapshotOf(job, nodesOf({16}));
+  snapshot.stalePods = {"gpt2-z1-gas1-tmbspg1"};
+  const Plan plan = planned(snapshot);
+  EXPECT_EQ(api::encode(plan.status), api::encode(job.status));
+  EXPECT_EQ(plan.deletions, std::vector<std::string>{"gpt2-z1-gas1-tmbspg1"});
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_TRUE(plan.events.empty());
+}
+
+TEST(Plan, EventsAboutOneTrialReadAsBefore) {
+  EXPECT_EQ(aboutTrials("TrialLaunched", "Normal", "launched", {{"z1", "Pod gpt2-z1"}}).message,
+            "Trial z1 launched as Pod gpt2-z1");
+  EXPECT_EQ(aboutTrials("TrialFailed", "Warning", "ended Failed", {{"z1", "exit 1"}}).message,
+            "Trial z1 ended Failed: exit 1");
+  // Names derive from the trials, so the same report twice is one Event.
+  EXPECT_EQ(aboutTrials("TrialLaunched", "Normal", "launched", {{"a", ""}, {"b", ""}}).subject,
+            aboutTrials("TrialLaunched", "Normal", "launched", {{"a", "x"}, {"b", "y"}}).subject);
+}
+
+}  // namespace
+}  // namespace autotune::controller
