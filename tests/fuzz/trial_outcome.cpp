@@ -15,6 +15,7 @@
 
 #include "api/codec.h"
 #include "api/text.h"
+#include "controller/objects.h"
 #include "controller/trial_pod.h"
 #include "controller/trial_state.h"
 #include "fuzz/check.h"
@@ -120,8 +121,12 @@ void checkConclusion(const controller::TrialConclusion& conclusion) {
   check(!api::encode(status).dump().empty(), "the record serialises");
 }
 
-void concludeTrial(const json& pod, const api::Spec& spec) {
-  const auto state = controller::observe(pod, spec, controller::NodeNames{"node-a"});
+void concludeTrial(const json& object, const api::Spec& spec) {
+  const auto pod = controller::decodePod(object);
+  if (!pod) {
+    return;
+  }
+  const auto state = controller::observe(*pod, spec, controller::NodeNames{"node-a"});
   if (!state) {
     return;
   }
