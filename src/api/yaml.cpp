@@ -63,6 +63,14 @@ std::optional<FieldError> firstDisallowedByte(std::string_view text) {
   return std::nullopt;
 }
 
+// yaml-cpp can still produce a lone byte from valid text (a NEL line break, 0x85, folded into a
+// scalar): such a scalar is refused rather than written as invalid JSON.
+constexpr std::string_view kMangled = "reads as text that is not valid UTF-8";
+
+bool readWhole(const YAML::Node& scalar) {
+  return validUtf8Prefix(scalar.Scalar()) == scalar.Scalar().size();
+}
+
 bool isOneOf(std::string_view text, std::initializer_list<std::string_view> options) {
   return std::find(options.begin(), options.end(), text) != options.end();
 }
@@ -197,6 +205,9 @@ class YamlConverter {
     }
     switch (node.Type()) {
       case YAML::NodeType::Scalar:
+        if (!readWhole(node)) {
+          return tl::unexpected(errorAt(node.Mark(), std::string(kMangled)));
+        }
         return scalarToJson(node);
       case YAML::NodeType::Sequence:
         return convertSequence(node, depth);
@@ -228,6 +239,9 @@ class YamlConverter {
         return tl::unexpected(errorAt(entry.first.Mark(), "mapping keys must be strings"));
       }
       const std::string& key = entry.first.Scalar();
+      if (!readWhole(entry.first)) {
+        return tl::unexpected(errorAt(entry.first.Mark(), std::string(kMangled)));
+      }
       if (object.contains(key)) {
         return tl::unexpected(errorAt(entry.first.Mark(), "duplicate key \"" + key + "\""));
       }
