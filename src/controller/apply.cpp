@@ -52,7 +52,7 @@ Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks&
       context_(context),
       job_(job),
       metadata_(job.metadata),
-      written_(job.status) {}
+      written_(api::encode(job.status)) {}
 
 bool Apply::write(const Snapshot& snapshot, const Plan& plan) {
   const api::AutotuneJob& job = snapshot.job;
@@ -165,8 +165,8 @@ void Apply::reportException(const std::string& message) {
 // Writes `status` when it differs from what the API server holds. A Conflict (the cache was
 // behind) fails the reconcile, which is retried on a fresher read.
 bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) {
-  const json encoded = api::encode(status);
-  if (encoded == api::encode(written_)) {
+  json encoded = api::encode(status);
+  if (encoded == written_) {
     return true;
   }
   auto written = client_.updateStatus(kAutotuneJobs, k8s::text(metadata_, "namespace"),
@@ -176,7 +176,7 @@ bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) 
     return false;
   }
   metadata_["resourceVersion"] = k8s::versionOf(*written);
-  written_ = status;
+  written_ = std::move(encoded);
   cluster_.wroteJob(*written);
   if (job != nullptr && hooks_.statusWritten) {
     hooks_.statusWritten(*job, status);

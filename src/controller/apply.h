@@ -72,7 +72,7 @@ class Apply {
   const Context& context_;
   const Job& job_;
   nlohmann::json metadata_;  // the job's, with the resourceVersion of the last write
-  api::Status written_;      // what the API server holds
+  nlohmann::json written_;   // the status the API server holds, encoded
 };
 
 }  // namespace autotune::controller

@@ -235,13 +235,13 @@ std::optional<Job> decodeJob(const json& object) {
   job.generation = integerAt(metadata, "generation").value_or(0);
   job.creationTimestamp = text(metadata, "creationTimestamp");
   job.metadata = metadata;
-  const json& status = member(slim, "status");
-  job.status =
-      status.is_object() ? api::decodeStatus(status).value_or(api::Status{}) : api::Status{};
   job.decoded = api::decode(slim);
   if (job.decoded) {
+    job.status = std::move(job.decoded->job.status);
     job.decoded->job.status = {};
     job.gpusWanted = gpusWantedBy(job.status, job.decoded->job.spec);
+  } else if (const json& status = member(slim, "status"); status.is_object()) {
+    job.status = api::decodeStatus(status).value_or(api::Status{});
   }
   return job;
 }

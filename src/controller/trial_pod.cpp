@@ -1,9 +1,7 @@
 #include "controller/trial_pod.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <cstdio>
 #include <set>
 #include <utility>
 #include <vector>

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cstdio>
 
 #include "controller/trial_pod.h"
 #include "tuning/naming.h"

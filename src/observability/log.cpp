@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
-#include <ctime>
 #include <iostream>
 #include <mutex>
 #include <ostream>

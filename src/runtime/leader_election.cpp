@@ -1,8 +1,5 @@
 #include "runtime/leader_election.h"
 
-#include <array>
-#include <cstdio>
-#include <ctime>
 #include <mutex>
 #include <thread>
 #include <utility>
