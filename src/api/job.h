@@ -87,6 +87,8 @@ struct Condition {
   std::string message;
   std::string lastTransitionTime;
   std::int64_t observedGeneration = 0;
+
+  bool operator==(const Condition&) const = default;
 };
 
 struct TrialCounts {
@@ -98,6 +100,8 @@ struct TrialCounts {
   int oom = 0;
   int timedOut = 0;
   int pruned = 0;
+
+  bool operator==(const TrialCounts&) const = default;
 };
 
 struct BestTrial {
@@ -108,12 +112,16 @@ struct BestTrial {
   int microBatchSize = 0;
   int gradientAccumulationSteps = 0;
   std::optional<double> speedup;  // over the baseline trial at the user's own settings
+
+  bool operator==(const BestTrial&) const = default;
 };
 
 // What a profiling trial measured, kept so that no restart profiles twice.
 struct MeasuredModel {
   std::int64_t numParameters = 0;
   std::int64_t activationMemoryPerSample = 0;
+
+  bool operator==(const MeasuredModel&) const = default;
 };
 
 // One row of DeepSpeed's summary table.
@@ -122,6 +130,8 @@ struct SpaceSummary {
   int trials = 0;
   double bestValue = 0;
   std::string bestTrial;
+
+  bool operator==(const SpaceSummary&) const = default;
 };
 
 // One finished trial. The list of these plus the spec is the engine's whole memory.
@@ -133,6 +143,8 @@ struct TrialRecord {
   std::string reason;
   std::string startTime;  // RFC 3339
   double durationSeconds = 0;
+
+  bool operator==(const TrialRecord&) const = default;
 };
 
 struct Status {
@@ -148,6 +160,8 @@ struct Status {
   std::vector<SpaceSummary> spaces;
   std::vector<TrialRecord> results;
   std::string afterTuningJob;
+
+  bool operator==(const Status&) const = default;
 };
 
 struct AutotuneJob {

@@ -177,7 +177,7 @@ bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) 
   }
   metadata_["resourceVersion"] = k8s::versionOf(*written);
   written_ = std::move(encoded);
-  cluster_.wroteJob(*written);
+  cluster_.wroteStatus(*written, context_.now);
   if (job != nullptr && hooks_.statusWritten) {
     hooks_.statusWritten(*job, status);
   }

@@ -143,10 +143,20 @@ std::map<std::string, std::int64_t, std::less<>> Cluster::jobsByPhase() const {
   return phaseCounts_;
 }
 
-void Cluster::wroteJob(const nlohmann::json& object) {
+std::optional<Timestamp> Cluster::statusWrittenAt(const std::string& key) const {
+  const std::scoped_lock lock(mutex_);
+  const auto found = statusWrittenAt_.find(key);
+  return found == statusWrittenAt_.end() ? std::nullopt : std::optional(found->second);
+}
+
+void Cluster::wroteStatus(const nlohmann::json& object, Timestamp at) {
   auto decoded = decodeJob(object);
   if (!decoded) {
     return;
+  }
+  {
+    const std::scoped_lock lock(mutex_);
+    statusWrittenAt_[decoded->key] = at;
   }
   if (auto* store = storeFor(jobs_, k8s::text(k8s::metadataOf(object), "namespace"))) {
     store->put(std::make_shared<const Job>(std::move(*decoded)));
@@ -185,6 +195,7 @@ void Cluster::jobChanged(const Job* before, const Job* after) {
     phaseOf_.erase(found);
   }
   if (after == nullptr) {
+    statusWrittenAt_.erase(key);
     return;
   }
   const std::string phase = phaseOf(*after);

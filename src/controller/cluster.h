@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -53,10 +54,12 @@ class Cluster {
   std::vector<std::string> jobsConcernedBy(const std::string& node) const;
   // Jobs by status.phase (Pending while they have none).
   std::map<std::string, std::int64_t, std::less<>> jobsByPhase() const;
+  // When this process last wrote the job's status, if it has since it started.
+  std::optional<Timestamp> statusWrittenAt(const std::string& key) const;
 
   // What the controller's own writes returned, stored at once so that the next reconcile reads
   // them even before the watch delivers them.
-  void wroteJob(const nlohmann::json& object);
+  void wroteStatus(const nlohmann::json& object, Timestamp at);
   void wrotePod(const nlohmann::json& object);
   void deletingPod(const Pod& pod);
 
@@ -76,6 +79,7 @@ class Cluster {
   // (creationTimestamp, key) -> GPUs wanted, of jobs waiting for GPUs
   std::map<std::tuple<std::string, std::string>, int> waiting_;
   std::map<std::string, std::tuple<std::string, std::string>, std::less<>> waitingKey_;
+  std::map<std::string, Timestamp, std::less<>> statusWrittenAt_;
 };
 
 // The job a trial Pod belongs to ("namespace/name" of its controlling AutotuneJob), if any.

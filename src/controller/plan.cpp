@@ -23,6 +23,11 @@ constexpr auto kMinRequeue = std::chrono::seconds(1);
 // How often a job that waits (for a node that can hold its trials, or for free GPUs) looks again,
 // besides the wake-ups Node and Pod changes give it.
 constexpr auto kWaitingRecheck = std::chrono::seconds(30);
+// How long a status write that would only move trials between pending and running waits for the
+// next write that records something, so that Pods starting cost no write each.
+constexpr auto kLiveCountsInterval = std::chrono::seconds(10);
+// How long a trial that ended waits for others of its job to end, to be recorded with them.
+constexpr auto kConclusionBatch = std::chrono::seconds(5);
 constexpr std::size_t kEventMessageBytes = 1024;
 constexpr std::size_t kConditionMessageBytes = 32768;  // metav1.Condition's bound
 
@@ -157,6 +162,9 @@ class Planner {
   }
 
   Plan make() && {
+    if (holdsConclusions()) {
+      return std::move(plan_);
+    }
     recordConcluded();
     if (isTerminal(status().phase)) {
       plan_.status = snapshot_.job.status;
@@ -176,6 +184,31 @@ class Planner {
 
  private:
   api::Status& status() { return plan_.status; }
+
+  // Trials that ended while others of the job run on, and whose results start nothing new, wait
+  // a little for those that end about the same time: one status write and one Event then record
+  // them all. Nothing is lost meanwhile: their Pods stay until the status holds them.
+  bool holdsConclusions() {
+    if (snapshot_.concluded.empty() || isTerminal(status().phase) || inFlight_.empty() ||
+        decision_.state != tuning::Decision::State::kContinue || !decision_.launch.empty() ||
+        std::ranges::any_of(inFlight_, shouldRelaunch)) {
+      return false;
+    }
+    std::optional<Timestamp> earliest;
+    for (const auto& [state, conclusion] : snapshot_.concluded) {
+      if (!state.containerFinished) {
+        return false;
+      }
+      earliest = std::min(earliest.value_or(*state.containerFinished), *state.containerFinished);
+    }
+    const Timestamp due = *earliest + kConclusionBatch;
+    if (snapshot_.now >= due) {
+      return false;
+    }
+    plan_.deletions = snapshot_.stalePods;
+    requeueWithin(due - snapshot_.now);
+    return true;
+  }
 
   void recordConcluded() {
     for (const auto& [state, conclusion] : snapshot_.concluded) {
@@ -296,9 +329,33 @@ class Planner {
     }
     plan_.requeueAfter = nextDeadline();
     if (wantedMoreSlots()) {
-      const auto recheck = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
-      plan_.requeueAfter = std::min(plan_.requeueAfter.value_or(recheck), recheck);
+      requeueWithin(kWaitingRecheck);
     }
+    holdBackLiveCounts();
+  }
+
+  void requeueWithin(std::chrono::system_clock::duration limit) {
+    const auto within = std::chrono::duration_cast<runtime::Duration>(
+        std::max<std::chrono::system_clock::duration>(limit, kMinRequeue));
+    plan_.requeueAfter = std::min(plan_.requeueAfter.value_or(within), within);
+  }
+
+  // Keeps the written pending and running counts while they are all that changed and the last
+  // status write is recent; the reconcile due when the interval ends writes them.
+  void holdBackLiveCounts() {
+    const api::Status& written = snapshot_.job.status;
+    if (!snapshot_.statusWrittenAt || status().trials == written.trials) {
+      return;
+    }
+    const auto due = *snapshot_.statusWrittenAt + kLiveCountsInterval;
+    api::Status held = status();
+    held.trials.pending = written.trials.pending;
+    held.trials.running = written.trials.running;
+    if (snapshot_.now >= due || held != written) {
+      return;
+    }
+    plan_.status = std::move(held);
+    requeueWithin(due - snapshot_.now);
   }
 
   // Whether the engine was held back by GPU slots rather than by parallelism or its own plan.
@@ -459,6 +516,7 @@ Snapshot observe(const Cluster& cluster, const Job& job, Timestamp now) {
   snapshot.job = job.decoded->job;
   snapshot.job.status = job.status;
   snapshot.warnings = job.decoded->warnings;
+  snapshot.statusWrittenAt = cluster.statusWrittenAt(job.key);
   observePods(cluster, snapshot);
   snapshot.capacity = cluster.capacity();
   snapshot.slotsHeldForOlderJobs =
@@ -489,9 +547,7 @@ tuning::EngineInput question(const Snapshot& snapshot) {
       input.measured = concluded.conclusion.measured;
     }
   }
-  input.gpuMemoryBytes = spec.resources.gpuMemory
-                             ? std::optional(spec.resources.gpuMemory->value())
-                             : gpuMemoryBytes(snapshot.capacity, spec.resources.gpusPerTrial);
+  input.gpuMemoryBytes = gpuMemoryBytes(snapshot.capacity, spec.resources.gpusPerTrial);
   input.finished = snapshot.job.status.results;
   for (const auto& concluded : snapshot.concluded) {
     input.finished.push_back(concluded.conclusion.record);

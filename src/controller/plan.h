@@ -34,9 +34,10 @@ struct Snapshot {
   std::int64_t generation = 0;
   api::AutotuneJob job;  // metadata, spec and the status as written
   api::FieldErrors warnings;
-  std::vector<TrialPodState> inFlight;  // the newest Pod of each trial still running
-  std::vector<Concluded> concluded;     // in the order the trials started
-  std::vector<std::string> stalePods;   // of recorded or superseded trials, to delete
+  std::optional<Timestamp> statusWrittenAt;  // by this process, if it has
+  std::vector<TrialPodState> inFlight;       // the newest Pod of each trial still running
+  std::vector<Concluded> concluded;          // in the order the trials started
+  std::vector<std::string> stalePods;        // of recorded or superseded trials, to delete
   // Names of trial Pods taken by Pods this job does not own (left by an earlier job of the same
   // name, or anyone's): such a trial is recorded Failed, never adopted.
   std::set<std::string> podNamesTaken;

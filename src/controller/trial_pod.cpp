@@ -1,7 +1,6 @@
 #include "controller/trial_pod.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <utility>
 #include <vector>
@@ -13,45 +12,6 @@ namespace autotune::controller {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::size_t kMaxLabelLength = 63;
-constexpr std::size_t kHashDigits = 10;
-
-bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-
-// A Kubernetes label value: at most 63 characters of [A-Za-z0-9-_.], beginning and ending with
-// an alphanumeric (or empty).
-bool isLabelValue(std::string_view text) {
-  if (text.empty()) {
-    return true;
-  }
-  return text.size() <= kMaxLabelLength && isAlphanumeric(text.front()) &&
-         isAlphanumeric(text.back()) && std::ranges::all_of(text, [](char c) {
-           return isAlphanumeric(c) || c == '-' || c == '_' || c == '.';
-         });
-}
-
-// Any text as a label value: kept when it is one, else its valid characters cut to fit and a hash
-// of the whole text, so that distinct texts keep distinct values.
-std::string labelValue(std::string_view text) {
-  if (isLabelValue(text)) {
-    return std::string(text);
-  }
-  std::string value;
-  for (const char c : text) {
-    if (value.size() == kMaxLabelLength - kHashDigits - 1) {
-      break;
-    }
-    const bool allowed = isAlphanumeric(c) || c == '-' || c == '_' || c == '.';
-    if (allowed && (isAlphanumeric(c) || !value.empty())) {
-      value.push_back(c);
-    }
-  }
-  while (!value.empty() && !isAlphanumeric(value.back())) {
-    value.pop_back();
-  }
-  return (value.empty() ? "" : value + "-") + tuning::fnv1aHex(text).substr(0, kHashDigits);
-}
 
 json objectAt(const json& parent, std::string_view key) {
   const auto found = parent.find(key);
@@ -183,7 +143,7 @@ json ownerReference(const api::AutotuneJob& job) {
           {"blockOwnerDeletion", true}};
 }
 
-std::string jobLabelValue(std::string_view jobName) { return labelValue(jobName); }
+std::string jobLabelValue(std::string_view jobName) { return tuning::labelValue(jobName); }
 
 std::string trialPodName(std::string_view jobName, std::string_view trialName, int attempt) {
   if (attempt <= 0) {
@@ -221,7 +181,7 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
   json labels = objectAt(templateMetadata, "labels");
   labels[std::string(kJobLabel)] = jobLabelValue(job.name());
   labels[std::string(kTrialLabel)] = tuning::trialLabel(trial.name);
-  labels[std::string(kSpaceLabel)] = labelValue(trial.space);
+  labels[std::string(kSpaceLabel)] = tuning::labelValue(trial.space);
   if (!spec.queueName.empty()) {
     labels[std::string(kQueueLabel)] = spec.queueName;
   }

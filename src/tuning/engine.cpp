@@ -41,10 +41,9 @@ SearchContext contextFor(const EngineInput& input) {
   SearchContext context;
   context.space = describeSpace(input.spec);
   context.model = modelSize(input);
-  context.gpuMemoryBytes = input.gpuMemoryBytes;
-  if (!context.gpuMemoryBytes && input.spec.resources.gpuMemory) {
-    context.gpuMemoryBytes = input.spec.resources.gpuMemory->value();
-  }
+  context.gpuMemoryBytes = input.spec.resources.gpuMemory
+                               ? std::optional(input.spec.resources.gpuMemory->value())
+                               : input.gpuMemoryBytes;
   for (const auto& record : input.finished) {
     if (context.finished.emplace(record.name, Observation{record.outcome, record.value}).second) {
       context.launchOrder.push_back(record.name);

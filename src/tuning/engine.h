@@ -17,10 +17,11 @@ struct EngineInput {
   api::Spec spec;
   std::string jobUid;                          // seeds random choices together with search.seed
   std::optional<api::MeasuredModel> measured;  // what the profiling trial found, if it ran
-  std::optional<std::int64_t> gpuMemoryBytes;  // spec.resources.gpuMemory or the nodes' label
-  std::vector<api::TrialRecord> finished;      // in launch order
-  std::vector<std::string> inFlight;           // names of trials launched and not yet finished
-  int freeSlots = 0;                           // how many more trials may start now
+  // Per GPU, as the cluster reports it (the nodes' label); spec.resources.gpuMemory wins.
+  std::optional<std::int64_t> gpuMemoryBytes;
+  std::vector<api::TrialRecord> finished;  // in launch order
+  std::vector<std::string> inFlight;       // names of trials launched and not yet finished
+  int freeSlots = 0;                       // how many more trials may start now
 };
 
 // A configuration the engine will not run, and why.

@@ -100,33 +100,40 @@ std::string hashDigits(std::string_view text, std::size_t digits) {
   return fnv1aHex(text).substr(0, digits);
 }
 
-std::string shortened(std::string name) {
-  if (name.size() <= kMaxLabelLength) {
-    return name;
+bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// `kept` cut so that `separator` and a hash of `whole` fit within `limit`, then those appended:
+// distinct texts keep distinct results. A '-' may follow only an alphanumeric, as DNS labels and
+// label values require.
+std::string cutWithHash(std::string kept, std::string_view whole, std::size_t limit,
+                        char separator) {
+  kept.resize(std::min(kept.size(), limit - kHashDigits - 1));
+  while (separator == '-' && !kept.empty() && !isAlphanumeric(kept.back())) {
+    kept.pop_back();
   }
-  const std::string hash = hashDigits(name, kHashDigits);
-  name.resize(kMaxLabelLength - kHashDigits - 1);
-  // A cut job name may end in '.' or '-', neither of which may precede the "-".
-  while (!name.empty() && (name.back() == '-' || name.back() == '.')) {
-    name.pop_back();
-  }
-  return name + "-" + hash;
+  return (kept.empty() ? "" : kept + separator) + hashDigits(whole, kHashDigits);
+}
+
+std::string shortened(const std::string& name) {
+  return name.size() <= kMaxLabelLength ? name : cutWithHash(name, name, kMaxLabelLength, '-');
 }
 
 // A name of at most kMaxNameLength characters: a longer one is cut and ends in '~' and a hash of
-// the whole, so distinct names stay distinct.
-std::string capped(std::string name) {
-  if (name.size() <= kMaxNameLength) {
-    return name;
-  }
-  const std::string hash = hashDigits(name, kHashDigits);
-  name.resize(kMaxNameLength - kHashDigits - 1);
-  return name + "~" + hash;
+// the whole.
+std::string capped(const std::string& name) {
+  return name.size() <= kMaxNameLength ? name : cutWithHash(name, name, kMaxNameLength, '~');
+}
+
+// A Kubernetes label value: at most 63 characters of [A-Za-z0-9-_.], beginning and ending with
+// an alphanumeric (or empty).
+bool isLabelValue(std::string_view text) {
+  const auto allowed = [](char c) { return isAlphanumeric(c) || c == '-' || c == '_' || c == '.'; };
+  return text.empty() || (text.size() <= kMaxLabelLength && isAlphanumeric(text.front()) &&
+                          isAlphanumeric(text.back()) && std::ranges::all_of(text, allowed));
 }
 
 bool isNameCharacter(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '+' || c == '-' ||
-         c == ',' || c == '[' || c == ']';
+  return isAlphanumeric(c) || c == '.' || c == '+' || c == '-' || c == ',' || c == '[' || c == ']';
 }
 
 // Whether a string value would read as another value's spelling: a number, T, F or None.
@@ -274,7 +281,7 @@ std::string dnsSafe(std::string_view trialName) {
   for (const char c : trialName) {
     if (c == '_' || c == '.' || c == '~') {
       result.push_back('-');
-    } else if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-') {
+    } else if (isAlphanumeric(c) || c == '-') {
       result.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     }
   }
@@ -296,5 +303,19 @@ std::string podName(std::string_view jobName, std::string_view trialName) {
 std::string trialLabel(std::string_view trialName) { return shortened(dnsSafe(trialName)); }
 
 std::string boundedName(std::string_view name) { return shortened(std::string(name)); }
+
+std::string labelValue(std::string_view text) {
+  if (isLabelValue(text)) {
+    return std::string(text);
+  }
+  std::string kept;
+  for (const char c : text) {
+    const bool allowed = isAlphanumeric(c) || c == '-' || c == '_' || c == '.';
+    if (allowed && (isAlphanumeric(c) || !kept.empty())) {
+      kept.push_back(c);
+    }
+  }
+  return cutWithHash(std::move(kept), text, kMaxLabelLength, '-');
+}
 
 }  // namespace autotune::tuning

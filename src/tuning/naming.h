@@ -65,4 +65,8 @@ std::string trialLabel(std::string_view trialName);
 // for objects whose names become label values (a batch/v1 Job's).
 std::string boundedName(std::string_view name);
 
+// Any text as a label value: kept when it is one, else its valid characters cut to fit and a hash
+// of the whole text, so that distinct texts keep distinct values.
+std::string labelValue(std::string_view text);
+
 }  // namespace autotune::tuning

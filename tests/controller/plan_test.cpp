@@ -115,6 +115,62 @@ TEST(Plan, AFreshJobLaunchesUpToItsParallelismAndCountsThemInTheStatus) {
   EXPECT_FALSE(plan.output.has_value());
 }
 
+// Pods that only start running change the counts alone: that waits for a write that records
+// something, or for 10 s after the last write, when the requeue writes it.
+TEST(Plan, TrialsThatOnlyStartedWaitForTheNextWriteOrTenSeconds) {
+  Snapshot launching = snapshotOf(gridJob(2), nodesOf({16, 16}));
+  const Plan launched = planned(launching);
+  ASSERT_EQ(launched.launches.size(), 2U);
+
+  Snapshot started = launching;
+  started.job.status = launched.status;
+  for (const auto& launch : launched.launches) {
+    started.inFlight.push_back(running(launch.trial));
+  }
+  started.statusWrittenAt = kNow - seconds(3);
+  const Plan held = planned(started);
+  EXPECT_EQ(held.status, launched.status);
+  ASSERT_TRUE(held.requeueAfter.has_value());
+  EXPECT_LE(*held.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(7)));
+
+  started.statusWrittenAt = kNow - seconds(10);
+  const Plan due = planned(started);
+  EXPECT_EQ(due.status.trials.running, 2);
+  EXPECT_EQ(due.status.trials.pending, 0);
+
+  started.statusWrittenAt.reset();  // written by no one since this process started
+  EXPECT_EQ(planned(started).status.trials.running, 2);
+}
+
+// A trial that ended while its siblings run, and whose result launches nothing new, waits up to
+// 5 s after its container ended to be recorded with those that end meanwhile.
+TEST(Plan, ATrialThatEndedWaitsFiveSecondsForItsSiblingsWhenNothingNewWouldStart) {
+  Snapshot snapshot = snapshotOf(gridJob(4), nodesOf({16, 16, 16, 16}));
+  for (const auto* trial : {"z1_gas1_tmbspg2", "z1_gas1_tmbspg3", "z1_gas1_tmbspg4"}) {
+    snapshot.inFlight.push_back(running(trial));
+  }
+  snapshot.concluded = {succeeded("z1_gas1_tmbspg1", 30.0, 45)};
+  snapshot.concluded[0].state.containerFinished = kNow - seconds(2);
+  const Plan held = planned(snapshot);
+  EXPECT_EQ(held.status, snapshot.job.status);
+  EXPECT_TRUE(held.launches.empty());
+  EXPECT_TRUE(held.deletions.empty());
+  EXPECT_TRUE(held.events.empty());
+  ASSERT_TRUE(held.requeueAfter.has_value());
+  EXPECT_LE(*held.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(3)));
+
+  snapshot.concluded[0].state.containerFinished = kNow - seconds(5);
+  const Plan recorded = planned(snapshot);
+  ASSERT_EQ(recorded.status.results.size(), 1U);
+  EXPECT_EQ(recorded.deletions, std::vector<std::string>{trialPodName("gpt2", "z1_gas1_tmbspg1")});
+  EXPECT_EQ(std::ranges::count(reasons(recorded), "TrialSucceeded"), 1);
+
+  // Once nothing else runs (the grid then launches the rest), the result is recorded at once.
+  snapshot.concluded[0].state.containerFinished = kNow - seconds(2);
+  snapshot.inFlight.clear();
+  EXPECT_EQ(planned(snapshot).status.results.size(), 1U);
+}
+
 // Two trials that ended by one reconcile (observe puts them in the order they started): both
 // recorded in that order, one Event names both, and both Pods go (after the status: apply's order).
 TEST(Plan, TrialsThatEndedTogetherAreRecordedInOrderUnderOneEvent) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -12,10 +13,12 @@ namespace {
 using autotune::tuning::acronym;
 using autotune::tuning::dnsSafe;
 using autotune::tuning::fastTrialName;
+using autotune::tuning::fnv1aHex;
 using autotune::tuning::formatValue;
 using autotune::tuning::knobSpaceName;
 using autotune::tuning::knobTrialName;
 using autotune::tuning::KnobValue;
+using autotune::tuning::labelValue;
 using autotune::tuning::orderForNaming;
 using autotune::tuning::orderForSpace;
 using autotune::tuning::podName;
@@ -213,6 +216,23 @@ TEST(TrialLabel, LongNamesAreValidDistinctLabels) {
   EXPECT_TRUE(isDnsLabel(first)) << first;
   EXPECT_TRUE(isDnsLabel(second)) << second;
   EXPECT_NE(first, second);
+}
+
+TEST(LabelValue, AValidValueIsKeptAndAnyOtherTextBecomesADistinctValidOne) {
+  EXPECT_EQ(labelValue("z2_oo+op"), "z2_ooop-" + fnv1aHex("z2_oo+op").substr(0, 10));
+  EXPECT_EQ(labelValue("z1"), "z1");
+  EXPECT_EQ(labelValue(""), "");
+  // A space name as the engine builds it for offload knobs: '+' and ',' are not label characters.
+  const std::string space = "z3_oo[cpu,nvme]_op[cpu]+" + longTrialName(4);
+  const std::string value = labelValue(space);
+  EXPECT_LE(value.size(), 63U);
+  EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(value.front())));
+  EXPECT_TRUE(
+      value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                              "-_.") == std::string::npos)
+      << value;
+  EXPECT_NE(value, labelValue(space + "1"));
+  EXPECT_EQ(labelValue("_-."), fnv1aHex("_-.").substr(0, 10));
 }
 
 // DeepSpeed spells 5.0e7 and 5.04e7 alike; two candidates must not share a trial name.
