@@ -57,7 +57,8 @@ Result measure(const PublishedModel& model, int slots) {
     running.erase(running.begin());
     now = finish;
     const auto outcome = oracle(trial);
-    input.finished.push_back({trial.name, trial.space, outcome.outcome, outcome.value, "", "", 0});
+    input.finished.push_back(
+        {trial.name, trial.space, outcome.outcome, outcome.value, "", "", 0, {}});
   }
   return result;
 }

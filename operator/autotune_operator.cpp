@@ -214,7 +214,7 @@ void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched
   manager.watch<controller::Node>(
       {k8s::kNodes, "", ""}, cluster.nodes(),
       [&cluster](const controller::Node* before, const controller::Node* after) {
-        return cluster.jobsConcernedBy((after != nullptr ? after : before)->name);
+        return cluster.jobsConcernedBy(before, after);
       });
 }
 

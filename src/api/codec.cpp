@@ -127,6 +127,7 @@ void decodeTrialRecord(ObjectReader& reader, TrialRecord& record) {
   reader.read("reason", record.reason, asString);
   reader.read("startTime", record.startTime, asString);
   reader.read("durationSeconds", record.durationSeconds, asDouble);
+  reader.read("metrics", record.metrics, asNumberMap);
 }
 
 void decodeStatusFields(ObjectReader& reader, Status& status) {
@@ -369,6 +370,9 @@ json encodeTrialRecord(const TrialRecord& record) {
   putIfSet(out, "value", record.value);
   putIfNotEmpty(out, "reason", record.reason);
   putIfNotEmpty(out, "startTime", record.startTime);
+  if (!record.metrics.empty()) {
+    out["metrics"] = record.metrics;
+  }
   return out;
 }
 

@@ -183,20 +183,36 @@ std::optional<Outcome> asOutcome(const json& value, const std::string& path, Fie
   return asEnum(value, path, errors, parseOutcome, kOutcomeChoices);
 }
 
-std::optional<std::map<std::string, std::string>> asStringMap(const json& value,
-                                                              const std::string& path,
-                                                              FieldErrors& errors) {
+namespace {
+
+// An object as a map of what `convert` reads from each value; the values it refuses are left out.
+template <typename T, typename Convert>
+std::optional<std::map<std::string, T>> asMap(const json& value, const std::string& path,
+                                              FieldErrors& errors, Convert convert) {
   if (!value.is_object()) {
     errors.push_back({path, mustBe("an object", value)});
     return std::nullopt;
   }
-  std::map<std::string, std::string> result;
+  std::map<std::string, T> result;
   for (const auto& [key, item] : value.items()) {
-    if (std::optional<std::string> text = asString(item, fieldPath(path, key), errors)) {
-      result.emplace(key, std::move(*text));
+    if (std::optional<T> read = convert(item, fieldPath(path, key), errors)) {
+      result.emplace(key, std::move(*read));
     }
   }
   return result;
+}
+
+}  // namespace
+
+std::optional<std::map<std::string, std::string>> asStringMap(const json& value,
+                                                              const std::string& path,
+                                                              FieldErrors& errors) {
+  return asMap<std::string>(value, path, errors, asString);
+}
+
+std::optional<std::map<std::string, double>> asNumberMap(const json& value, const std::string& path,
+                                                         FieldErrors& errors) {
+  return asMap<double>(value, path, errors, asDouble);
 }
 
 }  // namespace autotune::api::fields

@@ -143,6 +143,8 @@ struct TrialRecord {
   std::string reason;
   std::string startTime;  // RFC 3339
   double durationSeconds = 0;
+  // Every metric the trial's metrics file held, by spec.search.metric's names.
+  std::map<std::string, double> metrics;
 
   bool operator==(const TrialRecord&) const = default;
 };

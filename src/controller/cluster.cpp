@@ -120,7 +120,11 @@ int Cluster::slotsHeldForOlderJobs(const Job& job, int gpusPerTrial) const {
   return held;
 }
 
-std::vector<std::string> Cluster::jobsConcernedBy(const std::string& node) const {
+std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node* after) const {
+  const Node* node = after != nullptr ? after : before;
+  if (node == nullptr || (before != nullptr && after != nullptr && before->sameForJobs(*after))) {
+    return {};
+  }
   std::set<std::string> keys;
   {
     const std::scoped_lock lock(mutex_);
@@ -129,7 +133,7 @@ std::vector<std::string> Cluster::jobsConcernedBy(const std::string& node) const
     }
   }
   for (const auto& [ns, store] : pods_) {
-    for (const auto& pod : store->byIndex(std::string(kByNode), node)) {
+    for (const auto& pod : store->byIndex(std::string(kByNode), node->name)) {
       for (auto& key : jobKeysOfPod(nullptr, pod.get())) {
         keys.insert(std::move(key));
       }

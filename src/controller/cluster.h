@@ -49,9 +49,9 @@ class Cluster {
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for: first come,
   // first served.
   int slotsHeldForOlderJobs(const Job& job, int gpusPerTrial) const;
-  // The keys of the jobs waiting for GPUs, and of those with Pods on `node`: what a change of
-  // that Node may concern.
-  std::vector<std::string> jobsConcernedBy(const std::string& node) const;
+  // What a Node's change concerns: the jobs waiting for GPUs and those with Pods on it, unless
+  // nothing a job reads of the Node changed (a heartbeat).
+  std::vector<std::string> jobsConcernedBy(const Node* before, const Node* after) const;
   // Jobs by status.phase (Pending while they have none).
   std::map<std::string, std::int64_t, std::less<>> jobsByPhase() const;
   // When this process last wrote the job's status, if it has since it started.

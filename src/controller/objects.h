@@ -92,6 +92,12 @@ struct Node {
   int gpus = 0;                                // status.allocatable nvidia.com/gpu
   bool schedulable = false;                    // Ready and not spec.unschedulable
   std::optional<std::int64_t> gpuMemoryBytes;  // per GPU, from the nvidia.com/gpu.memory label
+
+  // Whether jobs would see the two alike: a heartbeat changes only what is not read here.
+  bool sameForJobs(const Node& other) const {
+    return gpus == other.gpus && schedulable == other.schedulable &&
+           gpuMemoryBytes == other.gpuMemoryBytes;
+  }
 };
 
 struct Job {

@@ -107,7 +107,7 @@ double secondsBetween(Timestamp from, Timestamp to) {
 api::TrialRecord recordOf(const TrialPodState& state, api::Outcome outcome, std::string_view reason,
                           Timestamp start, double seconds) {
   return {state.trialName,   state.space, outcome, std::nullopt, tuning::boundedReason(reason),
-          formatTime(start), seconds};
+          formatTime(start), seconds,     {}};
 }
 
 }  // namespace
@@ -196,6 +196,7 @@ std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::S
           recordOf(state, result.outcome, result.reason, started,
                    state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
       record.value = result.value;
+      record.metrics = tuning::recordedMetrics(state.exit, result);
       return TrialConclusion{std::move(record), result.measured};
     }
     case Phase::kLost:

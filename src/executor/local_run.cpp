@@ -186,7 +186,7 @@ class LocalRun {
   }
 
   void failToStart(const tuning::Trial& trial, int launchIndex, const std::string& reason) {
-    finish({trial.name, trial.space, api::Outcome::kFailed, std::nullopt, reason, utcNow(), 0},
+    finish({trial.name, trial.space, api::Outcome::kFailed, std::nullopt, reason, utcNow(), 0, {}},
            launchIndex, std::nullopt);
   }
 
@@ -213,7 +213,7 @@ class LocalRun {
           tuning::classify(exit, job_.spec.search.metric, it->trial.profile);
       const double seconds = std::chrono::duration<double>(Clock::now() - it->started).count();
       finish({it->trial.name, it->trial.space, result.outcome, result.value, result.reason,
-              it->startTime, seconds},
+              it->startTime, seconds, tuning::recordedMetrics(exit, result)},
              it->launchIndex, result.measured);
       it = running_.erase(it);
     }
@@ -264,27 +264,27 @@ class LocalRun {
 
   int conclude(const tuning::Decision& decision, std::ostream& out) {
     progress_.finish();
-    const auto spaces = tuning::summarizeSpaces(results_.records(), job_.spec.search.metric);
+    const api::Metric metric = job_.spec.search.metric;
     const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
-    const std::string summary = tuning::summaryTable(spaces, job_.spec.search.metric, elapsed);
-    out << summary << "\n";
     if (decision.state != tuning::Decision::State::kSucceeded || !decision.best) {
+      out << tuning::summaryTable(tuning::summarizeSpaces(results_.records(), metric), metric,
+                                  elapsed)
+          << "\n";
       out << "Search failed: " << decision.message << "\n";
       return kExitSearchFailed;
     }
     const tuning::Trial& best = *decision.best;
-    const std::string command = tuning::shellJoin(
-        tuning::trialCommand(job_.spec, job_.name(), best,
-                             std::filesystem::absolute(results_.optimalConfigPath()).string()));
-    if (auto written = results_.writeOutcome(summary, tuning::optimalConfig(best), command);
-        !written) {
+    const tuning::Report report =
+        tuning::report(job_.spec, job_.name(), results_.records(), best, decision.trials, elapsed,
+                       std::filesystem::absolute(results_.optimalConfigPath()).string());
+    out << report.summary << "\n";
+    if (auto written = results_.writeOutcome(report); !written) {
       out << "Could not write the outcome: " << written.error() << "\n";
       return kExitSearchFailed;
     }
-    const auto record =
-        tuning::bestTrial(best, decision.bestValue.value_or(0), job_.spec.search.metric,
-                          tuning::baselineValue(results_.records()));
-    out << "Best trial: " << best.name << " (" << api::toString(job_.spec.search.metric) << " "
+    const auto record = tuning::bestTrial(best, decision.bestValue.value_or(0), metric,
+                                          tuning::baselineValue(results_.records()));
+    out << "Best trial: " << best.name << " (" << api::toString(metric) << " "
         << tuning::formatMetricValue(record.value);
     if (record.speedup) {
       std::array<char, 32> speedup{};
@@ -293,7 +293,7 @@ class LocalRun {
     }
     out << "; " << decision.message << ")\n"
         << "Optimal config: " << results_.optimalConfigPath().string() << "\n"
-        << "Command: " << command << "\n";
+        << "Command: " << report.command << "\n";
     return 0;
   }
 

@@ -236,13 +236,11 @@ tl::expected<void, std::string> ResultsDirectory::record(
   return save();
 }
 
-tl::expected<void, std::string> ResultsDirectory::writeOutcome(const std::string& summary,
-                                                               const nlohmann::json& optimalConfig,
-                                                               const std::string& optimalCommand) {
+tl::expected<void, std::string> ResultsDirectory::writeOutcome(const tuning::Report& report) {
   for (const auto& [path, content] : std::vector<std::pair<fs::path, std::string>>{
-           {root_ / "summary.txt", summary},
-           {optimalConfigPath(), optimalConfig.dump(2) + "\n"},
-           {root_ / "cmd_optimal.txt", optimalCommand + "\n"}}) {
+           {root_ / "summary.txt", report.summary},
+           {optimalConfigPath(), report.config},
+           {root_ / "cmd_optimal.txt", report.command + "\n"}}) {
     if (auto written = writeFileAtomically(path, content); !written) {
       return tl::unexpected(written.error());
     }

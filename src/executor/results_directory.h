@@ -19,6 +19,7 @@
 
 #include "api/job.h"
 #include "tuning/protocol.h"
+#include "tuning/results.h"
 #include "tuning/space.h"
 
 namespace autotune::executor {
@@ -65,9 +66,7 @@ class ResultsDirectory {
   int nextLaunchIndex() const { return nextLaunchIndex_; }
 
   // summary.txt, ds_config_optimal.json and cmd_optimal.txt.
-  tl::expected<void, std::string> writeOutcome(const std::string& summary,
-                                               const nlohmann::json& optimalConfig,
-                                               const std::string& optimalCommand);
+  tl::expected<void, std::string> writeOutcome(const tuning::Report& report);
 
   std::filesystem::path optimalConfigPath() const { return root_ / "ds_config_optimal.json"; }
 

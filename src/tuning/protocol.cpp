@@ -215,6 +215,14 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
   return classified;
 }
 
+std::map<std::string, double> recordedMetrics(const TrialExit& exit,
+                                              const Classification& classified) {
+  if (classified.outcome != api::Outcome::kSucceeded || classified.measured || !exit.metrics) {
+    return {};
+  }
+  return readMetrics(*exit.metrics);
+}
+
 std::string boundedReason(std::string_view reason) {
   const std::string line = api::oneLine(reason);
   std::size_t encoded = 0;

@@ -2,6 +2,7 @@
 // The trial protocol (DESIGN §3), whatever runs the trial: the config and environment a trial gets,
 // and how the way it ended becomes an outcome. Shared by the local executor and the controller.
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -76,6 +77,11 @@ struct Classification {
 };
 
 Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial);
+
+// What a trial's record keeps of its metrics file: every metric in it, once the trial succeeded
+// (a profiling trial's file holds the model's size instead).
+std::map<std::string, double> recordedMetrics(const TrialExit& exit,
+                                              const Classification& classified);
 
 // Whether a message carries a CUDA / PyTorch out-of-memory error.
 bool mentionsOutOfMemory(std::string_view message);

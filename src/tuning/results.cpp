@@ -3,10 +3,52 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 
+#include "api/codec.h"
 #include "tuning/naming.h"
+#include "tuning/protocol.h"
 
 namespace autotune::tuning {
+namespace {
+
+using nlohmann::json;
+
+// Indentation multiplies the size of a deeply nested config; past this the file stays compact.
+constexpr std::size_t kMaxIndentedConfigBytes = std::size_t{128} * 1024;
+
+std::string configFile(const json& config) {
+  std::string indented = config.dump(2);
+  if (indented.size() > kMaxIndentedConfigBytes) {
+    return config.dump() + "\n";
+  }
+  return indented + "\n";
+}
+
+// One compact record per line: at a thousand trials an indented file would pass 1 MiB.
+std::string resultsFile(const std::vector<api::TrialRecord>& finished, const json& bestConfig,
+                        const std::vector<Trial>& trials) {
+  std::map<std::string_view, const Trial*> byName;
+  for (const Trial& trial : trials) {
+    byName.emplace(trial.name, &trial);
+  }
+  api::Status status;
+  status.results = finished;
+  const json encoded = api::encode(status);
+  std::string text = "[";
+  const char* separator = "\n";
+  for (json entry : encoded["results"]) {
+    const auto trial = byName.find(entry.value("name", ""));
+    if (trial != byName.end()) {
+      entry["configPatch"] = mergePatch(bestConfig, optimalConfig(*trial->second));
+    }
+    text += separator + entry.dump();
+    separator = ",\n";
+  }
+  return text + "\n]\n";
+}
+
+}  // namespace
 
 std::string formatMetricValue(double value) {
   std::array<char, 32> text{};
@@ -143,6 +185,17 @@ nlohmann::json mergePatch(const nlohmann::json& from, const nlohmann::json& to) 
     }
   }
   return patch;
+}
+
+Report report(const api::Spec& spec, std::string_view jobName,
+              const std::vector<api::TrialRecord>& finished, const Trial& best,
+              const std::vector<Trial>& trials, double elapsedSeconds,
+              const std::string& configPath) {
+  const json bestConfig = optimalConfig(best);
+  return {configFile(bestConfig), shellJoin(trialCommand(spec, jobName, best, configPath)),
+          summaryTable(summarizeSpaces(finished, spec.search.metric), spec.search.metric,
+                       elapsedSeconds),
+          resultsFile(finished, bestConfig, trials)};
 }
 
 }  // namespace autotune::tuning

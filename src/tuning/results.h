@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/job.h"
@@ -37,5 +38,23 @@ nlohmann::json optimalConfig(const Trial& best);
 // patched key by key, a key `to` lacks as null. (A null value in `to` reads as a deletion too, as
 // merge patches cannot tell the two apart.)
 nlohmann::json mergePatch(const nlohmann::json& from, const nlohmann::json& to);
+
+// What a search that found its best reports, as files: the output ConfigMap and a local run's
+// results directory both hold them.
+struct Report {
+  std::string config;   // the best trial's config, indented unless that would pass 128 KiB
+  std::string command;  // the command that runs it, reading the config at the given path
+  std::string summary;  // DeepSpeed's summary table
+  // Every finished trial, one compact record per line: its status.results entry plus
+  // configPatch, the merge patch that turns `config` into the config it ran ({} for the best).
+  std::string results;
+};
+
+// `finished` in launch order; `trials` are the configs the search considered (looked up by name),
+// `best` among them.
+Report report(const api::Spec& spec, std::string_view jobName,
+              const std::vector<api::TrialRecord>& finished, const Trial& best,
+              const std::vector<Trial>& trials, double elapsedSeconds,
+              const std::string& configPath);
 
 }  // namespace autotune::tuning

@@ -4,6 +4,22 @@
 #include <nlohmann/json.hpp>
 
 namespace autotune::tuning {
+namespace {
+
+tl::expected<double, std::string> metricIn(const nlohmann::json& metrics, api::Metric metric) {
+  const std::string key(metricsFileKey(metric));
+  const auto found = metrics.find(key);
+  if (found == metrics.end()) {
+    return tl::unexpected("the metrics file has no \"" + key + "\"");
+  }
+  if (!found->is_number() || !std::isfinite(found->get<double>()) || found->get<double>() <= 0) {
+    return tl::unexpected("\"" + key +
+                          "\" in the metrics file is not a positive number: " + found->dump());
+  }
+  return found->get<double>();
+}
+
+}  // namespace
 
 std::string_view metricsFileKey(api::Metric metric) {
   switch (metric) {
@@ -22,16 +38,21 @@ tl::expected<double, std::string> readMetric(std::string_view metricsFile, api::
   if (metrics.is_discarded() || !metrics.is_object()) {
     return tl::unexpected(std::string("the metrics file is not a JSON object"));
   }
-  const std::string key(metricsFileKey(metric));
-  const auto found = metrics.find(key);
-  if (found == metrics.end()) {
-    return tl::unexpected("the metrics file has no \"" + key + "\"");
+  return metricIn(metrics, metric);
+}
+
+std::map<std::string, double> readMetrics(std::string_view metricsFile) {
+  const nlohmann::json metrics = nlohmann::json::parse(metricsFile, nullptr, false);
+  std::map<std::string, double> found;
+  if (metrics.is_discarded() || !metrics.is_object()) {
+    return found;
   }
-  if (!found->is_number() || !std::isfinite(found->get<double>()) || found->get<double>() <= 0) {
-    return tl::unexpected("\"" + key +
-                          "\" in the metrics file is not a positive number: " + found->dump());
+  for (const auto metric : {api::Metric::kThroughput, api::Metric::kLatency, api::Metric::kFlops}) {
+    if (const auto value = metricIn(metrics, metric)) {
+      found.emplace(api::toString(metric), *value);
+    }
   }
-  return found->get<double>();
+  return found;
 }
 
 }  // namespace autotune::tuning

@@ -2,6 +2,7 @@
 // Reading what a trial measured: the JSON DeepSpeed's engine writes to autotuning.metric_path,
 // e.g. {"throughput": 87.3, "latency": 5865000.0, "FLOPS_per_gpu": 1.2e13, ...}.
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
@@ -17,5 +18,9 @@ std::string_view metricsFileKey(api::Metric metric);
 // The metric's value from a metrics file, or why there is none (not JSON, no such key, not a
 // positive finite number).
 tl::expected<double, std::string> readMetric(std::string_view metricsFile, api::Metric metric);
+
+// Every metric a metrics file holds as a positive finite number, by spec.search.metric's names
+// (throughput, latency, flops); nothing for a file that is not a JSON object.
+std::map<std::string, double> readMetrics(std::string_view metricsFile);
 
 }  // namespace autotune::tuning

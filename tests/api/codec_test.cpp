@@ -362,7 +362,7 @@ status:
   - {name: z0, trials: 2, bestValue: 100, bestTrial: z0_gas1_tmbspg2}
   - {name: z1, trials: 2, bestValue: 123.5, bestTrial: z1_gas1_tmbspg3}
   results:
-  - {name: z0_gas1_tmbspg2, space: z0, outcome: Succeeded, value: 100, startTime: "2026-01-02T03:05:00Z", durationSeconds: 61.5}
+  - {name: z0_gas1_tmbspg2, space: z0, outcome: Succeeded, value: 100, startTime: "2026-01-02T03:05:00Z", durationSeconds: 61.5, metrics: {throughput: 100, latency: 5865000.0, flops: 1.2e13}}
   - {name: z0_gas1_tmbspg4, space: z0, outcome: OOM, reason: CUDA out of memory, durationSeconds: 12}
   - {name: z1_gas1_tmbspg3, space: z1, outcome: Succeeded, value: 123.5, durationSeconds: 70}
   - {name: z1_gas1_tmbspg5, space: z1, outcome: Failed, reason: exit code 1, durationSeconds: 5}
@@ -378,6 +378,9 @@ TEST(RoundTrip, YamlToJobToJsonToJobToJsonIsStable) {
   EXPECT_EQ(second->status.results.size(), 4U);
   EXPECT_EQ(second->status.results[1].outcome, Outcome::kOOM);
   EXPECT_FALSE(second->status.results[1].value.has_value());
+  EXPECT_EQ(second->status.results[0].metrics.at("latency"), 5865000.0);
+  EXPECT_TRUE(second->status.results[1].metrics.empty());
+  EXPECT_FALSE(firstJson["status"]["results"][1].contains("metrics"));
   EXPECT_EQ(second->status.best->speedup, 1.8);
   EXPECT_EQ(second->status.conditions[1].reason, "SearchFinished");
   EXPECT_EQ(second->status.spaces[1].bestTrial, "z1_gas1_tmbspg3");
@@ -441,7 +444,8 @@ phase: Done
 trials: {launched: many, retried: 1}
 results:
 - {name: a, outcome: Crashed, value: fast}
-- {name: b, outcome: OOM, durationSeconds: [1]}
+- {name: b, outcome: OOM, durationSeconds: [1], metrics: {latency: slow}}
+- {name: c, outcome: Succeeded, metrics: [1]}
 conditions: {type: Complete}
 )"));
   ASSERT_FALSE(status.has_value());
@@ -449,10 +453,11 @@ conditions: {type: Complete}
   for (const FieldError& error : status.error()) {
     paths.push_back(error.path);
   }
-  EXPECT_THAT(
-      paths, UnorderedElementsAre("status.phase", "status.trials.launched", "status.trials.retried",
-                                  "status.results[0].outcome", "status.results[0].value",
-                                  "status.results[1].durationSeconds", "status.conditions"));
+  EXPECT_THAT(paths, UnorderedElementsAre(
+                         "status.phase", "status.trials.launched", "status.trials.retried",
+                         "status.results[0].outcome", "status.results[0].value",
+                         "status.results[1].durationSeconds", "status.results[1].metrics.latency",
+                         "status.results[2].metrics", "status.conditions"));
 }
 
 // --- bad input: every mistake names its field ---

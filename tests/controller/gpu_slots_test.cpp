@@ -3,15 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "controller/cluster.h"
 #include "controller/objects.h"
 
 namespace {
 
+using autotune::controller::Cluster;
 using autotune::controller::decodeNode;
 using autotune::controller::decodePod;
 using autotune::controller::fitsSomeNode;
@@ -19,6 +22,8 @@ using autotune::controller::freeSlotsFor;
 using autotune::controller::GpuCapacity;
 using autotune::controller::GpuLedger;
 using autotune::controller::gpuMemoryBytes;
+using autotune::controller::Node;
+using autotune::controller::Pod;
 using nlohmann::json;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
@@ -242,6 +247,33 @@ TEST(GpuLedger, FollowsPodsAndNodesAsTheyChange) {
   ledger.setNode(decodeNode(gpuNode("a", 8)).value());
   ledger.removeNode("a");
   EXPECT_TRUE(ledger.capacity().nodes.empty());
+}
+
+// A Node's heartbeat wakes no job; its loss, or a change of its GPUs, wakes the jobs with Pods on
+// it.
+TEST(Cluster, ANodeHeartbeatConcernsNoJobButItsLossConcernsTheJobsOnIt) {
+  Cluster cluster;
+  json trial = gpuPod("gpt2-z1-gas1-tmbspg1", 1, "a");
+  trial["metadata"]["ownerReferences"] = json::array(
+      {{{"apiVersion", "autotune.io/v1alpha1"}, {"kind", "AutotuneJob"}, {"name", "gpt2"},
+        {"uid", "u-1"}, {"controller", true}}});
+  cluster.addPods("").put(std::make_shared<const Pod>(decodePod(trial).value()));
+
+  const Node ready = decodeNode(gpuNode("a", 8)).value();
+  json renewed = gpuNode("a", 8);
+  renewed["metadata"]["resourceVersion"] = "2";
+  renewed["status"]["conditions"][1]["lastHeartbeatTime"] = "2026-11-24T10:00:10Z";
+  const Node heartbeat = decodeNode(renewed).value();
+  EXPECT_TRUE(cluster.jobsConcernedBy(&ready, &heartbeat).empty());
+
+  const std::vector<std::string> onIt{"ml/gpt2"};
+  const Node down = decodeNode(notReady(gpuNode("a", 8))).value();
+  EXPECT_EQ(cluster.jobsConcernedBy(&ready, &down), onIt);
+  const Node fewerGpus = decodeNode(gpuNode("a", 4)).value();
+  EXPECT_EQ(cluster.jobsConcernedBy(&ready, &fewerGpus), onIt);
+  EXPECT_EQ(cluster.jobsConcernedBy(&ready, nullptr), onIt);
+  const Node other = decodeNode(gpuNode("b", 8)).value();
+  EXPECT_TRUE(cluster.jobsConcernedBy(nullptr, &other).empty());
 }
 
 }  // namespace

@@ -89,9 +89,14 @@ Search thousandTrials() {
   search.trials = tuning::decide(input).launch;
   search.best = search.trials.front();
   for (const tuning::Trial& trial : search.trials) {
-    search.job.status.results.push_back({trial.name, trial.space, api::Outcome::kMetricsUnavailable,
-                                         std::nullopt, longestReason(), "2026-11-24T10:11:12.345Z",
-                                         1234.5678901234});
+    search.job.status.results.push_back({trial.name,
+                                         trial.space,
+                                         api::Outcome::kMetricsUnavailable,
+                                         std::nullopt,
+                                         longestReason(),
+                                         "2026-11-24T10:11:12.345Z",
+                                         1234.5678901234,
+                                         {}});
   }
   search.job.status.spaces =
       tuning::summarizeSpaces(search.job.status.results, api::Metric::kThroughput);
@@ -135,6 +140,21 @@ TEST(OutputResults, EachTrialsConfigIsDsConfigWithItsPatch) {
     EXPECT_EQ(config, tuning::optimalConfig(trial)) << trial.name;
   }
   EXPECT_EQ(optimal, tuning::optimalConfig(search.best));
+}
+
+TEST(OutputResults, EachRecordCarriesAllItsTrialsMetrics) {
+  Search search = thousandTrials();
+  api::TrialRecord& measured = search.job.status.results.front();
+  measured.outcome = api::Outcome::kSucceeded;
+  measured.reason.clear();
+  measured.value = 87.3;
+  measured.metrics = {{"throughput", 87.3}, {"latency", 5865000.0}, {"flops", 1.2e13}};
+  const json results = json::parse(
+      outputConfigMap(search.job, search.best, search.trials, 3600)["data"]["results.json"]
+          .get<std::string>());
+  EXPECT_EQ(results[0]["metrics"],
+            json({{"throughput", 87.3}, {"latency", 5865000.0}, {"flops", 1.2e13}}));
+  EXPECT_FALSE(results[1].contains("metrics"));
 }
 
 TEST(OutputResults, OneCompactRecordALine) {

@@ -10,6 +10,7 @@
 #include "api/job.h"
 #include "controller/trial_pod.h"
 #include "tuning/space.h"
+#include "tuning/trial_metrics.h"
 
 namespace {
 
@@ -368,6 +369,8 @@ TEST(ConcludeTrial, SucceededWithTheMetricItsContainerWrote) {
   EXPECT_EQ(record.reason, "");
   EXPECT_EQ(record.startTime, kContainerStarted);
   EXPECT_DOUBLE_EQ(record.durationSeconds, 200);
+  EXPECT_EQ(record.metrics, autotune::tuning::readMetrics(kMetrics));
+  EXPECT_FALSE(record.metrics.empty());
   EXPECT_FALSE(conclusion->measured.has_value());
 }
 

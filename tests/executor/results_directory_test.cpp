@@ -377,7 +377,11 @@ TEST_F(ResultsDirectoryTest, PreparingATrialLeavesOtherTrialsAlone) {
 TEST_F(ResultsDirectoryTest, TheOutcomeIsTheSummaryTheOptimalConfigAndItsCommand) {
   ResultsDirectory directory = openOrFail();
   const json optimal = {{"train_micro_batch_size_per_gpu", 3}};
-  ASSERT_TRUE(directory.writeOutcome("| global | 9 | 87.3 |\n", optimal, "deepspeed train.py"));
+  autotune::tuning::Report report;
+  report.summary = "| global | 9 | 87.3 |\n";
+  report.config = optimal.dump(2) + "\n";
+  report.command = "deepspeed train.py";
+  ASSERT_TRUE(directory.writeOutcome(report));
   EXPECT_EQ(readFile(root_ / "summary.txt"), "| global | 9 | 87.3 |\n");
   EXPECT_EQ(directory.optimalConfigPath(), root_ / "ds_config_optimal.json");
   EXPECT_EQ(json::parse(readFile(root_ / "ds_config_optimal.json")), optimal);

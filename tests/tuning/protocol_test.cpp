@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,6 +25,7 @@ using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::mentionsOutOfMemory;
 using autotune::tuning::protocolEnvironment;
+using autotune::tuning::recordedMetrics;
 using autotune::tuning::shellJoin;
 using autotune::tuning::substitutePlaceholders;
 using autotune::tuning::tail;
@@ -96,6 +98,16 @@ TEST(Classify, ACleanExitWithMetricsSucceedsWithTheMeasuredThroughput) {
   EXPECT_EQ(result.outcome, Outcome::kSucceeded);
   EXPECT_EQ(result.value, 87.3);
   EXPECT_EQ(result.measured, std::nullopt);
+}
+
+TEST(Classify, ASucceededTrialsRecordKeepsAllItsMetricsAndAFailedOneNone) {
+  const TrialExit succeeded = succeededWith(kMetrics);
+  // "flops": 7 is not what DeepSpeed writes; FLOPS_per_gpu is.
+  const std::map<std::string, double> expected{
+      {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
+  EXPECT_EQ(recordedMetrics(succeeded, classifyFast(succeeded)), expected);
+  const TrialExit failed = exitedWith(1, "ValueError: unknown optimizer Adamw\n");
+  EXPECT_TRUE(recordedMetrics(failed, classifyFast(failed)).empty());
 }
 
 TEST(Classify, TheLatencyMetricIsReadFromLatency) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 namespace autotune::tuning {
 namespace {
 
@@ -37,6 +40,18 @@ TEST(TrialMetrics, ZeroNegativeOrNonNumericValuesAreRejected) {
   EXPECT_FALSE(readMetric(R"({"throughput": -3.5})", api::Metric::kThroughput));
   EXPECT_FALSE(readMetric(R"({"throughput": "fast"})", api::Metric::kThroughput));
   EXPECT_FALSE(readMetric(R"({"throughput": null})", api::Metric::kThroughput));
+}
+
+// A record keeps every search metric the file held, by the spec's names, and nothing else in it.
+TEST(TrialMetrics, AllMetricsAreReadByTheSpecsNames) {
+  const std::map<std::string, double> expected{
+      {"flops", 1.25e13}, {"latency", 3900.75}, {"throughput", 87.3017}};
+  EXPECT_EQ(readMetrics(kDeepSpeedMetrics), expected);
+  const std::map<std::string, double> throughputOnly{{"throughput", 2.5}};
+  EXPECT_EQ(readMetrics(R"({"throughput": 2.5, "latency": -1, "FLOPS_per_gpu": "many"})"),
+            throughputOnly);
+  EXPECT_TRUE(readMetrics("[87.3]").empty());
+  EXPECT_TRUE(readMetrics(std::string(4096, '\xFF')).empty());
 }
 
 }  // namespace
