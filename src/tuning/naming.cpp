@@ -257,7 +257,7 @@ std::string knobTrialName(int stage, const std::vector<KnobValue>& knobs, int gr
   const std::string gas = "gas" + std::to_string(gradientAccumulation);
   const std::string mbs = "tmbspg" + std::to_string(microBatch);
   name += userConfigHasGradientAccumulation ? gas + "_" + mbs : mbs + "_" + gas;
-  return capped(std::move(name));
+  return capped(name);
 }
 
 std::string knobSpaceName(int stage, const std::vector<std::string>& knobPaths) {
