@@ -201,7 +201,7 @@ all_bound() {
 expect "every Role and ClusterRole is bound to the chart's ServiceAccount" all_bound
 
 operator_flags=(--metrics-bind-address :8080 --health-probe-bind-address :8081 --leader-elect
-  --workers 4 --qps 20 --burst 40 --log-level info)
+  --workers 4 --qps 50 --burst 100 --log-level info)
 default_deployment() {
   manifests deployment 2 -- "${operator_flags[@]}" <"$work/default.json" &&
     manifests absent-flag --namespace <"$work/default.json"
