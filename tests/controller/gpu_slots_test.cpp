@@ -254,9 +254,11 @@ TEST(GpuLedger, FollowsPodsAndNodesAsTheyChange) {
 TEST(Cluster, ANodeHeartbeatConcernsNoJobButItsLossConcernsTheJobsOnIt) {
   Cluster cluster;
   json trial = gpuPod("gpt2-z1-gas1-tmbspg1", 1, "a");
-  trial["metadata"]["ownerReferences"] = json::array(
-      {{{"apiVersion", "autotune.io/v1alpha1"}, {"kind", "AutotuneJob"}, {"name", "gpt2"},
-        {"uid", "u-1"}, {"controller", true}}});
+  trial["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "autotune.io/v1alpha1"},
+                                                       {"kind", "AutotuneJob"},
+                                                       {"name", "gpt2"},
+                                                       {"uid", "u-1"},
+                                                       {"controller", true}}});
   cluster.addPods("").put(std::make_shared<const Pod>(decodePod(trial).value()));
 
   const Node ready = decodeNode(gpuNode("a", 8)).value();
