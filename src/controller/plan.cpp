@@ -25,7 +25,7 @@ constexpr auto kMinRequeue = std::chrono::seconds(1);
 constexpr auto kWaitingRecheck = std::chrono::seconds(30);
 // How long a status write that would only move trials between pending and running waits for the
 // next write that records something, so that Pods starting cost no write each.
-constexpr auto kLiveCountsInterval = std::chrono::seconds(10);
+constexpr auto kLiveCountsInterval = std::chrono::seconds(30);
 // How long a trial that ended waits for others of its job to end, to be recorded with them.
 constexpr auto kConclusionBatch = std::chrono::seconds(5);
 constexpr std::size_t kEventMessageBytes = 1024;

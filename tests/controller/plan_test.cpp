@@ -116,8 +116,8 @@ TEST(Plan, AFreshJobLaunchesUpToItsParallelismAndCountsThemInTheStatus) {
 }
 
 // Pods that only start running change the counts alone: that waits for a write that records
-// something, or for 10 s after the last write, when the requeue writes it.
-TEST(Plan, TrialsThatOnlyStartedWaitForTheNextWriteOrTenSeconds) {
+// something, or for 30 s after the last write, when the requeue writes it.
+TEST(Plan, TrialsThatOnlyStartedWaitForTheNextWriteOrThirtySeconds) {
   Snapshot launching = snapshotOf(gridJob(2), nodesOf({16, 16}));
   const Plan launched = planned(launching);
   ASSERT_EQ(launched.launches.size(), 2U);
@@ -127,13 +127,13 @@ TEST(Plan, TrialsThatOnlyStartedWaitForTheNextWriteOrTenSeconds) {
   for (const auto& launch : launched.launches) {
     started.inFlight.push_back(running(launch.trial));
   }
-  started.statusWrittenAt = kNow - seconds(3);
+  started.statusWrittenAt = kNow - seconds(23);
   const Plan held = planned(started);
   EXPECT_EQ(held.status, launched.status);
   ASSERT_TRUE(held.requeueAfter.has_value());
   EXPECT_LE(*held.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(7)));
 
-  started.statusWrittenAt = kNow - seconds(10);
+  started.statusWrittenAt = kNow - seconds(30);
   const Plan due = planned(started);
   EXPECT_EQ(due.status.trials.running, 2);
   EXPECT_EQ(due.status.trials.pending, 0);
