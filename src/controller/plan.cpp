@@ -196,7 +196,8 @@ class Planner {
     }
     std::optional<Timestamp> earliest;
     for (const auto& [state, conclusion] : snapshot_.concluded) {
-      if (!state.containerFinished) {
+      // An end after now means the node's clock runs ahead: waiting on it could last that long.
+      if (!state.containerFinished || *state.containerFinished > snapshot_.now) {
         return false;
       }
       earliest = std::min(earliest.value_or(*state.containerFinished), *state.containerFinished);

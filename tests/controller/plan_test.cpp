@@ -165,6 +165,10 @@ TEST(Plan, ATrialThatEndedWaitsFiveSecondsForItsSiblingsWhenNothingNewWouldStart
   EXPECT_EQ(recorded.deletions, std::vector<std::string>{trialPodName("gpt2", "z1_gas1_tmbspg1")});
   EXPECT_EQ(std::ranges::count(reasons(recorded), "TrialSucceeded"), 1);
 
+  // A node clock ahead of ours makes no trial wait on it.
+  snapshot.concluded[0].state.containerFinished = kNow + seconds(60);
+  EXPECT_EQ(planned(snapshot).status.results.size(), 1U);
+
   // Once nothing else runs (the grid then launches the rest), the result is recorded at once.
   snapshot.concluded[0].state.containerFinished = kNow - seconds(2);
   snapshot.inFlight.clear();
