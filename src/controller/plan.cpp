@@ -349,13 +349,13 @@ class Planner {
       return;
     }
     const auto due = *snapshot_.statusWrittenAt + kLiveCountsInterval;
-    api::Status held = status();
-    held.trials.pending = written.trials.pending;
-    held.trials.running = written.trials.running;
-    if (snapshot_.now >= due || held != written) {
+    const api::TrialCounts live = status().trials;
+    status().trials.pending = written.trials.pending;
+    status().trials.running = written.trials.running;
+    if (snapshot_.now >= due || status() != written) {
+      status().trials = live;
       return;
     }
-    plan_.status = std::move(held);
     requeueWithin(due - snapshot_.now);
   }
 
