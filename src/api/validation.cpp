@@ -776,6 +776,25 @@ void checkNames(const Spec& spec, FieldErrors& errors) {
   }
 }
 
+// Whether `path` is `covering` itself or a field inside it ("" covers the whole document).
+bool isWithin(const std::string& path, const std::string& covering) {
+  if (covering.empty() || path == covering) {
+    return true;
+  }
+  return path.starts_with(covering) &&
+         (path[covering.size()] == '.' || path[covering.size()] == '[');
+}
+
+bool hasErrorWithin(const FieldErrors& errors, const std::string& path) {
+  return std::any_of(errors.begin(), errors.end(),
+                     [&](const FieldError& error) { return isWithin(path, error.path); });
+}
+
+bool hasErrorAt(const FieldErrors& errors, const std::string& path) {
+  return std::any_of(errors.begin(), errors.end(),
+                     [&](const FieldError& error) { return error.path == path; });
+}
+
 }  // namespace
 
 FieldErrors validate(const AutotuneJob& job) {
@@ -800,6 +819,33 @@ std::vector<std::string> configKeyPaths(const json& deepspeedConfig) {
     collectKeyPaths(trainingKeys(deepspeedConfig), "", paths);
   }
   return {paths.begin(), paths.end()};
+}
+
+FieldErrors validateDecoded(const AutotuneJob& job, const FieldErrors& decodingErrors,
+                            bool configMapNameDefaulted) {
+  std::vector<std::pair<std::string, std::string>> dependsOn{
+      {"spec.search.maxMicroBatchSize", "spec.search.minMicroBatchSize"},
+      {"spec.resources.modelParallelSize", "spec.resources.gpusPerTrial"},
+  };
+  if (configMapNameDefaulted) {
+    dependsOn.emplace_back("spec.output.configMapName", "metadata.name");
+  }
+  const FieldErrors validationErrors = validate(job);
+  FieldErrors kept;
+  for (const FieldError& error : validationErrors) {
+    if (hasErrorWithin(decodingErrors, error.path)) {
+      continue;
+    }
+    const bool dependencyFailed =
+        std::any_of(dependsOn.begin(), dependsOn.end(), [&](const auto& rule) {
+          return rule.first == error.path && (hasErrorAt(decodingErrors, rule.second) ||
+                                              hasErrorAt(validationErrors, rule.second));
+        });
+    if (!dependencyFailed) {
+      kept.push_back(error);
+    }
+  }
+  return kept;
 }
 
 }  // namespace autotune::api

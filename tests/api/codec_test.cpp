@@ -387,6 +387,33 @@ TEST(RoundTrip, YamlToJobToJsonToJobToJsonIsStable) {
   EXPECT_EQ(second->status.model->activationMemoryPerSample, 9600000000);
 }
 
+// Each field is declared once for decoding and encoding: a spec with every field set apart from
+// its default is written back exactly as it was read.
+TEST(RoundTrip, ASpecWithEveryFieldSetIsWrittenBackAsRead) {
+  json document = parseYaml(kBaseJob);
+  document.merge_patch(parseYaml(R"(
+spec:
+  model: {numParameters: 774000000, activationMemoryPerSample: 9600000, hiddenSize: 1280,
+          numLayers: 36}
+  resources: {gpusPerTrial: 4, nodesPerTrial: 1, gpuMemory: 80Gi, modelParallelSize: 2}
+  search: {strategy: random, fast: false, metric: latency, maxTrials: 20, earlyStopping: 3,
+           plateauThreshold: 0.1, minMicroBatchSize: 2, maxMicroBatchSize: 64,
+           maxTrainBatchSize: 512, numTuningMicroBatchSizes: 4, seed: 7}
+  parallelism: 3
+  trialTimeout: 30m
+  schedulingTimeout: 1h30m
+  maxFailedTrials: 4
+  argMappings: {train_micro_batch_size_per_gpu: --per_device_train_batch_size}
+  primaryContainer: trainer
+  output: {configMapName: bert-best, retain: true}
+  cleanup: Keep
+  queueName: team-a
+  afterTuning: {spec: {template: {spec: {restartPolicy: Never}}}}
+)"));
+  const AutotuneJob job = decodeOrFail(document.dump());
+  EXPECT_EQ(encode(job.spec), document["spec"]);
+}
+
 TEST(RoundTrip, JsonTextSurvivesSerialization) {
   const AutotuneJob job = decodeOrFail(readSourceFile("examples/gpt2-large.yaml"));
   const std::string text = encode(job).dump();
