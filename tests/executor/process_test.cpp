@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -145,6 +146,25 @@ TEST_F(ChildProcessTest, TheChildRunsInItsOwnProcessGroup) {
   EXPECT_EQ(std::stoi(readFile(stdoutPath())), child.pid());
 }
 
+// The mask of the thread that starts it is not the trial's: a blocked SIGTERM would make the trial
+// deaf to being stopped.
+TEST_F(ChildProcessTest, TheChildStartsWithNoSignalBlockedAndTheParentsMaskIsKept) {
+  sigset_t blocked;
+  sigset_t before;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &blocked, &before), 0);
+  LaunchSpec spec = shell("");
+  spec.argv = {"grep", "^SigBlk:", "/proc/self/status"};
+  ChildProcess child = started(spec);
+  sigset_t after;
+  pthread_sigmask(SIG_SETMASK, &before, &after);
+  ASSERT_EQ(child.wait().exitCode, 0);
+  EXPECT_EQ(readFile(stdoutPath()), "SigBlk:\t0000000000000000\n");
+  EXPECT_EQ(sigismember(&after, SIGTERM), 1);
+  EXPECT_EQ(sigismember(&after, SIGUSR1), sigismember(&before, SIGUSR1));
+}
+
 // --- failing to start ---------------------------------------------------------------------------
 
 TEST_F(ChildProcessTest, AMissingCommandFailsAtStartAndSaysWhy) {
@@ -176,6 +196,15 @@ TEST_F(ChildProcessTest, AnEmptyCommandFailsAtStart) {
   const auto child = ChildProcess::start(spec);
   ASSERT_FALSE(child.has_value());
   EXPECT_FALSE(child.error().empty());
+}
+
+TEST_F(ChildProcessTest, AnOutputFileThatCannotBeOpenedFailsAtStartAndSaysWhich) {
+  LaunchSpec spec = shell("exit 0");
+  spec.stdoutPath = (directory_ / "missing" / "stdout.log").string();
+  const auto child = ChildProcess::start(spec);
+  ASSERT_FALSE(child.has_value());
+  EXPECT_EQ(child.error(), "cannot open " + spec.stdoutPath + " or " + spec.stderrPath +
+                               ": No such file or directory");
 }
 
 TEST_F(ChildProcessTest, AMissingWorkingDirectoryFailsAtStart) {
