@@ -1,8 +1,13 @@
 #include "kubelet.h"
 
+#include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <cstddef>
 #include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "k8s/resources.h"
 #include "log.h"
@@ -20,6 +25,7 @@ constexpr const char* kBoundPods = "spec.nodeName!=";
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kRetryDelay = std::chrono::seconds(1);
 constexpr int kWriteAttempts = 5;
+constexpr std::size_t kWriters = 8;  // API writes made at once
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // Runs inside `unshare --mount --propagation private`, so its mounts are the container's alone.
@@ -167,6 +173,7 @@ void Kubelet::run(const std::stop_token& stop) {
         entry = runs_.erase(entry);
       }
     }
+    writeDue();
   }
   stopAll();
 }
@@ -246,8 +253,6 @@ bool Kubelet::step(Run& run) {
   if (run.deleting) {
     if (running) {
       stopProcess(run);
-    } else if (!run.deleteConfirmed && Clock::now() >= run.retryAt) {
-      confirmDeletion(run);
     }
     return true;  // forgotten when the API server says it is gone
   }
@@ -255,16 +260,61 @@ bool Kubelet::step(Run& run) {
     run.wantStart = false;
     start(run);
   }
-  if (Clock::now() < run.retryAt) {
-    return true;
+  return true;
+}
+
+Kubelet::Write Kubelet::dueWrite(const Run& run) {
+  if (run.gone || Clock::now() < run.retryAt) {
+    return Write::kNone;
   }
-  if (run.process && !run.outcome && !run.runningReported) {
-    run.runningReported = report(run, false);
+  const bool running = run.process && !run.outcome;
+  if (run.deleting) {
+    return running || run.deleteConfirmed ? Write::kNone : Write::kDeletion;
+  }
+  if (running && !run.runningReported) {
+    return Write::kRunning;
   }
   if (run.outcome && !run.terminalReported) {
-    run.terminalReported = report(run, true);
+    return Write::kTerminal;
   }
-  return true;
+  return Write::kNone;
+}
+
+void Kubelet::writeDue() {
+  std::vector<std::pair<Run*, Write>> due;
+  for (auto& [uid, run] : runs_) {
+    if (const Write write = dueWrite(run); write != Write::kNone) {
+      due.emplace_back(&run, write);
+    }
+  }
+  const auto perform = [this](Run& run, Write write) {
+    switch (write) {
+      case Write::kRunning:
+        run.runningReported = report(run, false);
+        return;
+      case Write::kTerminal:
+        run.terminalReported = report(run, true);
+        return;
+      case Write::kDeletion:
+        confirmDeletion(run);
+        return;
+      case Write::kNone:
+        return;
+    }
+  };
+  // Each writer takes the next due Pod until none is left: one writer per Pod, so that a Pod's
+  // writes keep their order, and several Pods at once, as the kubelets of several Nodes would.
+  std::atomic<std::size_t> next{0};
+  const auto writer = [&] {
+    for (std::size_t index = next++; index < due.size(); index = next++) {
+      perform(*due[index].first, due[index].second);
+    }
+  };
+  std::vector<std::jthread> writers;
+  for (std::size_t count = 1; count < std::min(due.size(), kWriters); ++count) {
+    writers.emplace_back(writer);
+  }
+  writer();
 }
 
 void Kubelet::start(Run& run) const {
@@ -383,30 +433,36 @@ void Kubelet::stopProcess(Run& run) const {
 bool Kubelet::report(Run& run, bool terminal) {
   const std::string ns = text(metadataOf(run.pod), "namespace");
   const std::string name = text(metadataOf(run.pod), "name");
+  // The Pod as last seen is most often the Pod as it is: it is read again only after a conflict.
+  json current = run.pod;
   for (int attempt = 0; attempt < kWriteAttempts; ++attempt) {
-    auto current = writer_.get(kPods, ns, name);
-    if (!current && current.error().kind == k8s::ErrorKind::kNotFound) {
-      return true;  // nothing left to report on
+    if (attempt > 0) {
+      auto fresh = writer_.get(kPods, ns, name);
+      if (!fresh && fresh.error().kind == k8s::ErrorKind::kNotFound) {
+        return true;  // nothing left to report on
+      }
+      if (!fresh) {
+        logLine("reading pod " + nameOf(run.pod) + " failed: " + k8s::describe(fresh.error()));
+        break;
+      }
+      if (uidOf(*fresh) != run.uid) {
+        return true;  // another Pod of the same name
+      }
+      current = std::move(*fresh);
     }
-    if (!current) {
-      logLine("reading pod " + nameOf(run.pod) + " failed: " + k8s::describe(current.error()));
-      break;
-    }
-    if (uidOf(*current) != run.uid) {
-      return true;  // another Pod of the same name
-    }
-    json& status = (*current)["status"];
+    json& status = current["status"];
     if (!status.is_object()) {
       status = json::object();
     }
     if (terminal) {
-      markTerminated(status, *current, *run.outcome, std::string(kHostIp));
+      markTerminated(status, current, *run.outcome, std::string(kHostIp));
     } else {
-      markRunning(status, *current, run.startedAt, std::string(kHostIp));
+      markRunning(status, current, run.startedAt, std::string(kHostIp));
     }
-    auto written = writer_.updateStatus(kPods, ns, *current);
+    auto written = writer_.updateStatus(kPods, ns, current);
     if (written) {
       logLine("pod " + nameOf(run.pod) + " is " + text(status, "phase"));
+      run.pod = std::move(*written);
       return true;
     }
     if (written.error().kind == k8s::ErrorKind::kNotFound) {

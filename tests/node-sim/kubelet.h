@@ -4,8 +4,9 @@
 // when the Pod is deleted.
 //
 // Two threads: watch() lists and watches Pods and only queues what it saw; run() owns every
-// process and makes every write (status, deletion), so a Pod's writes are ordered and fork,
-// waitpid and kill all happen on one thread.
+// process, so that starting, waiting for and killing processes all happen on one thread. run()
+// makes the writes (status, deletion) with a few writer threads at a time, as the kubelets of
+// several Nodes would, one writer per Pod so that a Pod's writes keep their order.
 
 #include <chrono>
 #include <condition_variable>
@@ -75,8 +76,14 @@ class Kubelet {
   bool ours(const nlohmann::json& pod) const;
   void apply(const Seen& seen);
   void see(const nlohmann::json& pod);
-  // Moves one Pod on; false once it can be forgotten.
+  // The one API write a Pod waits for, if any.
+  enum class Write { kNone, kRunning, kTerminal, kDeletion };
+
+  // Moves one Pod's process on; false once the Pod can be forgotten.
   bool step(Run& run);
+  static Write dueWrite(const Run& run);
+  // Makes every due write, several Pods' at once.
+  void writeDue();
   void start(Run& run) const;
   void reap(Run& run);
   void stopProcess(Run& run) const;
