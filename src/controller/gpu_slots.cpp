@@ -1,7 +1,9 @@
 #include "controller/gpu_slots.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <numeric>
+#include <set>
 #include <utility>
 
 namespace autotune::controller {
@@ -91,18 +93,24 @@ GpuCapacity GpuLedger::capacity() const {
   std::ranges::sort(unbound, [](const auto& left, const auto& right) {
     return left.first != right.first ? left.first > right.first : left.second < right.second;
   });
+  // Best fit: each unbound Pod on the node with the fewest free GPUs that holds it, the first by
+  // name among equals. Nodes are kept ordered by (free GPUs, index) so that finding it costs a
+  // lookup, not a pass over every node: a burst of jobs leaves thousands of Pods unbound.
+  std::set<std::pair<int, std::size_t>> byFree;
+  for (std::size_t index = 0; index < capacity.nodes.size(); ++index) {
+    byFree.emplace(capacity.nodes[index].free(), index);
+  }
   for (const auto& [wanted, key] : unbound) {
-    NodeGpus* best = nullptr;
-    for (auto& node : capacity.nodes) {
-      if (node.free() >= wanted && (best == nullptr || node.free() < best->free())) {
-        best = &node;
-      }
-    }
-    if (best == nullptr) {
+    const auto fit = byFree.lower_bound({wanted, 0});
+    if (fit == byFree.end()) {
       capacity.waiting += wanted;
-    } else {
-      best->reserved += wanted;
+      continue;
     }
+    const std::size_t index = fit->second;
+    byFree.erase(fit);
+    NodeGpus& node = capacity.nodes[index];
+    node.reserved += wanted;
+    byFree.emplace(node.free(), index);
   }
   return capacity;
 }

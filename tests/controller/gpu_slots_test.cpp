@@ -158,6 +158,20 @@ TEST(GpuCapacity, AnUnboundPodTakesTheTightestNodeThatFits) {
   EXPECT_EQ(freeSlotsFor(capacity, 8), 1);
 }
 
+// Each unbound Pod sees the nodes as the Pods before it left them.
+TEST(GpuCapacity, UnboundPodsFillTheTightestNodeFirstAndTheFirstByNameAmongEquals) {
+  const GpuCapacity capacity =
+      gpuCapacity({gpuNode("a", 4), gpuNode("b", 4), gpuNode("c", 8)},
+                  {gpuPod("p1", 2, "", "Pending"), gpuPod("p2", 2, "", "Pending"),
+                   gpuPod("p3", 2, "", "Pending"), gpuPod("p4", 6, "", "Pending")});
+  // p4 (the largest, placed first) leaves c with 2 free, the tightest for p1; then p2 and p3 fill
+  // a, which is b's equal until p2 takes half of it.
+  EXPECT_EQ(capacity.nodes[0].reserved, 4);
+  EXPECT_EQ(capacity.nodes[1].reserved, 0);
+  EXPECT_EQ(capacity.nodes[2].reserved, 8);
+  EXPECT_EQ(capacity.waiting, 0);
+}
+
 TEST(FreeSlots, TrialsFitOnOneNodeEach) {
   const GpuCapacity capacity =
       gpuCapacity({gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 4)}, {gpuPod("train", 2, "a")});
