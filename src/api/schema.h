@@ -187,6 +187,7 @@ class Encoder {
     }
   }
 
+  // A converter of its own only checks what is read: the value is written as any other.
   template <typename T, typename Convert>
   void operator()(std::string_view key, const T& member, Write when, Convert /*convert*/) {
     (*this)(key, member, when);
