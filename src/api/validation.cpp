@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <iterator>
 #include <limits>
@@ -180,6 +181,18 @@ void checkModel(const ModelInfo& model, FieldErrors& errors) {
   checkPositive("numLayers", model.numLayers);
 }
 
+// A timeout is added to a time point with nanoseconds, which a few million hours overflow: every
+// trial would time out at once. Thirty days is far beyond any trial or wait for GPUs.
+constexpr std::chrono::hours kLongestTimeout{720};
+
+void checkTimeout(const std::string& path, const Duration& timeout, FieldErrors& errors) {
+  if (timeout.value().count() <= 0) {
+    fail(errors, path, "must be longer than 0s");
+  } else if (timeout.value() > kLongestTimeout) {
+    fail(errors, path, "must be at most 720h");
+  }
+}
+
 void checkRunLimits(const Spec& spec, FieldErrors& errors) {
   if (spec.parallelism < 1) {
     fail(errors, "spec.parallelism", "must be at least 1");
@@ -187,12 +200,8 @@ void checkRunLimits(const Spec& spec, FieldErrors& errors) {
   if (spec.maxFailedTrials < 1) {
     fail(errors, "spec.maxFailedTrials", "must be at least 1");
   }
-  if (spec.trialTimeout.value().count() <= 0) {
-    fail(errors, "spec.trialTimeout", "must be longer than 0s");
-  }
-  if (spec.schedulingTimeout.value().count() <= 0) {
-    fail(errors, "spec.schedulingTimeout", "must be longer than 0s");
-  }
+  checkTimeout("spec.trialTimeout", spec.trialTimeout, errors);
+  checkTimeout("spec.schedulingTimeout", spec.schedulingTimeout, errors);
 }
 
 // --- the DeepSpeed config's tuning syntax ---

@@ -543,6 +543,8 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
       {"spec: {trialTimeout: 30 minutes}", "spec.trialTimeout",
        "must be a duration such as 30m or 1h30m"},
       {"spec: {schedulingTimeout: 0s}", "spec.schedulingTimeout", "must be longer than 0s"},
+      {"spec: {trialTimeout: 3000000h}", "spec.trialTimeout", "must be at most 720h"},
+      {"spec: {schedulingTimeout: 720h1ms}", "spec.schedulingTimeout", "must be at most 720h"},
       {"spec: {cleanup: Delete}", "spec.cleanup", "must be one of DeleteFinished, Keep"},
       {"spec: {queueName: 'team a'}", "spec.queueName",
        "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending "

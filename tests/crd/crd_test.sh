@@ -198,6 +198,8 @@ check_creation() {
     '{"spec": {"resources": {"gpuMemory": 34359738368}}}'
   expect "durations take fractions and several units" accepted_on_create \
     '{"spec": {"trialTimeout": "1.5h", "schedulingTimeout": "1m30s500ms"}}'
+  expect "a timeout may be as long as 720h" accepted_on_create \
+    '{"spec": {"trialTimeout": "720h", "schedulingTimeout": ".5h"}}'
 
   # Each bad job differs from the accepted test job in one field only.
   local rejections=(
@@ -212,6 +214,8 @@ check_creation() {
     'a trialTimeout without a unit|spec.trialTimeout|{"spec": {"trialTimeout": "30"}}|should match'
     'a trialTimeout in words|spec.trialTimeout|{"spec": {"trialTimeout": "30 minutes"}}|'
     'a trialTimeout of 0s|spec.trialTimeout|{"spec": {"trialTimeout": "0s"}}|longer than 0s'
+    'a trialTimeout of 3000000h|spec.trialTimeout|{"spec": {"trialTimeout": "3000000h"}}|at most 720h'
+    'a schedulingTimeout past what a duration holds|spec.schedulingTimeout|{"spec": {"schedulingTimeout": "99999999999h"}}|'
     'a schedulingTimeout in days|spec.schedulingTimeout|{"spec": {"schedulingTimeout": "1d"}}|'
     'minMicroBatchSize above maxMicroBatchSize|spec.search.maxMicroBatchSize|{"spec": {"search": {"minMicroBatchSize": 8, "maxMicroBatchSize": 4}}}|at least spec.search.minMicroBatchSize'
     'plateauThreshold 1|spec.search.plateauThreshold|{"spec": {"search": {"plateauThreshold": 1}}}|'
