@@ -5,6 +5,7 @@
 
 #include "api/codec.h"
 #include "api/text.h"
+#include "controller/output.h"
 #include "controller/trial_pod.h"
 #include "k8s/object.h"
 #include "k8s/resources.h"
@@ -23,10 +24,8 @@ bool alreadyExists(const k8s::Result<json>& result) {
 }
 
 bool ownedBy(const json& object, const std::string& uid) {
-  const json& owners = k8s::member(k8s::metadataOf(object), "ownerReferences");
-  return owners.is_array() && std::ranges::any_of(owners, [&uid](const json& owner) {
-           return k8s::text(owner, "uid") == uid && k8s::member(owner, "controller") == true;
-         });
+  const json* controller = k8s::controllerOf(object);
+  return controller != nullptr && k8s::text(*controller, "uid") == uid;
 }
 
 // The job's identity for a write of its status subresource: the API server keeps everything
@@ -57,14 +56,11 @@ Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks&
 bool Apply::write(const Snapshot& snapshot, const Plan& plan) {
   const api::AutotuneJob& job = snapshot.job;
   if (plan.output) {
-    auto applied = client_.patch(k8s::kConfigMaps, job.namespaceName(),
-                                 job.spec.output.configMapName, k8s::PatchType::kApply,
-                                 plan.output->configMap, {std::string(kFieldManager), true});
-    if (!applied) {
-      const std::string error = k8s::describe(applied.error());
-      context_.log.warn("could not write the output",
-                        {{"configMap", job.spec.output.configMapName}, {"error", error}});
-      const OutputFailure failure = outputNotWritten(snapshot, *plan.output, error);
+    if (const auto refused = writeOutput(job, *plan.output)) {
+      context_.log.warn("could not write the output", {{"configMap", job.spec.output.configMapName},
+                                                       {"reason", refused->reason},
+                                                       {"error", refused->message}});
+      const OutputFailure failure = outputNotWritten(snapshot, *plan.output, *refused);
       if (writeStatus(failure.status, &job) && failure.event) {
         report(*failure.event);
       }
@@ -80,6 +76,36 @@ bool Apply::write(const Snapshot& snapshot, const Plan& plan) {
     }
   }
   return writeStatus(plan.status, &job);
+}
+
+std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job, const Output& output) {
+  const std::string& name = job.spec.output.configMapName;
+  const auto failed = [](const k8s::Error& error) {
+    return OutputRefusal{"OutputWriteFailed", k8s::describe(error)};
+  };
+  auto created = client_.create(k8s::kConfigMaps, job.namespaceName(), output.configMap);
+  if (created) {
+    return std::nullopt;
+  }
+  if (!alreadyExists(created)) {
+    return failed(created.error());
+  }
+  auto existing = client_.get(k8s::kConfigMaps, job.namespaceName(), name);
+  if (!existing) {
+    return failed(existing.error());
+  }
+  if (!isOutputOf(*existing, job.uid())) {
+    return OutputRefusal{"OutputConflict", "it exists and is not this job's output (" +
+                                               holderOf(*existing) +
+                                               "), so it is left as it is; delete it, or name "
+                                               "another in spec.output.configMapName"};
+  }
+  auto applied = client_.patch(k8s::kConfigMaps, job.namespaceName(), name, k8s::PatchType::kApply,
+                               output.configMap, {std::string(kFieldManager), true});
+  if (!applied) {
+    return failed(applied.error());
+  }
+  return std::nullopt;
 }
 
 std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -62,6 +63,10 @@ class Apply {
   void reportException(const std::string& message);
 
  private:
+  // Creates the output ConfigMap, or applies it over one this job controls. Anyone else's is left
+  // alone: server-side apply with force would take it over, and garbage collection would then
+  // delete it with the job.
+  std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job, const Output& output);
   bool writeStatus(const api::Status& status, const api::AutotuneJob* job);
   void remove(const std::string& name);
   void report(const JobEvent& reported);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "controller/trial_pod.h"
+#include "k8s/object.h"
 #include "tuning/protocol.h"
 #include "tuning/results.h"
 
@@ -19,7 +20,8 @@ nlohmann::json outputConfigMap(const api::AutotuneJob& job, const tuning::Trial&
                               {"metadata",
                                {{"name", spec.output.configMapName},
                                 {"namespace", job.namespaceName()},
-                                {"labels", {{std::string(kJobLabel), jobLabelValue(job.name())}}}}},
+                                {"labels", {{std::string(kJobLabel), jobLabelValue(job.name())}}},
+                                {"annotations", {{std::string(kJobUidAnnotation), job.uid()}}}}},
                               {"data",
                                {{"ds_config.json", report.config},
                                 {"cmd.txt", report.command + "\n"},
@@ -29,6 +31,30 @@ nlohmann::json outputConfigMap(const api::AutotuneJob& job, const tuning::Trial&
     configMap["metadata"]["ownerReferences"] = nlohmann::json::array({ownerReference(job)});
   }
   return configMap;
+}
+
+namespace {
+
+std::string writtenFor(const nlohmann::json& configMap) {
+  return k8s::text(k8s::member(k8s::metadataOf(configMap), "annotations"), kJobUidAnnotation);
+}
+
+}  // namespace
+
+bool isOutputOf(const nlohmann::json& configMap, const std::string& jobUid) {
+  const nlohmann::json* controller = k8s::controllerOf(configMap);
+  return !jobUid.empty() && (writtenFor(configMap) == jobUid ||
+                             (controller != nullptr && k8s::text(*controller, "uid") == jobUid));
+}
+
+std::string holderOf(const nlohmann::json& configMap) {
+  if (const std::string uid = writtenFor(configMap); !uid.empty()) {
+    return "written for the AutotuneJob with UID " + uid;
+  }
+  if (const nlohmann::json* controller = k8s::controllerOf(configMap)) {
+    return "controlled by " + k8s::text(*controller, "kind") + " " + k8s::text(*controller, "name");
+  }
+  return "made by none of the operator's jobs";
 }
 
 }  // namespace autotune::controller

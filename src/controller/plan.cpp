@@ -599,19 +599,19 @@ Plan refuse(const Job& job, const api::FieldErrors& errors, Timestamp now) {
 }
 
 OutputFailure outputNotWritten(const Snapshot& snapshot, const Output& output,
-                               const std::string& error) {
+                               const OutputRefusal& refusal) {
   const std::string& name = snapshot.job.spec.output.configMapName;
-  const std::string message =
-      api::headOf("ConfigMap " + name + " could not be written: " + error, kEventMessageBytes);
+  const std::string message = api::headOf(
+      "ConfigMap " + name + " could not be written: " + refusal.message, kEventMessageBytes);
   api::Status status = output.statusUntilWritten;
   const bool toldAlready = std::ranges::any_of(status.conditions, [&](const api::Condition& c) {
     return c.type == kOutputCondition && c.status == "False" && c.message == message;
   });
-  setCondition(status, kOutputCondition, false, "OutputWriteFailed", message, snapshot.now,
+  setCondition(status, kOutputCondition, false, refusal.reason, message, snapshot.now,
                snapshot.generation);
   OutputFailure failure{std::move(status), std::nullopt};
   if (!toldAlready) {
-    failure.event = JobEvent{"OutputWriteFailed", "Warning", "", message};
+    failure.event = JobEvent{refusal.reason, "Warning", "", message};
   }
   return failure;
 }

@@ -110,6 +110,13 @@ Plan plan(const Snapshot& snapshot, const tuning::Decision& decision);
 // The plan for a job whose spec is invalid: Failed, naming every error.
 Plan refuse(const Job& job, const api::FieldErrors& errors, Timestamp now);
 
+// Why the output ConfigMap was not written: `reason` is OutputWriteFailed (the API refused or
+// failed) or OutputConflict (a ConfigMap of that name is not this job's).
+struct OutputRefusal {
+  std::string reason;
+  std::string message;
+};
+
 // The search is over but its output ConfigMap could not be written: the status says so
 // (OutputWritten=False) and the write is retried; results and the best stay. The Event, only
 // when the status did not already say the same.
@@ -118,7 +125,7 @@ struct OutputFailure {
   std::optional<JobEvent> event;
 };
 OutputFailure outputNotWritten(const Snapshot& snapshot, const Output& output,
-                               const std::string& error);
+                               const OutputRefusal& refusal);
 
 // The status after a reconcile threw: Reconciled=False with the message.
 api::Status reconcileThrew(const Job& job, const std::string& message, Timestamp now);

@@ -1,5 +1,7 @@
 #include "k8s/object.h"
 
+#include <algorithm>
+
 namespace autotune::k8s {
 
 const nlohmann::json& member(const nlohmann::json& object, std::string_view key) {
@@ -31,6 +33,17 @@ std::string keyOf(const nlohmann::json& object) {
 
 std::string versionOf(const nlohmann::json& object) {
   return text(metadataOf(object), "resourceVersion");
+}
+
+const nlohmann::json* controllerOf(const nlohmann::json& object) {
+  const nlohmann::json& owners = member(metadataOf(object), "ownerReferences");
+  if (!owners.is_array()) {
+    return nullptr;
+  }
+  const auto controller =
+      std::find_if(owners.begin(), owners.end(),
+                   [](const nlohmann::json& owner) { return member(owner, "controller") == true; });
+  return controller == owners.end() ? nullptr : &*controller;
 }
 
 }  // namespace autotune::k8s

@@ -23,4 +23,7 @@ std::string keyOf(const nlohmann::json& object);
 // metadata.resourceVersion, or "".
 std::string versionOf(const nlohmann::json& object);
 
+// The owner reference with controller: true, or nullptr when nothing controls `object`.
+const nlohmann::json* controllerOf(const nlohmann::json& object);
+
 }  // namespace autotune::k8s

@@ -40,7 +40,12 @@ class MemoryApi : public k8s::Transport {
     if (request.method != "GET") {
       writes.push_back(request.method + " " + path);
     }
-    if (request.method != "GET" && refused.contains(objectPath)) {
+    // A create is refused by the name of the object it would make.
+    const std::string writtenPath =
+        request.method == "POST"
+            ? path + "/" + json::parse(request.body)["metadata"].value("name", "")
+            : objectPath;
+    if (request.method != "GET" && refused.contains(writtenPath)) {
       return answer(403, "Forbidden");
     }
     if (request.method == "GET") {
@@ -502,6 +507,78 @@ TEST_F(Reconcile, AnOutputThatCannotBeWrittenIsReportedAndRetriedUntilItIs) {
   ASSERT_TRUE(written.has_value());
   EXPECT_EQ((*written)["status"], "True");
   EXPECT_TRUE(api_->objects.contains(output));
+}
+
+// A ConfigMap of the output's name that is not this job's is never written over: server-side
+// apply with force would take it over, and garbage collection would delete it with the job.
+TEST_F(Reconcile, AnOutputNameTakenByAnotherConfigMapIsAConflictThatLeavesItAlone) {
+  submit(singleTrialJob());
+  const std::string output = "/api/v1/namespaces/ml/configmaps/gpt2-optimal";
+  const json theirs = {{"apiVersion", "v1"},
+                       {"kind", "ConfigMap"},
+                       {"metadata",
+                        {{"name", "gpt2-optimal"},
+                         {"namespace", "ml"},
+                         {"ownerReferences",
+                          {{{"apiVersion", "apps/v1"},
+                            {"kind", "Deployment"},
+                            {"name", "web"},
+                            {"uid", "web-1"},
+                            {"controller", true}}}}}},
+                       {"data", {{"settings", "theirs"}}}};
+  api_->objects[output] = theirs;
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
+
+  EXPECT_TRUE(reconcile().failed);
+  EXPECT_TRUE(reconcile().failed);
+  EXPECT_EQ(api_->objects.at(output)["data"], theirs["data"]);
+  EXPECT_EQ(api_->count("PATCH " + output), 0);
+  EXPECT_EQ(job()["status"]["phase"], "Running");
+  EXPECT_EQ(job()["status"]["results"].size(), 1U);
+  const std::optional<json> written = conditionOf(job(), "OutputWritten");
+  ASSERT_TRUE(written.has_value()) << job()["status"].dump();
+  EXPECT_EQ((*written)["status"], "False");
+  EXPECT_EQ((*written)["reason"], "OutputConflict");
+  EXPECT_NE((*written)["message"].get<std::string>().find("controlled by Deployment web"),
+            std::string::npos)
+      << (*written)["message"];
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_EQ(std::count_if(events.begin(), events.end(),
+                          [](const json& event) { return event["reason"] == "OutputConflict"; }),
+            1);
+
+  // Once the other ConfigMap is gone, the output is written and the job succeeds.
+  api_->objects.erase(output);
+  EXPECT_FALSE(reconcile().failed);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  EXPECT_EQ(api_->objects.at(output)["metadata"]["annotations"]["autotune.io/job-uid"],
+            job()["metadata"]["uid"]);
+}
+
+// An output written before a restart (retained: no owner reference) is the job's to write again.
+TEST_F(Reconcile, AnOutputThisJobWroteIsWrittenAgainEvenWithoutAnOwner) {
+  json retained = singleTrialJob();
+  retained["spec"]["output"] = {{"retain", true}};
+  submit(retained);
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
+  const std::string output = "/api/v1/namespaces/ml/configmaps/gpt2-optimal";
+  api_->objects[output] = {{"apiVersion", "v1"},
+                           {"kind", "ConfigMap"},
+                           {"metadata",
+                            {{"name", "gpt2-optimal"},
+                             {"namespace", "ml"},
+                             {"annotations", {{"autotune.io/job-uid", job()["metadata"]["uid"]}}}}},
+                           {"data", {{"results.json", "from before the restart"}}}};
+
+  EXPECT_FALSE(reconcile().failed);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  EXPECT_EQ(api_->count("PATCH " + output), 1);
+  EXPECT_FALSE(api_->objects.at(output)["metadata"].contains("ownerReferences"));
+  EXPECT_NE(api_->objects.at(output)["data"]["results.json"], "from before the restart");
 }
 
 // The reconcile that records the last trial also writes the output: that trial is in it.

@@ -801,6 +801,16 @@ only_launched() {
 
 # The Pod name of trial z1_gas1_tmbspg1 taken by a Pod of no owner before the job starts: the
 # trial is recorded Failed, saying so, the other one runs, and the Pod is left as it was.
+foreign_configmap_untouched() {
+  local data owners
+  data=$(kubectl get configmap "$1" -n "$case_ns" -o jsonpath='{.data}')
+  owners=$(kubectl get configmap "$1" -n "$case_ns" -o jsonpath='{.metadata.ownerReferences}')
+  [[ $data == '{"settings":"theirs"}' && -z $owners ]] || {
+    echo "data $data, owners ${owners:-none}"
+    return 1
+  }
+}
+
 case_foreign() {
   begin_case foreign
   local job=foreign pod=foreign-z1-gas1-tmbspg1 pid exceptions before
@@ -808,9 +818,18 @@ case_foreign() {
   exceptions=$(reconcile_exceptions) || exceptions=''
   check "a Pod of no owner named $pod is created" foreign_pod "$pod" || return 0
   before=$(pod_identity "$pod") || before=unread
+  check "a ConfigMap of no owner named $job-optimal, the job's output name, is created" \
+    kubectl create configmap "$job-optimal" -n "$case_ns" --from-literal=settings=theirs ||
+    return 0
   check "a job with trials z1_gas1_tmbspg1 and z1_gas1_tmbspg3 is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
-  check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  check "its search ends with OutputWritten=False, reason OutputConflict, within 120s" \
+    eventually 120 job_satisfies "$job" \
+    'cond("OutputWritten").get("reason") == "OutputConflict" and len(names) == 2' || return 0
+  expect "$job-optimal is left as it was: its own data, no owner" \
+    foreign_configmap_untouched "$job-optimal"
+  check "$job-optimal is deleted" kubectl delete configmap "$job-optimal" -n "$case_ns"
+  check "the job then Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "z1_gas1_tmbspg1 is Failed: its Pod name is not this job's" job_satisfies "$job" \
     "outcomes.get('z1_gas1_tmbspg1') == 'Failed'
      and \"is not this job's\" in reasons['z1_gas1_tmbspg1'] and len(names) == 2"
