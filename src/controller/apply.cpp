@@ -97,8 +97,9 @@ std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job, con
   if (!isOutputOf(*existing, job.uid())) {
     return OutputRefusal{"OutputConflict", "it exists and is not this job's output (" +
                                                holderOf(*existing) +
-                                               "), so it is left as it is; delete it, or name "
-                                               "another in spec.output.configMapName"};
+                                               "), so it is left as it is; delete it, or create "
+                                               "the job again with another "
+                                               "spec.output.configMapName"};
   }
   auto applied = client_.patch(k8s::kConfigMaps, job.namespaceName(), name, k8s::PatchType::kApply,
                                output.configMap, {std::string(kFieldManager), true});
