@@ -1,6 +1,5 @@
 #include "controller/apply.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "api/codec.h"
@@ -21,11 +20,6 @@ constexpr std::size_t kEventMessageBytes = 1024;
 
 bool alreadyExists(const k8s::Result<json>& result) {
   return !result && result.error().kind == k8s::ErrorKind::kAlreadyExists;
-}
-
-bool ownedBy(const json& object, const std::string& uid) {
-  const json* controller = k8s::controllerOf(object);
-  return controller != nullptr && k8s::text(*controller, "uid") == uid;
 }
 
 // The job's identity for a write of its status subresource: the API server keeps everything
@@ -124,7 +118,7 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
     if (!created) {
       // Ours from an earlier reconcile the cache has not caught up with, or someone else's.
       auto existing = client_.get(k8s::kPods, job.namespaceName(), podName);
-      if (existing && !ownedBy(*existing, job.uid())) {
+      if (existing && !k8s::controlledBy(*existing, job.uid())) {
         taken.insert(podName);
       }
       continue;

@@ -42,9 +42,8 @@ std::string writtenFor(const nlohmann::json& configMap) {
 }  // namespace
 
 bool isOutputOf(const nlohmann::json& configMap, const std::string& jobUid) {
-  const nlohmann::json* controller = k8s::controllerOf(configMap);
-  return !jobUid.empty() && (writtenFor(configMap) == jobUid ||
-                             (controller != nullptr && k8s::text(*controller, "uid") == jobUid));
+  return !jobUid.empty() &&
+         (writtenFor(configMap) == jobUid || k8s::controlledBy(configMap, jobUid));
 }
 
 std::string holderOf(const nlohmann::json& configMap) {

@@ -46,4 +46,9 @@ const nlohmann::json* controllerOf(const nlohmann::json& object) {
   return controller == owners.end() ? nullptr : &*controller;
 }
 
+bool controlledBy(const nlohmann::json& object, const std::string& uid) {
+  const nlohmann::json* controller = controllerOf(object);
+  return !uid.empty() && controller != nullptr && text(*controller, "uid") == uid;
+}
+
 }  // namespace autotune::k8s

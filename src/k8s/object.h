@@ -26,4 +26,7 @@ std::string versionOf(const nlohmann::json& object);
 // The owner reference with controller: true, or nullptr when nothing controls `object`.
 const nlohmann::json* controllerOf(const nlohmann::json& object);
 
+// Whether the object with `uid` (not empty) controls `object`.
+bool controlledBy(const nlohmann::json& object, const std::string& uid);
+
 }  // namespace autotune::k8s
