@@ -24,6 +24,13 @@ std::string lowerCase(std::string text) {
   return text;
 }
 
+// cpprestsdk loads the system's trust store before this callback runs; a kubeconfig that names a
+// CA trusts that CA alone, as kubectl does, so a public CA cannot vouch for a look-alike server.
+void trustOnly(boost::asio::ssl::context& context, const std::string& caPem) {
+  SSL_CTX_set_cert_store(context.native_handle(), X509_STORE_new());
+  context.add_certificate_authority(boost::asio::buffer(caPem));
+}
+
 // The bearer token, re-read from its file once a minute and whenever the server said 401.
 class TokenSource {
  public:
@@ -118,7 +125,7 @@ class HttpTransport final : public Transport {
     settings.set_validate_certificates(!config.insecureSkipTlsVerify);
     settings.set_ssl_context_callback([config](boost::asio::ssl::context& context) {
       if (!config.caData.empty()) {
-        context.add_certificate_authority(boost::asio::buffer(config.caData));
+        trustOnly(context, config.caData);
       }
       if (!config.clientCertData.empty() && !config.clientKeyData.empty()) {
         context.use_certificate_chain(boost::asio::buffer(config.clientCertData));

@@ -273,25 +273,73 @@ TEST_F(Client, CustomResourcesHaveTheirOwnStatusSubresource) {
   ASSERT_TRUE(client().remove(kWidgets, ns(), "w"));
 }
 
+// A fresh self-signed CA in `directory`: ca.crt and ca.key.
+std::string makeCa(const std::string& directory, const std::string& name) {
+  const std::string command = "mkdir -p " + directory + " && openssl req -x509 -newkey rsa:2048 " +
+                              "-nodes -days 1 -subj '/CN=" + name + "' -keyout " + directory +
+                              "/ca.key -out " + directory + "/ca.crt 2>/dev/null";
+  // NOLINTNEXTLINE(concurrency-mt-unsafe,cert-env33-c): making the test's own CA
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  std::ifstream file(directory + "/ca.crt");
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// OpenSSL's default trust store, for as long as the object lives: the file SSL_CERT_FILE names.
+class SystemTrustStore {
+ public:
+  explicit SystemTrustStore(const std::string& file) {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): the test's own thread, no request in flight
+    setenv("SSL_CERT_FILE", file.c_str(), 1);
+  }
+  SystemTrustStore(const SystemTrustStore&) = delete;
+  SystemTrustStore& operator=(const SystemTrustStore&) = delete;
+  ~SystemTrustStore() {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): as above
+    unsetenv("SSL_CERT_FILE");
+  }
+};
+
+Result<json> getOnce(const ClusterConfig& config, const std::string& ns) {
+  RequestPolicy once;
+  once.maxRetries = 0;
+  return k8s::Client(makeHttpTransport(config), once).get(kNamespaces, "", ns);
+}
+
 // A server whose certificate another CA signed is refused before any request is sent.
 TEST_F(Client, AServerCertifiedByAnotherCaIsRefused) {
   auto config = loadKubeconfig(testing::ControlPlane::kubeconfigPath());
   ASSERT_TRUE(config) << describe(config.error());
   const std::string directory = ::testing::TempDir() + "other-ca-" + ns();
-  const std::string command = "mkdir -p " + directory + " && openssl req -x509 -newkey rsa:2048 " +
-                              "-nodes -days 1 -subj /CN=other-ca -keyout " + directory +
-                              "/ca.key -out " + directory + "/ca.crt 2>/dev/null";
-  // NOLINTNEXTLINE(concurrency-mt-unsafe,cert-env33-c): making the test's own CA
-  ASSERT_EQ(std::system(command.c_str()), 0);
-  std::ifstream file(directory + "/ca.crt");
-  config->caData.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-  RequestPolicy once;
-  once.maxRetries = 0;
-  const k8s::Client distrusting(makeHttpTransport(*config), once);
+  config->caData = makeCa(directory, "other-ca");
 
-  const auto refused = distrusting.get(kNamespaces, "", ns());
+  const auto refused = getOnce(*config, ns());
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().kind, ErrorKind::kTransport) << describe(refused.error());
+  std::filesystem::remove_all(directory);
+}
+
+// A kubeconfig that names a CA trusts that CA alone: a server whose CA the system store holds (as
+// it holds the public CAs) is refused. One that names none trusts the system store, as kubectl
+// does.
+TEST_F(Client, TheKubeconfigsCaReplacesTheSystemTrustStore) {
+  auto config = loadKubeconfig(testing::ControlPlane::kubeconfigPath());
+  ASSERT_TRUE(config) << describe(config.error());
+  const std::string directory = ::testing::TempDir() + "system-store-" + ns();
+  const std::string serversCa = directory + "/servers-ca.crt";
+  std::filesystem::create_directories(directory);
+  std::ofstream(serversCa) << config->caData;
+  const SystemTrustStore systemStore(serversCa);
+
+  ClusterConfig namingAnotherCa = *config;
+  namingAnotherCa.caData = makeCa(directory, "DigiCert Global Root G2");
+  const auto refused = getOnce(namingAnotherCa, ns());
+  ASSERT_FALSE(refused) << "the system store was trusted beside the kubeconfig's CA";
+  EXPECT_EQ(refused.error().kind, ErrorKind::kTransport) << describe(refused.error());
+
+  ClusterConfig namingNoCa = *config;
+  namingNoCa.caData.clear();
+  const auto trusted = getOnce(namingNoCa, ns());
+  EXPECT_TRUE(trusted) << describe(trusted.error());
   std::filesystem::remove_all(directory);
 }
 
