@@ -165,8 +165,12 @@ std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ost
 }
 
 k8s::Result<k8s::ClusterConfig> clusterConfig(const Options& options) {
-  return options.kubeconfig.empty() ? k8s::inClusterConfig()
-                                    : k8s::loadKubeconfig(options.kubeconfig);
+  auto config = options.kubeconfig.empty() ? k8s::inClusterConfig()
+                                           : k8s::loadKubeconfig(options.kubeconfig);
+  if (config) {
+    config->userAgent = "autotune-operator/" AUTOTUNE_VERSION;
+  }
+  return config;
 }
 
 // Unique per replica: the Pod's name where there is one, and a random suffix.

@@ -18,6 +18,9 @@ struct ClusterConfig {
   std::string token;           // a bearer token given inline
   std::string tokenFile;       // a bearer token to re-read (see readToken)
   bool insecureSkipTlsVerify = false;
+  // Sent with every request, so that the API server's audit log and metrics name the program,
+  // e.g. autotune-operator/0.1.0; empty sends cpprestsdk's own.
+  std::string userAgent;
 };
 
 // The cluster and user of `context`, or of the kubeconfig's current-context when `context` is

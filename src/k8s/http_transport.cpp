@@ -146,6 +146,9 @@ class HttpTransport final : public Transport {
       message.headers().add("Authorization", "Bearer " + token);
     }
     message.headers().add("Accept", "application/json");
+    if (!config_.userAgent.empty()) {
+      message.headers().add("User-Agent", config_.userAgent);
+    }
     if (!request.body.empty() || !request.contentType.empty()) {
       message.set_body(request.body, request.contentType);
     }

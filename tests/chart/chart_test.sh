@@ -67,7 +67,8 @@ if [[ -n ${AUTOTUNE_TEST_KUBECONFIG:-} ]]; then
 else
   export AUTOTUNE_CONTROLPLANE_DIR=$work/controlplane
   own_controlplane=true
-  if ! "$source_dir/scripts/controlplane" up 2>"$work/up.log"; then
+  # The controller manager folds aggregated ClusterRoles into edit and view.
+  if ! "$source_dir/scripts/controlplane" up --with-controller-manager 2>"$work/up.log"; then
     echo "not ok - the control plane comes up"
     grep -v 'Unhandled Error' "$work/up.log" | tail -20 | sed 's/^/    /'
     exit 1
@@ -162,17 +163,16 @@ expect "no RBAC rule grants a wildcard" no_wildcards
 namespaced_grants() {
   local scope=$1
   printf "$scope %s\n" \
-    "autotune.io autotunejobs get,list,patch,update,watch" \
-    "autotune.io autotunejobs/status get,patch,update" \
+    "autotune.io autotunejobs list,watch" \
+    "autotune.io autotunejobs/status update" \
     "autotune.io autotunejobs/finalizers update" \
     "core pods create,delete,get,list,watch" \
-    "core configmaps create,get,list,patch,update,watch" \
-    "core events create,patch" \
-    "events.k8s.io events create,patch" \
-    "batch jobs create,get"
+    "core configmaps create,get,patch" \
+    "core events create" \
+    "batch jobs create"
 }
 common_grants() {
-  echo "cluster core nodes get,list,watch"
+  echo "cluster core nodes list,watch"
   echo "$release_ns coordination.k8s.io leases create,get,update"
 }
 
@@ -198,7 +198,30 @@ all_bound() {
     manifests bound <"$work/$name.json" || return 1
   done
 }
-expect "every Role and ClusterRole is bound to the chart's ServiceAccount" all_bound
+expect "every Role and ClusterRole but the aggregated ones is bound to the chart's ServiceAccount" \
+  all_bound
+
+# The aggregated ClusterRoles of render $1 are exactly the lines on stdin.
+aggregation_is() {
+  diff -u --label expected --label "$1" <(sort) <(manifests aggregation <"$work/$1.json" | sort)
+}
+expect "edit and admin may do anything to AutotuneJobs, view may read them (aggregated)" \
+  aggregation_is default <<LINES
+edit admin,edit autotunejobs create,delete,deletecollection,get,list,patch,update,watch
+edit admin,edit autotunejobs/status get,list,watch
+view view autotunejobs get,list,watch
+view view autotunejobs/status get,list,watch
+LINES
+without_aggregation() {
+  render plain --set aggregateToDefaultRoles=false && aggregation_is plain </dev/null
+}
+expect "aggregateToDefaultRoles=false renders no aggregated ClusterRole" without_aggregation
+without_policy() {
+  ! manifests objects <"$work/default.json" | grep -E '^ValidatingAdmissionPolicy'
+}
+expect "the admission policy is off by default" without_policy
+expect "values.schema.json rejects an unknown Pod Security profile" \
+  refused profile --set admissionPolicy.profile=privileged
 
 operator_flags=(--metrics-bind-address :8080 --health-probe-bind-address :8081 --leader-elect
   --workers 4 --qps 50 --burst 100 --log-level info)
@@ -286,15 +309,14 @@ without_servicemonitor() {
 # No ServiceMonitor CRD here: that one object is left to the structural checks above.
 expect "the API server accepts the monitoring render, ServiceMonitor aside" without_servicemonitor
 
-# The permissions of ServiceAccount $1 (namespace/name), as the API server's authorizer sees
-# them, against the lines on stdin: "yes|no" and the arguments of `kubectl auth can-i`.
-access_is() {
-  local account=$1 expected verb mismatches=0
+# The permissions of user $1, as the API server's authorizer sees them, against the lines on
+# stdin: "yes|no" and the arguments of `kubectl auth can-i`.
+user_access_is() {
+  local user=$1 expected verb mismatches=0
   while read -r expected verb; do
     local answer
     # shellcheck disable=SC2086 # the line holds several arguments
-    answer=$(kubectl auth can-i $verb --as="system:serviceaccount:${account%/*}:${account#*/}" \
-      2>/dev/null || true)
+    answer=$(kubectl auth can-i $verb --as="$user" 2>/dev/null || true)
     if [[ $answer != "$expected" ]]; then
       echo "can-i $verb: $answer, expected $expected"
       mismatches=$((mismatches + 1))
@@ -302,6 +324,9 @@ access_is() {
   done
   ((mismatches == 0))
 }
+
+# The same for ServiceAccount $1 (namespace/name).
+access_is() { user_access_is "system:serviceaccount:${1%/*}:${1#*/}"; }
 
 installed_objects() {
   helm install "$installed" "$chart" --namespace "$release_ns" >"$work/install.out" || return 1
@@ -329,26 +354,110 @@ expect "the installed ServiceAccount may make the operator's calls and no others
   access_is "$release_ns/$installed-autotune-operator" <<ACCESS
 yes list autotunejobs.autotune.io --all-namespaces
 yes watch autotunejobs.autotune.io -n $team_a
-yes patch autotunejobs.autotune.io --subresource=status -n $team_a
+yes update autotunejobs.autotune.io --subresource=status -n $team_a
+no patch autotunejobs.autotune.io --subresource=status -n $team_a
 yes update autotunejobs.autotune.io --subresource=finalizers -n $team_a
+no update autotunejobs.autotune.io -n $team_a
 no delete autotunejobs.autotune.io -n $team_a
 no create autotunejobs.autotune.io -n $team_a
 yes create pods -n $team_a
 yes delete pods -n $team_b
 no update pods -n $team_a
 yes create configmaps -n $team_a
+yes patch configmaps -n $team_a
+no update configmaps -n $team_a
+no list configmaps -n $team_a
 no delete configmaps -n $team_a
 yes create events -n $team_a
-yes patch events.events.k8s.io -n $team_a
+no patch events -n $team_a
+no create events.events.k8s.io -n $team_a
 yes create jobs.batch -n $team_a
+no get jobs.batch -n $team_a
 no delete jobs.batch -n $team_a
 yes list nodes
+no get nodes
 no update nodes
 yes update leases.coordination.k8s.io -n $release_ns
 no update leases.coordination.k8s.io -n $team_a
 no get secrets -n $release_ns
 no create pods --subresource=exec -n $team_a
 ACCESS
+
+# People's rights come from the built-in roles: alice holds edit in $team_a, bob holds view.
+bind_people() {
+  kubectl create rolebinding alice-edit --clusterrole=edit --user=alice -n "$team_a" &&
+    kubectl create rolebinding bob-view --clusterrole=view --user=bob -n "$team_a"
+}
+people_access() {
+  user_access_is alice <<ACCESS || return 1
+yes create autotunejobs.autotune.io -n $team_a
+yes delete autotunejobs.autotune.io -n $team_a
+yes get autotunejobs.autotune.io --subresource=status -n $team_a
+no update autotunejobs.autotune.io --subresource=status -n $team_a
+no create autotunejobs.autotune.io -n $team_b
+ACCESS
+  user_access_is bob <<ACCESS
+yes list autotunejobs.autotune.io -n $team_a
+yes watch autotunejobs.autotune.io -n $team_a
+no create autotunejobs.autotune.io -n $team_a
+no delete autotunejobs.autotune.io -n $team_a
+ACCESS
+}
+require "alice is bound to edit and bob to view in $team_a" bind_people
+expect "within 60s edit may create and delete AutotuneJobs and view only read them" \
+  eventually 60 people_access
+
+# --- The admission policy: AutotuneJob templates held to a Pod Security profile ------------------
+
+# examples/gpt2-large.yaml in $team_a, changed by the JSON patch operations $1 (none when empty).
+example_job() {
+  kubectl patch --local -f "$source_dir/examples/gpt2-large.yaml" --type json -o json \
+    -p "[{\"op\": \"replace\", \"path\": \"/metadata/namespace\", \"value\": \"$team_a\"}${1:+, $1}]"
+}
+admitted() { example_job "${1:-}" | kubectl create --dry-run=server -f - >/dev/null; }
+# The example changed by $1 is refused, and the message names $2.
+policy_refuses() {
+  local output
+  if output=$(example_job "$1" | kubectl create --dry-run=server -f - 2>&1); then
+    echo "admitted"
+    return 1
+  fi
+  grep -q -- "$2" <<<"$output" || { echo "$output"; return 1; }
+}
+policy() {
+  helm upgrade "$installed" "$chart" --namespace "$release_ns" --reuse-values \
+    --set admissionPolicy.enabled=true --set admissionPolicy.profile="$1" >/dev/null
+}
+trainer=/spec/template/spec/containers/0
+host_network='{"op": "add", "path": "/spec/template/spec/hostNetwork", "value": true}'
+privileged_after_tuning='{"op": "add", "path": "/spec/afterTuning", "value": {"spec": {"template":
+  {"spec": {"restartPolicy": "Never", "containers": [{"name": "trainer", "image": "x",
+  "securityContext": {"privileged": true}}]}}}}}'
+hardened='{"op": "add", "path": "/spec/template/spec/securityContext", "value": {"runAsNonRoot":
+  true, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}},
+  {"op": "add", "path": "'$trainer'/securityContext", "value": {"allowPrivilegeEscalation": false,
+  "capabilities": {"drop": ["ALL"]}}}'
+
+require "helm upgrade turns the admission policy on, profile baseline" policy baseline
+expect "within 30s a template with hostNetwork is refused, the message naming hostNetwork" \
+  eventually 30 policy_refuses "$host_network" hostNetwork
+expect "the GPT2-large example as shipped is admitted under baseline" admitted
+expect "a privileged container is refused" policy_refuses \
+  '{"op": "add", "path": "'$trainer'/securityContext", "value": {"privileged": true}}' privileged
+expect "a hostPath volume is refused" policy_refuses \
+  '{"op": "add", "path": "/spec/template/spec/volumes/-",
+    "value": {"name": "host", "hostPath": {"path": "/"}}}' hostPath
+expect "adding SYS_ADMIN is refused" policy_refuses \
+  '{"op": "add", "path": "'$trainer'/securityContext",
+    "value": {"capabilities": {"add": ["SYS_ADMIN"]}}}' capabilities
+expect "a privileged container in the afterTuning Job is refused" \
+  policy_refuses "$privileged_after_tuning" privileged
+require "helm upgrade switches the profile to restricted" policy restricted
+expect "within 30s the example, which runs as root, is refused under restricted" \
+  eventually 30 policy_refuses '' 'Pod Security restricted'
+expect "the example with the securityContext restricted asks for is admitted" admitted "$hardened"
+expect "hostNetwork is still refused under restricted" \
+  policy_refuses "$hardened, $host_network" hostNetwork
 
 expect "helm install with watchNamespaces succeeds" \
   helm install "$installed_ns" "$chart" --namespace "$release_ns" \
@@ -372,7 +481,8 @@ uninstalled() {
   local left
   left=$(kubectl get deployments,serviceaccounts,services,roles,rolebindings -A -o name \
     -l "app.kubernetes.io/instance in ($installed,$installed_ns)"
-    kubectl get clusterroles,clusterrolebindings -o name \
+    kubectl get clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings \
+      -o name \
       -l "app.kubernetes.io/instance in ($installed,$installed_ns)") || return 1
   [[ -z $left ]] || { echo "left behind: $left"; return 1; }
   # Helm never deletes a CRD: that would delete every AutotuneJob with it.

@@ -44,6 +44,16 @@ def roles(objects):
     return [obj for obj in objects if obj["kind"] in ("ClusterRole", "Role")]
 
 
+def aggregated(role):
+    """Whether the role is folded into built-in ones (edit, view) rather than bound to anyone."""
+    labels = role["metadata"].get("labels") or {}
+    return any(key.startswith("rbac.authorization.k8s.io/aggregate-to-") for key in labels)
+
+
+def operator_roles(objects):
+    return [role for role in roles(objects) if not aggregated(role)]
+
+
 def objects_list(objects, _args):
     """Every object as `Kind namespace/name`."""
     for obj in objects:
@@ -71,10 +81,10 @@ def wildcards(objects, _args):
 
 
 def grants(objects, _args):
-    """Every grant as `scope group resource verb,...`: scope is `cluster` for a ClusterRole and the
-    namespace for a Role; group `core` for the core API group."""
+    """Every grant to the operator as `scope group resource verb,...`: scope is `cluster` for a
+    ClusterRole and the namespace for a Role; group `core` for the core API group."""
     merged = {}
-    for role in roles(objects):
+    for role in operator_roles(objects):
         scope = ("cluster" if role["kind"] == "ClusterRole"
                  else role["metadata"].get("namespace", "(no namespace)"))
         for rule in role.get("rules") or []:
@@ -88,12 +98,12 @@ def grants(objects, _args):
 
 
 def bound(objects, _args):
-    """Every Role and ClusterRole is bound to the chart's ServiceAccount, in its namespace."""
+    """Every Role and ClusterRole but the aggregated ones is bound to the chart's ServiceAccount, in its namespace."""
     account = one(objects, "ServiceAccount")
     subject = {"kind": "ServiceAccount", "name": account["metadata"]["name"],
                "namespace": account["metadata"]["namespace"]}
     good = True
-    for role in roles(objects):
+    for role in operator_roles(objects):
         binding_kind = role["kind"] + "Binding"
         namespace = role["metadata"].get("namespace")
         matches = [binding for binding in only(objects, binding_kind)
@@ -105,6 +115,21 @@ def bound(objects, _args):
             print(f"{name_of(role)} is not bound to {subject}")
             good = False
     return good
+
+
+def aggregation(objects, _args):
+    """Each aggregated ClusterRole as `name-suffix aggregate-to-targets resource verb,...`, the
+    chart's full name left out of the name."""
+    for role in roles(objects):
+        if not aggregated(role):
+            continue
+        targets = sorted(key.rsplit("aggregate-to-", 1)[1]
+                         for key in role["metadata"]["labels"] if "aggregate-to-" in key)
+        suffix = role["metadata"]["name"].rsplit("-", 1)[1]
+        for rule in role.get("rules") or []:
+            for resource in rule.get("resources") or []:
+                print(suffix, ",".join(targets), resource, ",".join(sorted(rule["verbs"])))
+    return True
 
 
 def deployment(objects, args):
@@ -243,6 +268,7 @@ CHECKS = {
     "wildcards": wildcards,
     "grants": grants,
     "bound": bound,
+    "aggregation": aggregation,
     "deployment": deployment,
     "absent-flag": absent_flag,
     "service": service,

@@ -9,7 +9,9 @@
 # the operator; two jobs sharing the GPUs; a job deleted mid-run; trials that misbehave (a child
 # left running, a progress bar, metrics that are not UTF-8, not numbers, or 1 MiB long); a Pod of
 # another owner holding a trial's Pod name; and the operator killed with SIGKILL mid-job and
-# restarted, without a trial run twice or a result lost.
+# restarted, without a trial run twice or a result lost. At the end, the chart's RBAC is held to
+# the requests the API server's audit log recorded from the operator, and every log of the run is
+# searched for the operator's token and for private keys.
 #
 # Usage: e2e_test.sh OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR
 # AUTOTUNE_E2E_KEEP=1 keeps the work folder (logs, launch logs) even when every check passes;
@@ -105,20 +107,21 @@ throughout() {
 
 # An AutotuneJob of GPT2-large on 16 V100-32GB GPUs per trial, its trials running trial-sim, in the
 # case's namespace. Settings as key=value override the defaults below (startup: trial-sim's
-# --startup-seconds; command replaces the whole command); YAML flow values are written as they go
-# into the manifest. Every trial appends its name to launches/<ns>-<name>.log.
+# --startup-seconds; command replaces the whole command; after_tuning is spec.afterTuning, none by
+# default); YAML flow values are written as they go into the manifest. Every trial appends its
+# name to launches/<ns>-<name>.log.
 job_manifest() {
   local name=$1
   shift
   local strategy=deepspeed stages='[0, 1, 2, 3]' micro=auto gpus=16 parallelism=2 timeout=2m
-  local max_failed=10 early=5 max_trials=50 startup=0.5 command=''
+  local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
   local setting
   for setting in "$@"; do
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
-        startup | command | arg_mappings | model) local "$setting" ;;
+        startup | command | arg_mappings | model | after_tuning) local "$setting" ;;
       *)
         echo "job_manifest: unknown setting $setting" >&2
         return 1
@@ -152,7 +155,8 @@ spec:
   parallelism: $parallelism
   trialTimeout: $timeout
   maxFailedTrials: $max_failed
-  argMappings: $arg_mappings
+  argMappings: $arg_mappings${after_tuning:+
+  afterTuning: $after_tuning}
   template:
     spec:
       containers:
@@ -403,11 +407,28 @@ case_strategies() {
   done
 }
 
-# Stage 1 alone: the micro-batch search steps over the memory boundary at 4.
+# The afterTuning Job's one container: it writes the arguments it was given to file $1.
+# shellcheck disable=SC2016  # "$*" is expanded by the container's shell
+after_tuning_writing_to() {
+  printf '{spec: {backoffLimit: 0, template: {spec: {restartPolicy: Never, containers: [%s]}}}}' \
+    "{name: trainer, image: busybox, command: [sh, -c, 'echo \"\$*\" > $1', after-tuning]}"
+}
+
+job_complete() {
+  [[ $(kubectl get job "$1" -n "$case_ns" \
+    -o jsonpath='{.status.conditions[?(@.type=="Complete")].status}') == True ]]
+}
+
+# The file holds the best trial's micro-batch as its argument mapping passes it.
+ran_with_best() { grep -q -- '--per_device_train_batch_size 3' "$1" || { cat "$1"; return 1; }; }
+
+# Stage 1 alone: the micro-batch search steps over the memory boundary at 4. Its afterTuning Job
+# runs once the search is over, with the best config.
 case_oom() {
   begin_case oom
-  local job=oom
-  check "a job probing the OOM boundary is created" create_job "$job" stages='[1]' || return 0
+  local job=oom after=$work/after-tuning.args
+  check "a job probing the OOM boundary, with an afterTuning Job, is created" create_job "$job" \
+    stages='[1]' after_tuning="$(after_tuning_writing_to "$after")" || return 0
   check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "a result has outcome OOM, counted in status.trials.oom" job_satisfies "$job" \
     '"OOM" in outcomes.values() and status["trials"]["oom"] == list(outcomes.values()).count("OOM")'
@@ -415,6 +436,10 @@ case_oom() {
     'all("out of memory" in r.get("reason", "") for r in results if r["outcome"] == "OOM")'
   expect "its best is $published_best" best_is "$job" "$published_best"
   expect "a TrialOOM Event" events_include "$job" TrialOOM
+  expect "status.afterTuningJob names $job-after-tuning" \
+    job_satisfies "$job" 'status["afterTuningJob"] == "oom-after-tuning"'
+  expect "the Job completes within 60s" eventually 60 job_complete "$job-after-tuning"
+  expect "its container ran with the best micro-batch, 3" ran_with_best "$after"
   end_case
 }
 
@@ -900,6 +925,39 @@ case_restart() {
   end_case
 }
 
+# The operator's requests as the API server's audit log recorded them over the whole run, against
+# the rules the chart grants: none refused, and no verb granted that the operator never used.
+read_rbac() { kubectl get -f "$E2E_STATE/rbac/rbac.yaml" -o json >"$1"; }
+
+case_rights_used() {
+  echo
+  note "case rights_used: the chart's RBAC against the operator's requests in the audit log"
+  local rules=$work/rbac.json
+  check "the chart's Roles and ClusterRoles are read back" read_rbac "$rules" || return 0
+  expect "every granted verb was used, and no request was refused" python3 \
+    "$source_dir/tests/e2e/rights_used.py" "$E2E_AUDIT_LOG" "$rules" \
+    "system:serviceaccount:$e2e_operator_namespace:$E2E_OPERATOR_ACCOUNT"
+}
+
+# The operator's bearer token and every private key of the control plane, if any log of the run
+# (the operator's, the node simulator's, the control plane's, the trials') holds them.
+secrets_logged() {
+  local token
+  token=$(kubectl --kubeconfig "$E2E_OPERATOR_KUBECONFIG" config view --raw \
+    -o jsonpath='{.users[0].user.token}')
+  [[ ${#token} -gt 100 ]] || { echo "no token in $E2E_OPERATOR_KUBECONFIG"; return 1; }
+  local logs
+  mapfile -t logs < <(find "$work" -type f \( -name '*.log' -o -path '*/node-sim/*' \))
+  echo "${#logs[@]} logs searched"
+  ! grep -l -F -e "$token" -e "PRIVATE KEY" "${logs[@]}"
+}
+
+case_no_secrets_in_logs() {
+  echo
+  note "case no_secrets_in_logs"
+  expect "no log of the run holds the operator's token or a private key" secrets_logged
+}
+
 # --- the run -------------------------------------------------------------------------------------
 
 mkdir -p "$work/launches"
@@ -913,7 +971,7 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion hostile foreign restart}; do
+  invalid configs sharing deletion hostile foreign restart rights_used no_secrets_in_logs}; do
   "case_$name"
 done
 

@@ -74,35 +74,38 @@ ClusterRole, or per watched namespace by a Role when watchNamespaces is set. The
 calls the operator makes.
 */}}
 {{- define "autotune-operator.namespacedRules" -}}
+{{- /*
+Only the verbs the operator sends; the e2e tier compares these rules with the API server's audit
+log of a whole run. AutotuneJobs are read through a watch and written through their status.
+*/}}
 - apiGroups: ["autotune.io"]
   resources: ["autotunejobs"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["autotune.io"]
   resources: ["autotunejobs/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["update"]
 # Trial Pods carry an ownerReference with blockOwnerDeletion to their job; clusters that enforce
 # OwnerReferencesPermissionEnforcement require update on the owner's finalizers for that.
 - apiGroups: ["autotune.io"]
   resources: ["autotunejobs/finalizers"]
   verbs: ["update"]
-# Trial Pods: the operator creates them, watches them for results and deletes finished ones.
+# Trial Pods: the operator creates them, watches them for results and deletes finished ones; it
+# reads one by name when its name is taken.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "delete"]
-# The output ConfigMap with the best DeepSpeed config.
+# The output ConfigMap with the best DeepSpeed config: created, then read and applied only when
+# this job wrote it.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "list", "watch", "create", "update", "patch"]
+  verbs: ["get", "create", "patch"]
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
-- apiGroups: ["events.k8s.io"]
-  resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create"]
 # The afterTuning Job, created once the search succeeds.
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["get", "create"]
+  verbs: ["create"]
 {{- end }}
 
 {{/*

@@ -1,0 +1,84 @@
+"""The chart's RBAC against what the operator really asked for.
+
+    rights_used.py AUDIT_LOG RBAC_JSON USER
+
+AUDIT_LOG is the API server's audit log (JSON lines); RBAC_JSON the chart's ServiceAccount, Roles,
+ClusterRoles and bindings as `kubectl get -o json` lists them; USER the operator's user name. The
+operator's requests are those of USER whose User-Agent is autotune-operator's (kubectl may use its
+credentials too). Prints each (API group, resource, verb) the operator used with its count, then
+fails if a request was refused (403), a verb was used that no rule grants, or a granted verb was
+never used, apart from the grants listed below with the reason no run can be made to show them.
+"""
+
+import collections
+import json
+import sys
+
+OPERATOR_AGENT = "autotune-operator/"
+
+NOT_SEEN_IN_A_RUN = {
+    # Checked by the OwnerReferencesPermissionEnforcement admission plugin on a trial Pod's create
+    # (its owner reference has blockOwnerDeletion), never requested as such.
+    ("autotune.io", "autotunejobs/finalizers", "update"),
+    # Writing over the job's own output ConfigMap happens only when the operator stopped between
+    # creating it and recording that in the job's status.
+    ("core", "configmaps", "patch"),
+}
+
+
+def granted(rbac):
+    rights = set()
+    for item in rbac.get("items", []):
+        if item.get("kind") not in ("Role", "ClusterRole"):
+            continue
+        for rule in item.get("rules") or []:
+            for group in rule.get("apiGroups", []):
+                for resource in rule.get("resources", []):
+                    for verb in rule.get("verbs", []):
+                        rights.add((group or "core", resource, verb))
+    return rights
+
+
+def used(audit_lines, user):
+    counts, refused = collections.Counter(), collections.Counter()
+    for line in audit_lines:
+        event = json.loads(line)
+        if (event.get("user", {}).get("username") != user or "objectRef" not in event
+                or not event.get("userAgent", "").startswith(OPERATOR_AGENT)):
+            continue
+        ref = event["objectRef"]
+        resource = ref.get("resource", "")
+        if ref.get("subresource"):
+            resource += "/" + ref["subresource"]
+        right = (ref.get("apiGroup") or "core", resource, event["verb"])
+        counts[right] += 1
+        if event.get("responseStatus", {}).get("code") == 403:
+            refused[right] += 1
+    return counts, refused
+
+
+def main(audit_path, rbac_path, user):
+    with open(rbac_path, encoding="utf-8") as rbac_file:
+        rights = granted(json.load(rbac_file))
+    with open(audit_path, encoding="utf-8") as audit_file:
+        counts, refused = used(audit_file, user)
+    if not counts:
+        print(f"no request of {user} in {audit_path}")
+        return 1
+    for (group, resource, verb), count in sorted(counts.items()):
+        print(f"used {group} {resource} {verb}: {count}")
+    problems = [f"refused {' '.join(right)}: {count} requests" for right, count in refused.items()]
+    problems += [f"used but not granted: {' '.join(right)}" for right in counts if right not in rights]
+    problems += [
+        f"granted but never used: {' '.join(right)}"
+        for right in sorted(rights - set(counts) - NOT_SEEN_IN_A_RUN)
+    ]
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    sys.exit(main(*sys.argv[1:]))
