@@ -148,6 +148,9 @@ runtime::ReconcileResult Apply::finish(const Snapshot& snapshot, const Plan& pla
   for (const auto& name : plan.deletions) {
     remove(name);
   }
+  for (const auto& name : plan.nodesToLookUp) {
+    lookUpNode(name);
+  }
   for (const auto& event : plan.events) {
     report(event);
   }
@@ -204,6 +207,16 @@ bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) 
   }
   context_.log.debug("status written", {{"phase", std::string(api::toString(status.phase))}});
   return true;
+}
+
+void Apply::lookUpNode(const std::string& name) {
+  auto node = client_.get(k8s::kNodes, "", name);
+  if (node || node.error().kind == k8s::ErrorKind::kNotFound) {
+    cluster_.nodeLookedUp(name, node.has_value(), context_.now);
+    return;
+  }
+  context_.log.warn("could not look up a node the Node cache lacks",
+                    {{"node", name}, {"error", k8s::describe(node.error())}});
 }
 
 void Apply::remove(const std::string& name) {

@@ -68,6 +68,8 @@ class Apply {
   // delete it with the job.
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job, const Output& output);
   bool writeStatus(const api::Status& status, const api::AutotuneJob* job);
+  // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
+  void lookUpNode(const std::string& name);
   void remove(const std::string& name);
   void report(const JobEvent& reported);
 

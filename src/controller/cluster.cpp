@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::string_view kByJobLabel = "job";
 constexpr std::string_view kByNode = "node";
+constexpr std::chrono::hours kForgetLookup{1};
 
 std::string labelled(const std::string& ns, const std::string& jobLabel) {
   return ns + "/" + jobLabel;
@@ -101,12 +102,47 @@ std::vector<runtime::Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
   return store->byIndex(std::string(kByJobLabel), labelled(ns, jobLabel));
 }
 
-NodeNames Cluster::nodeNames() const {
-  NodeNames names;
-  for (const auto& node : nodes_->list()) {
-    names.insert(node->name);
+MissingNodes Cluster::missingNodes(const NodeNames& named, Timestamp now) const {
+  NodeNames absent;
+  for (const auto& name : named) {
+    if (!nodes_->get(name)) {
+      absent.insert(name);
+    }
   }
-  return names;
+  MissingNodes missing;
+  const std::scoped_lock lock(mutex_);
+  for (const auto& name : absent) {
+    const auto lookup = nodeLookups_.find(name);
+    if (lookup == nodeLookups_.end()) {
+      missing.awaited.insert(name);
+      missing.toLookUp.insert(name);
+      continue;
+    }
+    const auto& [at, absentSince] = lookup->second;
+    if (absentSince && now - *absentSince >= kNodeGoneGrace) {
+      missing.gone.insert(name);
+      continue;
+    }
+    missing.awaited.insert(name);
+    if (now - at >= kNodeRecheck) {
+      missing.toLookUp.insert(name);
+    }
+  }
+  return missing;
+}
+
+void Cluster::nodeLookedUp(const std::string& name, bool found, Timestamp at) {
+  const std::scoped_lock lock(mutex_);
+  // Lookups of nodes long gone, whose Pods are long lost, are of no more use.
+  std::erase_if(nodeLookups_,
+                [at](const auto& entry) { return at - entry.second.at > kForgetLookup; });
+  NodeLookup& lookup = nodeLookups_[name];
+  lookup.at = at;
+  if (found) {
+    lookup.absentSince.reset();
+  } else if (!lookup.absentSince) {
+    lookup.absentSince = at;
+  }
 }
 
 int Cluster::slotsHeldForOlderJobs(const Job& job, int gpusPerTrial) const {
@@ -223,9 +259,11 @@ void Cluster::podChanged(const Pod* before, const Pod* after) {
 void Cluster::nodeChanged(const Node* before, const Node* after) {
   if (after == nullptr) {
     gpus_.removeNode(before->name);
-  } else {
-    gpus_.setNode(*after);
+    return;
   }
+  gpus_.setNode(*after);
+  const std::scoped_lock lock(mutex_);
+  nodeLookups_.erase(after->name);  // the watch caught up
 }
 
 }  // namespace autotune::controller

@@ -4,6 +4,7 @@
 // every reconcile needs (GPU slots by node, jobs by phase, jobs waiting for GPUs in creation
 // order) kept current as events arrive rather than recomputed per reconcile. Thread-safe.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,18 @@
 #include "runtime/store.h"
 
 namespace autotune::controller {
+
+// A node that trial Pods are bound to and the Node cache lacks is gone only once a direct GET has
+// answered 404 throughout this long; meanwhile it is looked up again at most this often.
+inline constexpr std::chrono::seconds kNodeGoneGrace{30};
+inline constexpr std::chrono::seconds kNodeRecheck{5};
+
+// Nodes that trial Pods are bound to and the Node cache lacks.
+struct MissingNodes {
+  NodeNames gone;      // 404 throughout kNodeGoneGrace: their Pods are lost
+  NodeNames awaited;   // the others: their Pods run on until the API server says more
+  NodeNames toLookUp;  // of those, the ones not looked up within kNodeRecheck
+};
 
 using JobStore = runtime::Indexed<Job>;
 using PodStore = runtime::Indexed<Pod>;
@@ -43,7 +56,12 @@ class Cluster {
   // The Pods labelled for the job of this name in its namespace, whoever owns them.
   std::vector<runtime::Shared<Pod>> podsLabelled(const std::string& ns,
                                                  const std::string& jobLabel) const;
-  NodeNames nodeNames() const;
+  // Of the nodes `named`, those the Node cache lacks. The cache lags behind the cluster: a Node
+  // added while the watch backs off, or deleted and registered again, looks gone for a while, so
+  // a node is gone only on the API server's word (nodeLookedUp), and only after a grace period.
+  MissingNodes missingNodes(const NodeNames& named, Timestamp now) const;
+  // What a direct GET of a node the cache lacks answered.
+  void nodeLookedUp(const std::string& name, bool found, Timestamp at);
   GpuCapacity capacity() const { return gpus_.capacity(); }
 
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for: first come,
@@ -80,6 +98,11 @@ class Cluster {
   std::map<std::tuple<std::string, std::string>, int> waiting_;
   std::map<std::string, std::tuple<std::string, std::string>, std::less<>> waitingKey_;
   std::map<std::string, Timestamp, std::less<>> statusWrittenAt_;
+  struct NodeLookup {
+    Timestamp at;
+    std::optional<Timestamp> absentSince;  // the first of the 404s since it was last found
+  };
+  std::map<std::string, NodeLookup, std::less<>> nodeLookups_;  // of nodes the cache lacks
 };
 
 // The job a trial Pod belongs to ("namespace/name" of its controlling AutotuneJob), if any.

@@ -107,14 +107,21 @@ void observePods(const Cluster& cluster, Snapshot& snapshot) {
     recorded.insert(record.name);
   }
   const bool terminal = isTerminal(job.status.phase);
-  const NodeNames nodes = cluster.nodeNames();
+  const auto pods = cluster.podsLabelled(job.namespaceName(), jobLabelValue(job.name()));
+  NodeNames bound;
+  for (const auto& pod : pods) {
+    if (!pod->nodeName.empty() && pod->ownerJobUid == job.uid()) {
+      bound.insert(pod->nodeName);
+    }
+  }
+  snapshot.missingNodes = cluster.missingNodes(bound, snapshot.now);
   std::map<std::string, TrialPodState> newest;
-  for (const auto& pod : cluster.podsLabelled(job.namespaceName(), jobLabelValue(job.name()))) {
+  for (const auto& pod : pods) {
     if (pod->ownerJobUid != job.uid()) {
       snapshot.podNamesTaken.insert(pod->name);
       continue;
     }
-    auto state = observe(*pod, job.spec, nodes);
+    auto state = observe(*pod, job.spec, snapshot.missingNodes.gone);
     if (!state) {
       snapshot.unreadable.push_back(state.error());
       continue;
@@ -162,13 +169,22 @@ class Planner {
   }
 
   Plan make() && {
+    decide();
+    awaitMissingNodes();
+    return std::move(plan_);
+  }
+
+ private:
+  api::Status& status() { return plan_.status; }
+
+  void decide() {
     if (holdsConclusions()) {
-      return std::move(plan_);
+      return;
     }
     recordConcluded();
     if (isTerminal(status().phase)) {
       plan_.status = snapshot_.job.status;
-      return std::move(plan_);
+      return;
     }
     relaunchLost();
     if (decision_.state == tuning::Decision::State::kContinue && slots_.schedulable) {
@@ -179,11 +195,16 @@ class Planner {
     } else {
       progress();
     }
-    return std::move(plan_);
   }
 
- private:
-  api::Status& status() { return plan_.status; }
+  // Trials on a node the Node cache lacks run on while the API server is asked about it.
+  void awaitMissingNodes() {
+    if (snapshot_.missingNodes.awaited.empty() || isTerminal(status().phase)) {
+      return;
+    }
+    plan_.nodesToLookUp = snapshot_.missingNodes.toLookUp;
+    requeueWithin(kNodeRecheck);
+  }
 
   // Trials that ended while others of the job run on, and whose results start nothing new, wait
   // a little for those that end about the same time: one status write and one Event then record

@@ -42,6 +42,7 @@ struct Snapshot {
   // name, or anyone's): such a trial is recorded Failed, never adopted.
   std::set<std::string> podNamesTaken;
   std::vector<std::string> unreadable;  // why some trial Pods could not be read
+  MissingNodes missingNodes;            // nodes of its trial Pods that the Node cache lacks
   GpuCapacity capacity;
   int slotsHeldForOlderJobs = 0;
 };
@@ -98,6 +99,7 @@ struct Plan {
   std::optional<Output> output;               // before the final status
   std::optional<nlohmann::json> afterTuning;  // the afterTuning Job, after the output
   std::vector<std::string> deletions;         // Pods to delete once the status is written
+  NodeNames nodesToLookUp;                    // nodes the Node cache lacks, to ask the API about
   std::vector<JobEvent> events;               // once the status is written
   std::vector<api::TrialRecord> finished;     // newly recorded, for metrics
   std::vector<std::chrono::duration<double>> pendingWaits;  // of those, each Pod's wait to start

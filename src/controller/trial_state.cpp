@@ -47,7 +47,7 @@ bool endedBeforeDeletion(const Pod& pod, const std::optional<Timestamp>& finishe
 
 // Why the Pod is lost, if it is: something outside the trial stopped it or is about to.
 std::optional<std::string> lostReason(const Pod& pod, const ContainerStatus::Terminated* terminated,
-                                      const std::optional<NodeNames>& nodes) {
+                                      const NodeNames& goneNodes) {
   if (pod.phase == "Unknown") {
     return joined("node not reporting", pod.message);
   }
@@ -60,7 +60,7 @@ std::optional<std::string> lostReason(const Pod& pod, const ContainerStatus::Ter
   if (terminated != nullptr && terminated->reason == "ContainerStatusUnknown") {
     return joined("ContainerStatusUnknown", terminated->message);
   }
-  if (nodes && !pod.nodeName.empty() && !nodes->contains(pod.nodeName)) {
+  if (goneNodes.contains(pod.nodeName)) {
     return "node " + pod.nodeName + " is gone";
   }
   if (pod.deleting &&
@@ -113,7 +113,7 @@ api::TrialRecord recordOf(const TrialPodState& state, api::Outcome outcome, std:
 }  // namespace
 
 tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec& spec,
-                                                 const std::optional<NodeNames>& nodes) {
+                                                 const NodeNames& goneNodes) {
   TrialPodState state;
   state.podName = pod.name;
   state.trialName = pod.trialName;
@@ -140,7 +140,7 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
       primary != nullptr && primary->terminated ? &*primary->terminated : nullptr;
   const bool endedCleanly = terminated != nullptr && terminated->exitCode == 0;
   if (!endedCleanly) {
-    if (auto reason = lostReason(pod, terminated, nodes)) {
+    if (auto reason = lostReason(pod, terminated, goneNodes)) {
       state.phase = TrialPodState::Phase::kLost;
       state.message = std::move(*reason);
       return state;

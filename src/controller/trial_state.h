@@ -45,13 +45,13 @@ struct TrialPodState {
   std::optional<Timestamp> containerFinished;  // state.terminated.finishedAt
 };
 
-// Reads a trial Pod. `spec` names the primary container. With `nodes`, a Pod bound to a Node not
-// among them is lost. A Pod being deleted is lost unless its trial had ended by itself before the
-// deletion: the controller deletes a trial's Pod only after recording the trial in
-// status.results, so Pods of recorded trials are not to be observed at all.
+// Reads a trial Pod. `spec` names the primary container. A Pod bound to one of `goneNodes` is
+// lost (Cluster::missingNodes says which nodes are gone). A Pod being deleted is lost unless its
+// trial had ended by itself before the deletion: the controller deletes a trial's Pod only after
+// recording the trial in status.results, so Pods of recorded trials are not to be observed at all.
 // The error names a Pod that lacks the trial-name annotation (not made by trialPod).
 tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec& spec,
-                                                 const std::optional<NodeNames>& nodes = {});
+                                                 const NodeNames& goneNodes = {});
 
 // When a pending or running trial runs out of time: creationTimestamp + schedulingTimeout until
 // the kubelet takes the Pod (a trial that cannot be scheduled does not start its trial timeout),

@@ -172,7 +172,7 @@ namespaced_grants() {
     "batch jobs create"
 }
 common_grants() {
-  echo "cluster core nodes list,watch"
+  echo "cluster core nodes get,list,watch"
   echo "$release_ns coordination.k8s.io leases create,get,update"
 }
 
@@ -375,7 +375,7 @@ yes create jobs.batch -n $team_a
 no get jobs.batch -n $team_a
 no delete jobs.batch -n $team_a
 yes list nodes
-no get nodes
+yes get nodes
 no update nodes
 yes update leases.coordination.k8s.io -n $release_ns
 no update leases.coordination.k8s.io -n $team_a

@@ -37,9 +37,7 @@ class MemoryApi : public k8s::Transport {
     const std::string path = request.target.substr(0, request.target.find('?'));
     const bool status = path.ends_with("/status");
     const std::string objectPath = status ? path.substr(0, path.size() - 7) : path;
-    if (request.method != "GET") {
-      writes.push_back(request.method + " " + path);
-    }
+    (request.method == "GET" ? reads : writes).push_back(request.method + " " + path);
     // A create is refused by the name of the object it would make.
     const std::string writtenPath =
         request.method == "POST"
@@ -110,6 +108,7 @@ class MemoryApi : public k8s::Transport {
 
   std::map<std::string, json> objects;
   std::vector<std::string> writes;
+  std::vector<std::string> reads;
   std::set<std::string> refused;  // objects whose writes are Forbidden
   std::chrono::system_clock::time_point now;
 
@@ -352,6 +351,82 @@ TEST_F(Reconcile, AnEvictedTrialRunsAgainAsItsNextAttempt) {
   EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
   EXPECT_TRUE(job()["status"].value("results", json::array()).empty());
+}
+
+constexpr std::string_view kNewNode = "/api/v1/nodes/gpu-9";
+
+// A trial runs on gpu-9, a node the Node cache does not hold (yet, or any more).
+class NodeMissingFromTheCache : public Reconcile {
+ protected:
+  void SetUp() override {
+    Reconcile::SetUp();
+    submit(gpt2Job());
+    reconcile();
+    trial_ = pods()[0]["metadata"]["name"];
+    run(trial_, now_);
+    pod(trial_)["spec"]["nodeName"] = "gpu-9";
+  }
+
+  bool runsOn() const { return api_->objects.contains(std::string(kPodsPath) + "/" + trial_); }
+  bool relaunched() const {
+    return api_->objects.contains(std::string(kPodsPath) + "/" + trial_ + "-r1");
+  }
+  int lookups() const {
+    return static_cast<int>(std::ranges::count(api_->reads, "GET " + std::string(kNewNode)));
+  }
+
+  std::string trial_;
+};
+
+// A node added while the Node watch lags: the API server has it, so its trial runs on, however
+// long the cache takes, and the job looks again every kNodeRecheck.
+TEST_F(NodeMissingFromTheCache, ATrialOnANodeTheApiServerHasRunsOn) {
+  api_->objects[std::string(kNewNode)] = node("gpu-9", 16);
+  for (int i = 0; i < 10; ++i) {
+    const auto result = reconcile();
+    ASSERT_TRUE(result.requeueAfter.has_value());
+    EXPECT_LE(*result.requeueAfter, kNodeRecheck);
+    now_ += seconds(10);
+  }
+  EXPECT_TRUE(runsOn());
+  EXPECT_FALSE(relaunched());
+  EXPECT_EQ(lookups(), 10);
+  EXPECT_TRUE(job()["status"].value("results", json::array()).empty());
+}
+
+// A node deleted: its trial is lost once the API server has answered 404 for kNodeGoneGrace, and
+// runs again as its next attempt.
+TEST_F(NodeMissingFromTheCache, ATrialIsLostOnlyOnceItsNodeAnswered404ForTheGrace) {
+  reconcile();
+  now_ += kNodeGoneGrace - seconds(1);
+  reconcile();
+  EXPECT_TRUE(runsOn());
+  EXPECT_FALSE(relaunched());
+  EXPECT_EQ(lookups(), 2);
+  now_ += seconds(1);
+  reconcile();
+  EXPECT_FALSE(runsOn());
+  EXPECT_TRUE(relaunched());
+  EXPECT_EQ(lookups(), 2);  // gone is gone: no more lookups
+}
+
+// A node deleted and registered again within the grace loses nothing; once the watch delivers it,
+// the lookups stop.
+TEST_F(NodeMissingFromTheCache, ANodeBackWithinTheGraceLosesNoTrial) {
+  reconcile();
+  now_ += seconds(20);
+  api_->objects[std::string(kNewNode)] = node("gpu-9", 16);
+  reconcile();
+  now_ += seconds(20);  // 40 s after the first 404
+  reconcile();
+  EXPECT_TRUE(runsOn());
+  EXPECT_FALSE(relaunched());
+  EXPECT_EQ(lookups(), 3);
+  cluster_.nodes().upsert(node("gpu-9", 16));
+  now_ += seconds(20);
+  reconcile();
+  EXPECT_EQ(lookups(), 3);
+  EXPECT_TRUE(runsOn());
 }
 
 TEST_F(Reconcile, ADeletedJobIsNoError) {

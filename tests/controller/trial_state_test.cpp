@@ -136,8 +136,8 @@ json terminatedPod(int exitCode, const std::string& reason, std::string_view mes
                           {{"terminated", std::move(terminated)}});
 }
 
-TrialPodState observed(const json& pod, const std::optional<NodeNames>& nodes = {}) {
-  auto state = observe(decodePod(pod).value(), job().spec, nodes);
+TrialPodState observed(const json& pod, const NodeNames& goneNodes = {}) {
+  auto state = observe(decodePod(pod).value(), job().spec, goneNodes);
   EXPECT_TRUE(state.has_value()) << state.error();
   return state.value_or(TrialPodState{});
 }
@@ -296,10 +296,10 @@ TEST(ObserveTrialPod, ATrialOnALostNodeIsLost) {
   unknown["status"]["phase"] = "Unknown";
   EXPECT_EQ(observed(unknown).phase, Phase::kLost);
 
-  const TrialPodState gone = observed(runningPod(), NodeNames{"gpu-node-2"});
+  const TrialPodState gone = observed(runningPod(), NodeNames{"gpu-node-1"});
   EXPECT_EQ(gone.phase, Phase::kLost);
   EXPECT_EQ(gone.message, "node gpu-node-1 is gone");
-  EXPECT_EQ(observed(runningPod(), NodeNames{"gpu-node-1"}).phase, Phase::kRunning);
+  EXPECT_EQ(observed(runningPod(), NodeNames{"gpu-node-2"}).phase, Phase::kRunning);
   EXPECT_EQ(observed(runningPod()).phase, Phase::kRunning);
 }
 

@@ -869,6 +869,40 @@ case_foreign() {
   end_case
 }
 
+# The node of a Running trial Pod of job $1.
+running_node() {
+  kubectl get pods -n "$case_ns" -l "autotune.io/job=$1" --field-selector=status.phase=Running \
+    -o jsonpath='{.items[0].spec.nodeName}'
+}
+
+no_relaunch() {
+  if events_include "$1" TrialRelaunched >/dev/null; then
+    kubectl get events -n "$case_ns" --field-selector reason=TrialRelaunched \
+      -o jsonpath='{.items[*].message}'
+    return 1
+  fi
+}
+
+# A Node deleted while a trial runs on it, and registered again by the node simulator's next
+# heartbeat (within 10s): the operator's Node cache lacks it meanwhile and the API server answers
+# 404 for it, then has it again. Its trials run on: none lost, relaunched or run twice.
+case_node_return() {
+  begin_case node-return
+  local job=node-return node
+  check "a job of two trials of 20s each is created" create_job "$job" strategy=grid \
+    stages='[1]' micro='[1, 3]' early=0 startup=20 || return 0
+  check "a trial runs" eventually 60 some_running_pod "$job" || return 0
+  node=$(running_node "$job")
+  check "its node ($node) is deleted" kubectl delete node "$node" --wait=false || return 0
+  check "the node simulator registers $node again within 30s" \
+    eventually 30 kubectl get node "$node" -o name || return 0
+  check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "no trial was relaunched (no TrialRelaunched Event)" no_relaunch "$job"
+  expect "each trial was launched once and recorded once" launched_once "$job"
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  end_case
+}
+
 results_at_least() {
   [[ $(field "$1" '{range .status.results[*]}{.name}{"\n"}{end}' | grep -c .) -ge $2 ]]
 }
@@ -971,7 +1005,8 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion hostile foreign restart rights_used no_secrets_in_logs}; do
+  invalid configs sharing deletion hostile foreign node_return restart rights_used \
+  no_secrets_in_logs}; do
   "case_$name"
 done
 
