@@ -126,7 +126,7 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
     cluster_.wrotePod(*created);
     if (!launch.replaces.empty()) {
       report({"TrialRelaunched", "Warning", launch.trial + launch.replaces,
-              "Trial " + launch.trial + " was lost (" + launch.lostBecause + "); launched again"});
+              "Trial " + launch.trial + " " + launch.relaunchedBecause + "; launched again"});
       remove(launch.replaces);
       continue;
     }

@@ -126,6 +126,10 @@ void observePods(const Cluster& cluster, Snapshot& snapshot) {
       snapshot.unreadable.push_back(state.error());
       continue;
     }
+    if (auto why = notMeasured(*state, job.spec, snapshot.now)) {
+      state->phase = TrialPodState::Phase::kNotMeasured;
+      state->message = std::move(*why);
+    }
     if (recorded.contains(state->trialName) || terminal) {
       if (removable(*state, job.spec) && !pod->deleting) {
         snapshot.stalePods.push_back(state->podName);
@@ -187,6 +191,11 @@ class Planner {
       return;
     }
     relaunchLost();
+    if (const auto unmeasured = std::ranges::find_if(inFlight_, exhaustedUnmeasured);
+        unmeasured != inFlight_.end()) {
+      failNotMeasured(*unmeasured);
+      return;
+    }
     if (decision_.state == tuning::Decision::State::kContinue && slots_.schedulable) {
       launch();
     }
@@ -212,7 +221,8 @@ class Planner {
   bool holdsConclusions() {
     if (snapshot_.concluded.empty() || isTerminal(status().phase) || inFlight_.empty() ||
         decision_.state != tuning::Decision::State::kContinue || !decision_.launch.empty() ||
-        std::ranges::any_of(inFlight_, shouldRelaunch)) {
+        std::ranges::any_of(inFlight_, shouldRelaunch) ||
+        std::ranges::any_of(inFlight_, exhaustedUnmeasured)) {
       return false;
     }
     std::optional<Timestamp> earliest;
@@ -251,7 +261,8 @@ class Planner {
     }
   }
 
-  // Trials whose Pods were evicted or lost with their node run again, as a new attempt.
+  // Trials whose Pods were evicted or lost with their node, or never started, run again as a new
+  // attempt.
   void relaunchLost() {
     for (auto& state : inFlight_) {
       if (!shouldRelaunch(state)) {
@@ -261,10 +272,46 @@ class Planner {
       if (trial == decision_.trials.end()) {
         continue;
       }
+      const std::string what =
+          state.phase == TrialPodState::Phase::kLost ? "was lost" : "was not measured";
       plan_.launches.push_back({trial->name, trialPod(snapshot_.job, *trial, state.attempt + 1),
-                                state.podName, state.message});
-      state.phase = TrialPodState::Phase::kPending;
+                                state.podName, what + " (" + state.message + ")"});
+      state = pendingAttempt(state);
     }
+  }
+
+  // The attempt a relaunch creates, as launch() counts a new trial.
+  TrialPodState pendingAttempt(const TrialPodState& relaunched) const {
+    TrialPodState next;
+    next.trialName = relaunched.trialName;
+    next.podName = relaunched.podName;
+    next.attempt = relaunched.attempt + 1;
+    next.created = snapshot_.now;
+    return next;
+  }
+
+  static bool exhaustedUnmeasured(const TrialPodState& state) {
+    return state.phase == TrialPodState::Phase::kNotMeasured && !shouldRelaunch(state);
+  }
+
+  // A trial that never started on any of its attempts: nothing is known of its config, and the
+  // search cannot go on without it. The job fails, saying why; its results stay.
+  void failNotMeasured(const TrialPodState& state) {
+    fillCommon();
+    api::Status& written = status();
+    written.message = "trial " + state.trialName + " was not measured in " +
+                      std::to_string(state.attempt + 1) + " attempts, the last " + state.message +
+                      "; nothing is known of its config, so the search cannot go on: remove the "
+                      "cause and create the job again";
+    written.phase = api::Phase::kFailed;
+    written.completionTime = formatTime(snapshot_.now);
+    written.trials.pending = 0;
+    written.trials.running = 0;
+    setRunning(false, "Failed", written.message);
+    setCondition(written, "Failed", true, "TrialNotMeasured", written.message, snapshot_.now,
+                 snapshot_.generation);
+    plan_.events.push_back({"TrialNotMeasured", "Warning", state.trialName, written.message});
+    plan_.deletions.push_back(state.podName);
   }
 
   void launch() {
@@ -304,6 +351,7 @@ class Planner {
     int pending = 0;
     int running = 0;
     std::string unschedulable;
+    std::string cannotStart;
     for (const auto& state : inFlight_) {
       profiling |= state.trialName == tuning::kProfileTrialName;
       if (state.phase == TrialPodState::Phase::kRunning) {
@@ -312,6 +360,8 @@ class Planner {
         ++pending;
         if (state.unschedulable) {
           unschedulable = state.podName + ": " + state.message;
+        } else if (containerCannotStart(state)) {
+          cannotStart = state.podName + ": " + state.message;
         }
       }
     }
@@ -341,6 +391,10 @@ class Planner {
     if (!unschedulable.empty()) {
       status().message = "a trial cannot be scheduled: " + unschedulable;
       setRunning(inFlight_.size() > static_cast<std::size_t>(pending), "Unschedulable",
+                 status().message);
+    } else if (!cannotStart.empty()) {
+      status().message = "a trial's container cannot start: " + cannotStart;
+      setRunning(inFlight_.size() > static_cast<std::size_t>(pending), "ContainerCannotStart",
                  status().message);
     } else if (wantedMoreSlots()) {
       status().message = "waiting for free nvidia.com/gpu slots";

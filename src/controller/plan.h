@@ -81,9 +81,10 @@ JobEvent aboutTrials(const std::string& reason, const std::string& type, const s
 struct PodLaunch {
   std::string trial;
   nlohmann::json pod;
-  // A relaunch: the lost Pod to delete once its successor exists, and what happened to it.
+  // A relaunch: the Pod to delete once its successor exists, and what happened to it ("was lost
+  // (...)", "was not measured (...)").
   std::string replaces;
-  std::string lostBecause;
+  std::string relaunchedBecause;
 };
 
 // The output ConfigMap of a search that is over, and the status to write while it cannot be

@@ -13,6 +13,12 @@ namespace {
 // The kubelet keeps at most this much of a termination message.
 constexpr std::size_t kMessageBytes = 4096;
 
+// Waiting reasons of a container that cannot be created: no retry by the kubelet will help
+// before someone changes the image, the registry or the objects the Pod refers to.
+constexpr std::array<std::string_view, 6> kCannotStartReasons = {
+    "ErrImagePull",      "ImagePullBackOff",           "InvalidImageName",
+    "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"};
+
 // Pod status reasons of a Pod stopped from outside: kubelet eviction, node shutdown, a node
 // that stopped reporting, preemption.
 constexpr std::array<std::string_view, 6> kLostReasons = {"Evicted",  "NodeLost",     "Terminated",
@@ -159,9 +165,14 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
   }
   state.phase = TrialPodState::Phase::kPending;
   if (primary != nullptr && primary->waiting) {
+    state.waitingReason = primary->waiting->reason;
     state.message = joined(primary->waiting->reason, primary->waiting->message);
   }
   return state;
+}
+
+bool containerCannotStart(const TrialPodState& state) {
+  return std::ranges::find(kCannotStartReasons, state.waitingReason) != kCannotStartReasons.end();
 }
 
 std::optional<Timestamp> deadline(const TrialPodState& state, const api::Spec& spec) {
@@ -169,17 +180,34 @@ std::optional<Timestamp> deadline(const TrialPodState& state, const api::Spec& s
       state.phase != TrialPodState::Phase::kRunning) {
     return std::nullopt;
   }
+  if (state.created && (!state.started || containerCannotStart(state))) {
+    return *state.created + spec.schedulingTimeout.value();
+  }
   if (state.started) {
     return *state.started + spec.trialTimeout.value();
-  }
-  if (state.created) {
-    return *state.created + spec.schedulingTimeout.value();
   }
   return std::nullopt;
 }
 
+std::optional<std::string> notMeasured(const TrialPodState& state, const api::Spec& spec,
+                                       Timestamp now) {
+  if (state.phase != TrialPodState::Phase::kPending ||
+      (state.started && !containerCannotStart(state)) || !state.created ||
+      now < *state.created + spec.schedulingTimeout.value()) {
+    return std::nullopt;
+  }
+  std::string reason = state.scheduled ? "its container could not start" : "not scheduled";
+  reason += " within spec.schedulingTimeout";
+  if (!state.message.empty()) {
+    reason += ": " + state.message;
+  }
+  return reason;
+}
+
 bool shouldRelaunch(const TrialPodState& state) {
-  return state.phase == TrialPodState::Phase::kLost && state.attempt < kMaxRelaunches;
+  return (state.phase == TrialPodState::Phase::kLost ||
+          state.phase == TrialPodState::Phase::kNotMeasured) &&
+         state.attempt < kMaxRelaunches;
 }
 
 std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::Spec& spec,
@@ -208,21 +236,15 @@ std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::S
                                           " attempts, last: " + state.message,
                                       started, 0),
                              std::nullopt};
+    case Phase::kNotMeasured:
+      return std::nullopt;
     case Phase::kPending:
     case Phase::kRunning:
       break;
   }
   const auto due = deadline(state, spec);
-  if (!due || now < *due) {
-    return std::nullopt;
-  }
-  if (!state.started) {
-    std::string reason = "not scheduled within spec.schedulingTimeout";
-    if (!state.message.empty()) {
-      reason += ": " + state.message;
-    }
-    return TrialConclusion{recordOf(state, api::Outcome::kUnschedulable, reason, started, 0),
-                           std::nullopt};
+  if (!due || now < *due || !state.started || containerCannotStart(state)) {
+    return std::nullopt;  // in time, or not measured: notMeasured says so
   }
   tuning::TrialExit exit;
   exit.timedOut = true;

@@ -1,7 +1,9 @@
 #pragma once
 // What a trial Pod says about its trial: still waiting for a node, running, finished with an exit
-// the trial protocol classifies, or lost to something that is not the config's fault (eviction,
-// a node gone, a deletion the controller did not make), which is relaunched rather than counted.
+// the trial protocol classifies, lost to something outside the trial (eviction, a node gone, a
+// deletion the controller did not make), or never started (no node for it, an image that cannot
+// be pulled, a container that cannot be created). Lost and unstarted trials run again rather than
+// being counted; an unstarted one is never an outcome of its config.
 
 #include <chrono>
 #include <functional>
@@ -22,10 +24,11 @@ inline constexpr int kMaxRelaunches = 2;
 
 struct TrialPodState {
   enum class Phase {
-    kPending,   // not started: waiting for a node, or for its containers to start
-    kRunning,   // the primary container has not ended
-    kFinished,  // the primary container ended: `exit` holds how
-    kLost,      // the Pod is gone or going for reasons outside the trial: relaunch it
+    kPending,      // not started: waiting for a node, or for its containers to start
+    kRunning,      // the primary container has not ended
+    kFinished,     // the primary container ended: `exit` holds how
+    kLost,         // the Pod is gone or going for reasons outside the trial: relaunch it
+    kNotMeasured,  // it did not start within schedulingTimeout (notMeasured): relaunch it
   };
   Phase phase = Phase::kPending;
   std::string podName;
@@ -38,6 +41,7 @@ struct TrialPodState {
   bool unschedulable = false;        // the scheduler reported PodScheduled=False, Unschedulable
   // Why it waits (the scheduler's message, or the container's waiting reason), or why it is lost.
   std::string message;
+  std::string waitingReason;  // the primary container's, e.g. ErrImagePull
   // kFinished only: the primary container's exit. On exit 0 the termination message is the
   // metrics file (exit.metrics); otherwise it is the log tail (exit.message).
   tuning::TrialExit exit;
@@ -53,12 +57,24 @@ struct TrialPodState {
 tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec& spec,
                                                  const NodeNames& goneNodes = {});
 
+// Whether the trial's container waits for something no retry of the kubelet's will bring: an
+// image that cannot be pulled, or a ConfigMap, Secret or setting the container cannot be made with.
+bool containerCannotStart(const TrialPodState& state);
+
 // When a pending or running trial runs out of time: creationTimestamp + schedulingTimeout until
-// the kubelet takes the Pod (a trial that cannot be scheduled does not start its trial timeout),
-// then status.startTime + trialTimeout. Nothing for finished and lost trials.
+// the kubelet takes the Pod (a trial that cannot be scheduled does not start its trial timeout)
+// or while its container cannot be created, else status.startTime + trialTimeout. Nothing for
+// finished, lost and unstarted trials.
 std::optional<Timestamp> deadline(const TrialPodState& state, const api::Spec& spec);
 
-// Whether a lost trial is to be launched again (as attempt + 1).
+// Why a pending trial is given up at `now` without a measurement, if it is: it was not scheduled
+// within spec.schedulingTimeout, or its container could not be created in that time (an image
+// that cannot be pulled, a missing ConfigMap or Secret). None of that is the config's doing, so
+// it runs again (shouldRelaunch), and the search never learns anything from it.
+std::optional<std::string> notMeasured(const TrialPodState& state, const api::Spec& spec,
+                                       Timestamp now);
+
+// Whether a lost or unstarted trial is to be launched again (as attempt + 1).
 bool shouldRelaunch(const TrialPodState& state);
 
 // A trial's result, to write to status.results before its Pod is deleted.
@@ -70,10 +86,10 @@ struct TrialConclusion {
 // The result of a trial at `now`, if it has one:
 // - finished: tuning::classify of its exit (the profiling trial's model info in `measured`),
 //   started and lasting as its container did;
-// - past its deadline: Unschedulable if the kubelet never took it, else TimedOut (the caller
-//   deletes the Pod after recording);
-// - lost with no relaunch left: Failed, naming what happened to it.
-// Nothing while it is in flight, or lost and to be relaunched.
+// - running past its trial timeout: TimedOut (the caller deletes the Pod after recording);
+// - lost with no relaunch left: Failed, naming what happened to it. A lost trial may be the
+//   config's doing: an offload that exhausts the node's memory gets its Pod evicted.
+// Nothing while it is in flight, lost and to be relaunched, or not measured (notMeasured).
 std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::Spec& spec,
                                         Timestamp now);
 

@@ -322,24 +322,65 @@ TEST_F(Reconcile, AJobNoNodeCanHoldWaitsAsUnschedulableWithoutPods) {
   EXPECT_TRUE(result.requeueAfter.has_value());
 }
 
-TEST_F(Reconcile, TrialsPastTheirTimeoutsAreRecordedThenStopped) {
+// Past trialTimeout (30m) a running trial is TimedOut, an outcome of its config. Past the default
+// schedulingTimeout (15m) a trial no node took is not measured: it runs again as its next
+// attempt, and nothing is recorded.
+TEST_F(Reconcile, ARunningTrialPastItsTimeoutIsRecordedOneNeverScheduledRunsAgain) {
   submit(gpt2Job());
   reconcile();
   const std::string running = pods()[0]["metadata"]["name"];
   const std::string neverScheduled = pods()[1]["metadata"]["name"];
   run(running, now_);
-  now_ += minutes(31);  // past trialTimeout (30m) and the default schedulingTimeout (15m)
+  now_ += minutes(31);
   reconcile();
-  std::map<std::string, std::string> outcomes;
   const json results = job()["status"]["results"];
-  for (const auto& result : results) {
-    outcomes[trialPodName("gpt2", result["name"].get<std::string>())] =
-        result["outcome"].get<std::string>();
-  }
-  EXPECT_EQ(outcomes[running], "TimedOut");
-  EXPECT_EQ(outcomes[neverScheduled], "Unschedulable");
+  ASSERT_EQ(results.size(), 1U);
+  EXPECT_EQ(trialPodName("gpt2", results[0]["name"].get<std::string>()), running);
+  EXPECT_EQ(results[0]["outcome"], "TimedOut");
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + running));
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + neverScheduled));
+  EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + neverScheduled + "-r1"));
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_TRUE(std::ranges::any_of(events, [](const json& event) {
+    return event["reason"] == "TrialRelaunched" &&
+           event["message"].get<std::string>().find(
+               "was not measured (not scheduled within spec.schedulingTimeout)") !=
+               std::string::npos;
+  }));
+}
+
+// A trial that never starts on any of its three attempts fails the job, which says why; nothing
+// about its config is recorded as if it had been measured.
+TEST_F(Reconcile, ATrialNeverStartedInThreeAttemptsFailsTheJobSayingWhy) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string first = pods()[0]["metadata"]["name"];
+  for (const std::string attempt : {"", "-r1", "-r2"}) {
+    json& trial = pod(first + attempt);
+    trial["spec"]["nodeName"] = "gpu-0";
+    trial["status"] = {
+        {"phase", "Pending"},
+        {"startTime", formatTime(now_)},
+        {"containerStatuses",
+         {{{"name", "trainer"},
+           {"state",
+            {{"waiting",
+              {{"reason", "ErrImagePull"}, {"message", "pull access denied for trial-sim"}}}}}}}}};
+    EXPECT_EQ(job()["status"]["phase"], "Running");
+    now_ += minutes(16);
+    reconcile();
+  }
+  const json status = job()["status"];
+  EXPECT_EQ(status["phase"], "Failed");
+  const std::string message = status["message"];
+  EXPECT_NE(message.find("was not measured in 3 attempts, the last its container could not start "
+                         "within spec.schedulingTimeout: ErrImagePull: pull access denied"),
+            std::string::npos)
+      << message;
+  for (const auto& result : status.value("results", json::array())) {
+    EXPECT_NE(trialPodName("gpt2", result["name"].get<std::string>()), first) << result;
+  }
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r2"));
 }
 
 TEST_F(Reconcile, AnEvictedTrialRunsAgainAsItsNextAttempt) {

@@ -431,19 +431,22 @@ TEST(ConcludeTrial, TheProfilingTrialGivesTheMeasuredModel) {
   EXPECT_EQ(conclusion->measured->activationMemoryPerSample, 9600000000);
 }
 
-TEST(ConcludeTrial, AnUnschedulableTrialWaitsForTheSchedulingTimeoutOnly) {
+// A trial no node takes within schedulingTimeout is not measured: no outcome, run again.
+TEST(ConcludeTrial, AnUnschedulableTrialIsNotMeasuredAfterTheSchedulingTimeout) {
   const TrialPodState state = observed(unschedulablePod());
   EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15));
-  EXPECT_FALSE(conclude(state, job().spec, at(kCreated) + minutes(14)).has_value());
+  EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(14)).has_value());
 
-  const auto conclusion = conclude(state, job().spec, at(kCreated) + minutes(15));
-  ASSERT_TRUE(conclusion.has_value());
-  EXPECT_EQ(conclusion->record.outcome, Outcome::kUnschedulable);
-  EXPECT_EQ(conclusion->record.reason,
+  const auto why = notMeasured(state, job().spec, at(kCreated) + minutes(15));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why,
             "not scheduled within spec.schedulingTimeout: 0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu.");
-  EXPECT_EQ(conclusion->record.startTime, kCreated);
-  EXPECT_DOUBLE_EQ(conclusion->record.durationSeconds, 0);
+  EXPECT_FALSE(conclude(state, job().spec, at(kCreated) + minutes(15)).has_value());
+  TrialPodState given = state;
+  given.phase = Phase::kNotMeasured;
+  EXPECT_TRUE(shouldRelaunch(given));
+  EXPECT_FALSE(conclude(given, job().spec, at(kCreated) + minutes(90)).has_value());
 }
 
 TEST(ConcludeTrial, TheTrialTimeoutRunsFromWhenTheKubeletTookThePod) {
@@ -459,16 +462,32 @@ TEST(ConcludeTrial, TheTrialTimeoutRunsFromWhenTheKubeletTookThePod) {
   EXPECT_DOUBLE_EQ(conclusion->record.durationSeconds, 31 * 60);
 }
 
-TEST(ConcludeTrial, AnImageThatNeverPullsTimesOutSayingWhy) {
-  json pod = withTrainerState(
-      boundPod(), "Pending",
-      {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image"}}}});
-  const auto conclusion = conclude(observed(pod), job().spec, at(kStarted) + minutes(30));
-  ASSERT_TRUE(conclusion.has_value());
-  EXPECT_EQ(conclusion->record.outcome, Outcome::kTimedOut);
-  EXPECT_EQ(conclusion->record.reason,
-            "ran longer than spec.trialTimeout; its container was waiting: ImagePullBackOff: "
-            "Back-off pulling image");
+// An image that cannot be pulled, or a container that cannot be made, gives its GPUs back at
+// schedulingTimeout, not at trialTimeout, and is not measured: never TimedOut.
+TEST(ConcludeTrial, AContainerThatCannotStartIsNotMeasuredAfterTheSchedulingTimeout) {
+  for (const std::string reason : {"ErrImagePull", "ImagePullBackOff", "InvalidImageName",
+                                   "CreateContainerConfigError", "CreateContainerError"}) {
+    json pod = withTrainerState(boundPod(), "Pending",
+                                {{"waiting", {{"reason", reason}, {"message", "it says why"}}}});
+    const TrialPodState state = observed(pod);
+    EXPECT_TRUE(containerCannotStart(state)) << reason;
+    EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15)) << reason;
+    EXPECT_FALSE(conclude(state, job().spec, at(kStarted) + minutes(30)).has_value()) << reason;
+    const auto why = notMeasured(state, job().spec, at(kCreated) + minutes(15));
+    ASSERT_TRUE(why.has_value()) << reason;
+    EXPECT_EQ(*why, "its container could not start within spec.schedulingTimeout: " + reason +
+                        ": it says why");
+  }
+}
+
+// A container still being created (a large image pulling) is in its trial time, as before.
+TEST(ConcludeTrial, AContainerBeingCreatedIsNotGivenUp) {
+  json pod =
+      withTrainerState(boundPod(), "Pending", {{"waiting", {{"reason", "ContainerCreating"}}}});
+  const TrialPodState state = observed(pod);
+  EXPECT_FALSE(containerCannotStart(state));
+  EXPECT_EQ(deadline(state, job().spec), at(kStarted) + minutes(30));
+  EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(20)).has_value());
 }
 
 TEST(ConcludeTrial, FinishedAndLostTrialsHaveNoDeadline) {

@@ -108,20 +108,23 @@ throughout() {
 # An AutotuneJob of GPT2-large on 16 V100-32GB GPUs per trial, its trials running trial-sim, in the
 # case's namespace. Settings as key=value override the defaults below (startup: trial-sim's
 # --startup-seconds; command replaces the whole command; after_tuning is spec.afterTuning, none by
-# default); YAML flow values are written as they go into the manifest. Every trial appends its
+# default; scheduling_timeout is spec.schedulingTimeout, its default when empty); YAML flow values are written as they go into the manifest. Every trial appends its
 # name to launches/<ns>-<name>.log.
 job_manifest() {
   local name=$1
   shift
   local strategy=deepspeed stages='[0, 1, 2, 3]' micro=auto gpus=16 parallelism=2 timeout=2m
   local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
+  local scheduling_timeout=''
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
   local setting
   for setting in "$@"; do
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
-        startup | command | arg_mappings | model | after_tuning) local "$setting" ;;
+        startup | command | arg_mappings | model | after_tuning | scheduling_timeout)
+          local "$setting"
+          ;;
       *)
         echo "job_manifest: unknown setting $setting" >&2
         return 1
@@ -153,7 +156,8 @@ spec:
     earlyStopping: $early
     seed: 1
   parallelism: $parallelism
-  trialTimeout: $timeout
+  trialTimeout: $timeout${scheduling_timeout:+
+  schedulingTimeout: $scheduling_timeout}
   maxFailedTrials: $max_failed
   argMappings: $arg_mappings${after_tuning:+
   afterTuning: $after_tuning}
@@ -869,6 +873,55 @@ case_foreign() {
   end_case
 }
 
+# A Pod of no job holding all 16 GPUs of a node for $2 seconds: a workload the operator does not
+# count, as a user's training job would be.
+gpu_hog() {
+  kubectl apply -f - <<POD
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $case_ns}
+spec:
+  restartPolicy: Never
+  containers:
+    - name: hog
+      image: busybox
+      command: [sleep, "$2"]
+      resources: {limits: {nvidia.com/gpu: 16}}
+POD
+}
+
+hogs_running() {
+  [[ $(kubectl get pods -n "$case_ns" -l '!autotune.io/job' --field-selector=status.phase=Running \
+    -o name | wc -l) -eq 2 ]]
+}
+
+relaunched_not_measured() {
+  [[ $(kubectl get events -n "$case_ns" --field-selector reason=TrialRelaunched \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+    grep -c 'was not measured (not scheduled within spec.schedulingTimeout') -ge "$1" ]]
+}
+
+# Both nodes' GPUs held by Pods the operator does not count for the first 20s: the job's two
+# trials cannot be scheduled, are not measured at schedulingTimeout (15s) and run again as their
+# second attempts once the GPUs are free. Nothing is recorded for the attempts that never ran.
+case_gpus_taken() {
+  begin_case gpus-taken
+  local job=gpus-taken
+  check "two Pods of no job take all 32 GPUs for 20s" eval 'gpu_hog hog-0 20 && gpu_hog hog-1 20' ||
+    return 0
+  check "both run" eventually 60 hogs_running || return 0
+  check "a job of two trials with schedulingTimeout 15s is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 3]' early=0 scheduling_timeout=15s || return 0
+  check "its trials are relaunched as not measured within 60s" \
+    eventually 60 relaunched_not_measured 2 || return 0
+  check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "both trials Succeeded: nothing recorded for the attempts that never ran" \
+    job_satisfies "$job" 'sorted(outcomes.values()) == ["Succeeded", "Succeeded"]'
+  expect "each trial was launched once and recorded once" launched_once "$job"
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  end_case
+}
+
 # The node of a Running trial Pod of job $1.
 running_node() {
   kubectl get pods -n "$case_ns" -l "autotune.io/job=$1" --field-selector=status.phase=Running \
@@ -1005,7 +1058,7 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion hostile foreign node_return restart rights_used \
+  invalid configs sharing deletion hostile foreign node_return gpus_taken restart rights_used \
   no_secrets_in_logs}; do
   "case_$name"
 done
