@@ -165,12 +165,22 @@ std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ost
 }
 
 k8s::Result<k8s::ClusterConfig> clusterConfig(const Options& options) {
-  auto config = options.kubeconfig.empty() ? k8s::inClusterConfig()
-                                           : k8s::loadKubeconfig(options.kubeconfig);
+  auto config =
+      options.kubeconfig.empty() ? k8s::inClusterConfig() : k8s::loadKubeconfig(options.kubeconfig);
   if (config) {
     config->userAgent = "autotune-operator/" AUTOTUNE_VERSION;
   }
   return config;
+}
+
+// The lease's own client: each request bounded well under the renew deadline (10 s), never
+// retried (the next renewal, 2 s later, is the retry), and outside the reconciles' rate limit.
+k8s::Client leaseClient(k8s::ClusterConfig config, observability::Metrics& metrics) {
+  config.requestTimeout = std::chrono::seconds(4);
+  k8s::RequestPolicy policy;
+  policy.maxRetries = 0;
+  policy.observe = [&metrics](std::string_view verb, int code) { metrics.kubeRequest(verb, code); };
+  return k8s::Client(k8s::makeHttpTransport(config), policy);
 }
 
 // Unique per replica: the Pod's name where there is one, and a random suffix.
@@ -342,6 +352,7 @@ int main(int argc, char** argv) {
   if (options->leaderElect) {
     managerOptions.leaderElection =
         runtime::LeaseOptions{options->leaseNamespace, options->leaseName, identity()};
+    managerOptions.leaseClient = leaseClient(*config, metrics);
   }
   runtime::Manager manager(client, clock, managerOptions);
 
@@ -354,7 +365,7 @@ int main(int argc, char** argv) {
   manager.setReconciler([&](const std::string& key) {
     const auto beat = heartbeat.beat();
     const controller::Context context{log.with({{"job", key}, {"reconcileID", nextReconcileID()}}),
-                                      std::chrono::system_clock::now()};
+                                      std::chrono::system_clock::now(), manager.leadership()};
     return reconciler.reconcile(key, context);
   });
   manager.setHooks(managerHooks(metrics, log, manager, cluster));

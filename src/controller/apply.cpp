@@ -108,6 +108,12 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
   std::set<std::string> taken;
   std::vector<std::pair<std::string, std::string>> launched;
   for (const auto& launch : plan.launches) {
+    // The status written a moment ago counts these trials as launched; a new leader reads it and
+    // may have recorded and deleted one since. Creating its Pod now would run it twice.
+    if (context_.leadership.stop_requested()) {
+      context_.log.info("leadership in doubt: no more trial launches");
+      break;
+    }
     const std::string podName = k8s::text(k8s::metadataOf(launch.pod), "name");
     auto created = client_.create(k8s::kPods, job.namespaceName(), launch.pod);
     if (!created && !alreadyExists(created)) {

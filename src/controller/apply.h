@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 
 #include "api/job.h"
@@ -21,11 +22,13 @@ namespace autotune::controller {
 
 inline const k8s::Resource kAutotuneJobs{"autotune.io", "v1alpha1", "autotunejobs", true};
 
-// What one reconcile runs with: its logger (carrying the job and the reconcile's ID) and the time
-// it reads the world at.
+// What one reconcile runs with: its logger (carrying the job and the reconcile's ID), the time it
+// reads the world at, and the token stopped once this replica may no longer write
+// (runtime::Manager::leadership).
 struct Context {
   observability::Logger log;
   Timestamp now;
+  std::stop_token leadership;
 };
 
 // Told as things happen, for metrics; each may be left empty.

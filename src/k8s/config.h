@@ -3,6 +3,7 @@
 // account Kubernetes mounts into every Pod. Certificates are held as PEM text so the transport can
 // load them from memory, without temp files.
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -21,6 +22,9 @@ struct ClusterConfig {
   // Sent with every request, so that the API server's audit log and metrics name the program,
   // e.g. autotune-operator/0.1.0; empty sends cpprestsdk's own.
   std::string userAgent;
+  // How long one request may take, from sending it to the end of the answer (a watch's is the
+  // longest quiet spell instead, given with the watch).
+  std::chrono::seconds requestTimeout{30};
 };
 
 // The cluster and user of `context`, or of the kubeconfig's current-context when `context` is

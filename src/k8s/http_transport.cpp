@@ -122,6 +122,7 @@ class HttpTransport final : public Transport {
  private:
   static web::http::client::http_client_config clientConfig(const ClusterConfig& config) {
     web::http::client::http_client_config settings;
+    settings.set_timeout(config.requestTimeout);
     settings.set_validate_certificates(!config.insecureSkipTlsVerify);
     settings.set_ssl_context_callback([config](boost::asio::ssl::context& context) {
       if (!config.caData.empty()) {

@@ -1,5 +1,6 @@
 #include "runtime/leader_election.h"
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -8,6 +9,9 @@
 
 namespace autotune::runtime {
 namespace {
+
+// How often, within a renew deadline, the leader looks whether its lease is still sure.
+constexpr int kChecksPerDeadline = 10;
 
 int seconds(Duration duration) {
   return static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(duration).count());
@@ -79,31 +83,43 @@ bool LeaderElector::tryAcquireOrRenew() {
 
 bool LeaderElector::run(const std::stop_token& stop,
                         const std::function<void(std::stop_token)>& lead) {
+  TimePoint attempt = clock_.now();
   while (!stop.stop_requested() && !tryAcquireOrRenew()) {
     sleepFor(options_.retryPeriod, stop);
+    attempt = clock_.now();
   }
   if (stop.stop_requested()) {
     return false;
   }
+  renewedAt_ = attempt;
   std::stop_source leadership;
   const std::stop_callback forward(stop, [&leadership] { leadership.request_stop(); });
   std::jthread leader([&lead, token = leadership.get_token()] { lead(token); });
+  // Renewals run apart from the watch kept on them, so that one stuck in the network cannot keep
+  // this replica leading past renewDeadline, while a standby may already be taking over.
+  std::jthread renewer([this, token = leadership.get_token()] {
+    while (!token.stop_requested()) {
+      sleepFor(options_.retryPeriod, token);
+      const TimePoint started = clock_.now();
+      if (!token.stop_requested() && tryAcquireOrRenew()) {
+        renewedAt_ = started;
+      }
+    }
+  });
 
   bool lost = false;
-  TimePoint renewed = clock_.now();
+  const Duration check =
+      std::min(options_.retryPeriod, options_.renewDeadline / kChecksPerDeadline);
   while (!leadership.stop_requested()) {
-    sleepFor(options_.retryPeriod, leadership.get_token());
-    if (leadership.stop_requested()) {
-      break;
-    }
-    if (tryAcquireOrRenew()) {
-      renewed = clock_.now();
-    } else if (clock_.now() - renewed >= options_.renewDeadline) {
+    if (clock_.now() - renewedAt_.load() >= options_.renewDeadline) {
       lost = true;
       leadership.request_stop();
+      break;
     }
+    sleepFor(check, leadership.get_token());
   }
   leader.join();
+  renewer.join();  // a renewal in flight ends by the client's own timeout
   if (lost) {
     leading_ = false;
   } else {

@@ -34,9 +34,10 @@ class LeaderElector {
   bool tryAcquireOrRenew();
 
   // Campaigns until it holds the lease, then runs `lead` with a token that is stopped when the
-  // lease is lost (no renewal for renewDeadline) or `stop` is requested, and returns once `lead`
-  // has returned. On `stop` it releases the lease, so a standby takes over at once.
-  // True when it returned because the lease was lost.
+  // lease is in doubt (no renewal succeeded within renewDeadline, counted from the start of the
+  // last one that did, however long the one in flight hangs) or `stop` is requested, and returns
+  // once `lead` and the renewal in flight have returned. On `stop` it releases the lease, so a
+  // standby takes over at once. True when it returned because the lease was lost.
   bool run(const std::stop_token& stop, const std::function<void(std::stop_token)>& lead);
 
   // Gives the lease up if this replica holds it.
@@ -53,6 +54,7 @@ class LeaderElector {
   nlohmann::json observed_;  // the lease spec last seen
   TimePoint observedAt_{};   // when it was first seen, on this replica's clock
   std::atomic<bool> leading_ = false;
+  std::atomic<TimePoint> renewedAt_{};  // when the last successful renewal started
 };
 
 }  // namespace autotune::runtime

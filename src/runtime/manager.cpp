@@ -62,7 +62,8 @@ RunEnd Manager::run(const std::stop_token& stop) {
   RunEnd end = RunEnd::kStopped;
   if (!stop.stop_requested()) {
     if (options_.leaderElection) {
-      LeaderElector elector(client_, *options_.leaderElection, clock_);
+      const k8s::Client& leaseClient = options_.leaseClient ? *options_.leaseClient : client_;
+      LeaderElector elector(leaseClient, *options_.leaderElection, clock_);
       const bool lost =
           elector.run(stop, [this](const std::stop_token& leadership) { work(leadership); });
       end = lost ? RunEnd::kLostLeadership : RunEnd::kStopped;
@@ -75,6 +76,7 @@ RunEnd Manager::run(const std::stop_token& stop) {
 }
 
 void Manager::work(const std::stop_token& leadership) {
+  leadership_ = leadership;
   setLeading(true);
   {
     std::vector<std::jthread> workers;

@@ -59,6 +59,10 @@ using KeyMapper = std::function<std::vector<std::string>(const T* before, const 
 struct ManagerOptions {
   int workers = 2;
   std::optional<LeaseOptions> leaderElection;
+  // The lease's requests; the manager's client when empty. One of its own, with a timeout well
+  // under the renew deadline, no retries and no share of the reconciles' rate limit, keeps a busy
+  // or stuck client from costing the lease.
+  std::optional<k8s::Client> leaseClient;
   WatcherOptions watcher;
   WorkQueueLimits queue;
 };
@@ -99,6 +103,9 @@ class Manager {
   // Every watcher has listed once (the /readyz probe).
   bool synced() const;
   bool leading() const { return leading_.load(); }
+  // Stopped once this replica may no longer write: its lease is in doubt or lost, or run() is
+  // ending. A reconcile looks at it before each write that the next leader must not see twice.
+  std::stop_token leadership() const { return leadership_; }
   const WorkQueue& queue() const { return queue_; }
 
  private:
@@ -117,6 +124,7 @@ class Manager {
   Reconciler reconcile_;
   std::vector<std::unique_ptr<Watcher>> watchers_;
   std::atomic<bool> leading_ = false;
+  std::stop_token leadership_;  // set before the workers start
 };
 
 }  // namespace autotune::runtime

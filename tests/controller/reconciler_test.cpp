@@ -184,11 +184,12 @@ class Reconcile : public ::testing::Test {
     pods_.replace(api_->under(std::string(kPodsPath) + "/"));
   }
 
-  runtime::ReconcileResult reconcile(ReconcilerHooks hooks = {}) {
+  runtime::ReconcileResult reconcile(ReconcilerHooks hooks = {}, std::stop_token leadership = {}) {
     syncCaches();
     Reconciler reconciler(client_, cluster_, std::move(hooks));
     const auto result = reconciler.reconcile(
-        "ml/gpt2", Context{observability::Logger(observability::LogLevel::kError, log_), now_});
+        "ml/gpt2", Context{observability::Logger(observability::LogLevel::kError, log_), now_,
+                           std::move(leadership)});
     syncCaches();
     return result;
   }
@@ -258,6 +259,21 @@ TEST_F(Reconcile, LaunchesUpToParallelismTrialPodsAndReportsRunning) {
               std::string::npos)
         << message;
   }
+}
+
+// A reconcile that learns mid-way that this replica may no longer lead creates no Pod: the next
+// leader may already have recorded and deleted the trials its status write counted.
+TEST_F(Reconcile, AReconcileWhoseLeadershipIsInDoubtCreatesNoPod) {
+  submit(gpt2Job());
+  std::stop_source leadership;
+  leadership.request_stop();
+  reconcile({}, leadership.get_token());
+  EXPECT_TRUE(pods().empty());
+  for (const auto& write : api_->writes) {
+    EXPECT_FALSE(write.starts_with("POST " + std::string(kPodsPath))) << write;
+  }
+  reconcile();  // the next leader, with the same world, launches them
+  EXPECT_EQ(pods().size(), 2U);
 }
 
 TEST_F(Reconcile, RecordsAResultBeforeDeletingItsPod) {

@@ -6,8 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "observability/time.h"
 #include "support/fake_transport.h"
@@ -129,6 +133,96 @@ TEST_F(Election, ReleaseClearsTheHolderSoAStandbyNeedNotWait) {
   EXPECT_EQ(lastMethod(), "PUT");
   EXPECT_EQ(lastBody()["spec"]["holderIdentity"], "");
   EXPECT_EQ(lastBody()["spec"]["leaseDurationSeconds"], 1);
+}
+
+// An API server that answers the lease's first two requests (not found, then created) and then
+// holds every request open until released, as a stalled connection would.
+class StallingTransport : public k8s::Transport {
+ public:
+  tl::expected<k8s::HttpResponse, std::string> send(const k8s::HttpRequest&) override {
+    std::unique_lock lock(mutex_);
+    ++requests_;
+    if (requests_ == 1) {
+      return k8s::HttpResponse{404, R"({"kind":"Status","code":404,"reason":"NotFound"})", {}};
+    }
+    if (requests_ == 2) {
+      return k8s::HttpResponse{201, lease("replica-a", "2026-01-01T00:00:00.000000Z"), {}};
+    }
+    stalled_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_; });
+    stalled_ = false;
+    return tl::unexpected(std::string("connection reset by peer"));
+  }
+  tl::expected<k8s::HttpResponse, std::string> stream(const k8s::HttpRequest&,
+                                                      const k8s::LineHandler&, std::chrono::seconds,
+                                                      std::stop_token) override {
+    return tl::unexpected(std::string("no watches here"));
+  }
+
+  bool waitUntilStalled() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(30), [this] { return stalled_; });
+  }
+  bool stalled() {
+    const std::lock_guard lock(mutex_);
+    return stalled_;
+  }
+  void release() {
+    const std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int requests_ = 0;
+  bool stalled_ = false;
+  bool released_ = false;
+};
+
+// A renewal stuck in the network does not keep the replica leading: once renewDeadline has
+// passed since the last renewal that went through, leadership ends while the stuck request is
+// still waiting, before a standby could take the lease over (leaseDuration).
+TEST(ElectionDeadline, ARenewalThatHangsEndsLeadershipAtTheRenewDeadline) {
+  auto transport = std::make_shared<StallingTransport>();
+  k8s::RequestPolicy noRetries;
+  noRetries.maxRetries = 0;
+  const k8s::Client client(transport, noRetries);
+  FakeClock clock;
+  LeaderElector elector(
+      client,
+      {"ops", "autotune", "replica-a", seconds(15), seconds(10), std::chrono::milliseconds(5)},
+      clock);
+  std::atomic<bool> led = false;
+  std::atomic<bool> ended = false;
+  std::atomic<bool> lost = false;
+  std::jthread running([&](const std::stop_token& stop) {
+    lost = elector.run(stop, [&](const std::stop_token& leadership) {
+      led = true;
+      sleepFor(std::chrono::hours(1), leadership);
+      ended = true;
+    });
+  });
+  ASSERT_TRUE(transport->waitUntilStalled());
+  EXPECT_TRUE(led);
+  clock.advance(seconds(9));
+  // Within the deadline, a stuck renewal alone does not end leadership.
+  for (int look = 0; look < 20; ++look) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_FALSE(ended);
+  }
+  clock.advance(seconds(1));
+  for (int look = 0; look < 6000 && !ended; ++look) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(ended);
+  EXPECT_TRUE(transport->stalled()) << "leadership ended only when the renewal gave up";
+  transport->release();
+  running.join();
+  EXPECT_TRUE(lost);
+  EXPECT_FALSE(elector.isLeader());
 }
 
 TEST(MicroTime, IsRfc3339WithMicrosecondsInUtc) {
