@@ -89,6 +89,11 @@ void describe(auto& field, Either<TrialCounts> auto& trials) {
   field("pruned", trials.pruned);
 }
 
+void describe(auto& field, Either<LaunchedTrial> auto& launched) {
+  field("name", launched.name);
+  field("attempt", launched.attempt);
+}
+
 void describe(auto& field, Either<BestTrial> auto& best) {
   field("trial", best.trial);
   field("metric", best.metric);
@@ -130,6 +135,7 @@ void describe(auto& field, Either<Status> auto& status) {
   field("completionTime", status.completionTime, Write::kUnlessEmpty);
   field("message", status.message, Write::kUnlessEmpty);
   field("trials", status.trials);
+  field("inFlight", status.inFlight, Write::kUnlessEmpty);
   field("best", status.best);
   field("model", status.model);
   field("spaces", status.spaces, Write::kUnlessEmpty);

@@ -149,6 +149,15 @@ struct TrialRecord {
   bool operator==(const TrialRecord&) const = default;
 };
 
+// A trial whose Pod the operator created (or was about to) and whose result is not recorded yet:
+// written before the Pod is created, so that a Pod deleted before anyone saw it is known lost.
+struct LaunchedTrial {
+  std::string name;
+  int attempt = 0;
+
+  bool operator==(const LaunchedTrial&) const = default;
+};
+
 struct Status {
   Phase phase = Phase::kPending;
   std::int64_t observedGeneration = 0;
@@ -157,6 +166,7 @@ struct Status {
   std::string completionTime;
   std::string message;
   TrialCounts trials;
+  std::vector<LaunchedTrial> inFlight;
   std::optional<BestTrial> best;
   std::optional<MeasuredModel> model;
   std::vector<SpaceSummary> spaces;

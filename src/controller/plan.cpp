@@ -100,6 +100,25 @@ bool removable(const TrialPodState& state, const api::Spec& spec) {
 
 // --- observe --------------------------------------------------------------------------------
 
+// Trials the written status counts in flight whose Pods are nowhere: deleted before any
+// reconcile saw them go, or never created. Lost, so that they run again as their next attempt
+// rather than under a Pod name already used.
+void addVanished(const api::AutotuneJob& job, const std::set<std::string>& recorded,
+                 std::map<std::string, TrialPodState>& newest) {
+  for (const auto& launched : job.status.inFlight) {
+    if (recorded.contains(launched.name) || newest.contains(launched.name)) {
+      continue;
+    }
+    TrialPodState state;
+    state.phase = TrialPodState::Phase::kLost;
+    state.trialName = launched.name;
+    state.attempt = launched.attempt;
+    state.podName = trialPodName(job.name(), launched.name, launched.attempt);
+    state.message = "its Pod " + state.podName + " is gone: deleted, or never created";
+    newest.emplace(launched.name, std::move(state));
+  }
+}
+
 void observePods(const Cluster& cluster, Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
   std::set<std::string> recorded;
@@ -143,6 +162,9 @@ void observePods(const Cluster& cluster, Snapshot& snapshot) {
     } else if (!inserted) {
       snapshot.stalePods.push_back(state->podName);
     }
+  }
+  if (!terminal) {
+    addVanished(job, recorded, newest);
   }
   for (auto& [trial, state] : newest) {
     if (auto conclusion = conclude(state, job.spec, snapshot.now)) {
@@ -307,6 +329,7 @@ class Planner {
     written.completionTime = formatTime(snapshot_.now);
     written.trials.pending = 0;
     written.trials.running = 0;
+    written.inFlight.clear();
     setRunning(false, "Failed", written.message);
     setCondition(written, "Failed", true, "TrialNotMeasured", written.message, snapshot_.now,
                  snapshot_.generation);
@@ -481,6 +504,10 @@ class Planner {
       }
     }
     counts.launched = static_cast<int>(written.results.size() + inFlight_.size());
+    written.inFlight.clear();
+    for (const auto& state : inFlight_) {
+      written.inFlight.push_back({state.trialName, state.attempt});
+    }
     counts.pruned = static_cast<int>(decision_.pruned.size());
     written.trials = counts;
     written.spaces = tuning::summarizeSpaces(written.results, spec_.search.metric);

@@ -399,6 +399,33 @@ TEST_F(Reconcile, ATrialNeverStartedInThreeAttemptsFailsTheJobSayingWhy) {
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r2"));
 }
 
+// The status names each trial in flight and its attempt before the Pods exist, so a Pod deleted
+// before any reconcile saw it go is known lost: its trial runs again as <pod>-r1, never again
+// under the name already used.
+TEST_F(Reconcile, APodDeletedUnseenRunsAgainAsItsNextAttempt) {
+  submit(gpt2Job());
+  reconcile();
+  const json inFlight = job()["status"]["inFlight"];
+  ASSERT_EQ(inFlight.size(), 2U);
+  EXPECT_EQ(inFlight[0]["attempt"], 0);
+  const std::string first = pods()[0]["metadata"]["name"];
+  api_->objects.erase(std::string(kPodsPath) + "/" + first);
+  api_->writes.clear();
+  reconcile();
+  EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
+  EXPECT_EQ(api_->count("POST " + std::string(kPodsPath)), 1);
+  const json status = job()["status"];
+  EXPECT_TRUE(status.value("results", json::array()).empty());
+  EXPECT_TRUE(std::ranges::any_of(status["inFlight"],
+                                  [](const json& trial) { return trial["attempt"] == 1; }));
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_TRUE(std::ranges::any_of(events, [&](const json& event) {
+    return event["reason"] == "TrialRelaunched" &&
+           event["message"].get<std::string>().find("was lost (its Pod " + first + " is gone") !=
+               std::string::npos;
+  }));
+}
+
 TEST_F(Reconcile, AnEvictedTrialRunsAgainAsItsNextAttempt) {
   submit(gpt2Job());
   reconcile();

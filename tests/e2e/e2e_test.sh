@@ -40,6 +40,7 @@ dumped=''
 
 cleanup() {
   local status=$?
+  stop_fault_proxy
   e2e_down
   if ((failures == 0 && status == 0)) && [[ -z ${AUTOTUNE_E2E_KEEP:-} ]]; then
     rm -rf "$work"
@@ -698,14 +699,18 @@ case_deletion() {
 }
 
 # The operator's count of reconciles that threw, from /metrics on the port its last start logged.
-reconcile_exceptions() {
+# The sum of the operator's series whose name and labels begin with $1, from /metrics on the port
+# its last start logged.
+operator_metric() {
   local port
   port=$(grep '"msg":"starting"' "$E2E_OPERATOR_LOG" | tail -1 |
     sed -n 's/.*"metricsPort":\([0-9]*\).*/\1/p')
   [[ -n $port ]] || { echo "the operator logged no metrics port"; return 1; }
   curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" |
-    awk '$1 == "autotune_reconcile_total{result=\"exception\"}" { print $2 }'
+    awk -v prefix="$1" 'index($0, prefix) == 1 { sum += $NF } END { print sum + 0 }'
 }
+
+reconcile_exceptions() { operator_metric 'autotune_reconcile_total{result="exception"}'; }
 
 # No reconcile threw since the count was $1.
 no_new_exceptions() {
@@ -895,10 +900,12 @@ hogs_running() {
     -o name | wc -l) -eq 2 ]]
 }
 
-relaunched_not_measured() {
-  [[ $(kubectl get events -n "$case_ns" --field-selector reason=TrialRelaunched \
-    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
-    grep -c 'was not measured (not scheduled within spec.schedulingTimeout') -ge "$1" ]]
+# At least $2 (default 1) TrialRelaunched Events of the case say $1.
+relaunched_because() {
+  local said
+  said=$(kubectl get events -n "$case_ns" --field-selector reason=TrialRelaunched \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')
+  [[ $(grep -c -F -- "$1" <<<"$said") -ge ${2:-1} ]] || { echo "relaunches: $said"; return 1; }
 }
 
 # Both nodes' GPUs held by Pods the operator does not count for the first 20s: the job's two
@@ -913,11 +920,200 @@ case_gpus_taken() {
   check "a job of two trials with schedulingTimeout 15s is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 scheduling_timeout=15s || return 0
   check "its trials are relaunched as not measured within 60s" \
-    eventually 60 relaunched_not_measured 2 || return 0
+    eventually 60 relaunched_because \
+    'was not measured (not scheduled within spec.schedulingTimeout' 2 || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "both trials Succeeded: nothing recorded for the attempts that never ran" \
     job_satisfies "$job" 'sorted(outcomes.values()) == ["Succeeded", "Succeeded"]'
   expect "each trial was launched once and recorded once" launched_once "$job"
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  end_case
+}
+
+# No trial Pod name of the case's namespace was created twice: the API server's audit log holds
+# one successful create of each (a relaunch is a new name).
+pods_created_once() {
+  python3 - "$E2E_AUDIT_LOG" "$case_ns" <<'PY'
+import collections, json, sys
+created = collections.Counter()
+for line in open(sys.argv[1], encoding="utf-8"):
+    event = json.loads(line)
+    ref = event.get("objectRef", {})
+    if (event["verb"] == "create" and ref.get("resource") == "pods" and not ref.get("subresource")
+            and ref.get("namespace") == sys.argv[2]
+            and event.get("responseStatus", {}).get("code") == 201):
+        created[ref.get("name")] += 1
+twice = sorted(name for name, count in created.items() if count > 1)
+print(f"{len(created)} Pods created" + (f"; more than once: {twice}" if twice else ""))
+sys.exit(1 if twice or not created else 0)
+PY
+}
+
+results_once() {
+  job_satisfies "$1" 'len(names) == len(set(names)) == status["trials"]["launched"]'
+}
+
+# The operator's count of series $2 went up since it was $1.
+counted_more() {
+  local now
+  now=$(operator_metric "$2") || return 1
+  ((now > $1)) || { echo "$2 was $1 and is $now"; return 1; }
+}
+
+# The operator, if it has exited since it started (having lost its lease while the API server
+# could not be reached: exit status 1, and its log says so), started again, as the kubelet restarts
+# a Deployment's container.
+revive_operator() {
+  e2e_alive operator && return 0
+  local status=0
+  wait "$(operator_pid)" || status=$?
+  if ((status != 1)) || ! grep -q '"msg":"lost the leader lease' "$E2E_OPERATOR_LOG"; then
+    echo "the operator exited with status $status:"
+    tail -5 "$E2E_OPERATOR_LOG"
+    return 1
+  fi
+  echo "it had lost its lease and exited 1"
+  e2e_start_operator
+}
+
+# Job $1 has $2 results, with the operator started again meanwhile if it lost its lease.
+results_reviving() { revive_operator >/dev/null && results_at_least "$1" "$2"; }
+
+# kube-apiserver, then etcd, stopped and started again while a job runs. The operator's watches
+# and requests fail meanwhile; if its lease cannot be renewed for 10 s it exits and is started
+# again, as its Deployment would be. The job ends at the published best with each trial launched
+# and recorded once and no Pod created twice.
+case_controlplane_restart() {
+  begin_case controlplane-restart
+  local job=gpt2-large
+  check "the GPT2-large job is created" create_job "$job" startup=2 || return 0
+  check "two results are recorded" eventually 120 results_at_least "$job" 2 || return 0
+  check "kube-apiserver is stopped and started again" \
+    "$source_dir/scripts/controlplane" restart kube-apiserver || return 0
+  check "a fourth result is recorded (the operator started again if it lost its lease)" \
+    eventually 120 results_reviving "$job" 4 || return 0
+  check "etcd is stopped and started again" "$source_dir/scripts/controlplane" restart etcd ||
+    return 0
+  check "a fifth result is recorded (the operator started again if it lost its lease)" \
+    eventually 120 results_reviving "$job" 5 || return 0
+  check "the job Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "every trial was launched once, and each launch is recorded" launched_once "$job"
+  expect "status.results has each trial once" results_once "$job"
+  expect "no trial Pod name was created twice (audit log)" pods_created_once
+  end_case
+}
+
+# --- faults between the operator and the API server ---------------------------------------------
+
+fault_proxy_dir() { echo "$work/fault-proxy"; }
+
+# tests/e2e/fault_proxy.py in front of the API server, serving a certificate the cluster's CA
+# signed for 127.0.0.1, and a copy of the operator's kubeconfig that points at it.
+start_fault_proxy() {
+  local dir pki=$AUTOTUNE_CONTROLPLANE_DIR/pki server
+  dir=$(fault_proxy_dir)
+  mkdir -p "$dir"
+  openssl req -new -newkey rsa:2048 -nodes -subj /CN=fault-proxy -keyout "$dir/proxy.key" \
+    -out "$dir/proxy.csr" 2>/dev/null &&
+    openssl x509 -req -in "$dir/proxy.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
+      -CAcreateserial -days 1 -out "$dir/proxy.crt" \
+      -extfile <(printf 'subjectAltName=IP:127.0.0.1\n') 2>/dev/null || return 1
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  python3 "$source_dir/tests/e2e/fault_proxy.py" --upstream "${server#https://}" \
+    --ca "$pki/ca.crt" --cert "$dir/proxy.crt" --key "$dir/proxy.key" --state "$dir" \
+    >"$dir/proxy.log" 2>&1 &
+  echo $! >"$dir/pid"
+  eventually 20 test -s "$dir/port" || { cat "$dir/proxy.log"; return 1; }
+  cp "$E2E_STATE/operator.kubeconfig" "$dir/operator.kubeconfig"
+  kubectl --kubeconfig "$dir/operator.kubeconfig" config set-cluster e2e \
+    --server "https://127.0.0.1:$(cat "$dir/port")" >/dev/null
+}
+
+stop_fault_proxy() {
+  local dir
+  dir=$(fault_proxy_dir)
+  [[ -f $dir/pid ]] || return 0
+  kill "$(cat "$dir/pid")" 2>/dev/null || true
+  wait "$(cat "$dir/pid")" 2>/dev/null || true
+  rm -f "$dir/pid"
+}
+
+# Restarts the operator (SIGTERM, so that it hands the lease over) with kubeconfig $1.
+operator_through() { e2e_stop_operator TERM && E2E_OPERATOR_KUBECONFIG=$1 e2e_start_operator; }
+
+# Sends the fault proxy a command (fault_proxy.py) and prints its answer.
+fault() {
+  local port reply
+  port=$(cat "$(fault_proxy_dir)/control-port")
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
+  echo "$*" >&3
+  read -r reply <&3
+  exec 3>&-
+  echo "$reply"
+  [[ $reply == ok* ]]
+}
+
+# The GPT2-large job with the operator talking through the fault proxy, which drops every
+# connection, answers 20 requests 429 and 10 requests 500, and stalls all traffic for 5s, each
+# after another result is recorded. The job ends at the published best with each trial launched
+# and recorded once and no Pod created twice; the operator never restarted, and its metrics count
+# the 429s, the 500s and the watches it started again.
+case_api_faults() {
+  begin_case api-faults
+  local job=gpt2-large pid throttled failed restarts
+  check "a fault proxy starts in front of the API server" start_fault_proxy || return 0
+  if ! check "the operator is restarted to talk through it" \
+    operator_through "$(fault_proxy_dir)/operator.kubeconfig"; then
+    stop_fault_proxy
+    return 0
+  fi
+  pid=$(operator_pid)
+  throttled=$(operator_metric 'autotune_kube_requests_total{code="429"') || throttled=0
+  failed=$(operator_metric 'autotune_kube_requests_total{code="500"') || failed=0
+  restarts=$(operator_metric autotune_watch_restarts_total) || restarts=0
+  if check "the GPT2-large job is created" create_job "$job" startup=1 &&
+    check "a result is recorded" eventually 120 results_at_least "$job" 1 &&
+    check "every connection is dropped" fault drop &&
+    check "a second result is recorded" eventually 120 results_at_least "$job" 2 &&
+    check "the next 20 requests are answered 429 with Retry-After" fault status 429 20 &&
+    check "a third result is recorded" eventually 120 results_at_least "$job" 3 &&
+    check "the next 10 requests are answered 500" fault status 500 10 &&
+    check "a fourth result is recorded" eventually 120 results_at_least "$job" 4 &&
+    check "all traffic stalls for 5s" fault stall 5 &&
+    check "the job Succeeds within 300s" ends_in "$job" Succeeded 300; then
+    expect "its best is $published_best" best_is "$job" "$published_best"
+    expect "every trial was launched once, and each launch is recorded" launched_once "$job"
+    expect "status.results has each trial once" results_once "$job"
+    expect "no trial Pod name was created twice (audit log)" pods_created_once
+    expect "the operator never restarted" same_operator "$pid"
+    expect "it counted the 429s" counted_more "$throttled" 'autotune_kube_requests_total{code="429"'
+    expect "it counted the 500s" counted_more "$failed" 'autotune_kube_requests_total{code="500"'
+    expect "it counted the watches it started again" \
+      counted_more "$restarts" autotune_watch_restarts_total
+  fi
+  check "the operator is restarted to talk to the API server directly" \
+    operator_through "$E2E_STATE/operator.kubeconfig"
+  stop_fault_proxy
+  end_case
+}
+
+# A running trial's Pod deleted by someone else: the trial is lost and runs again as its next
+# attempt (<pod>-r1); it is recorded once, and the search ends at the published best.
+case_pod_deleted() {
+  begin_case pod-deleted
+  local job=pod-deleted pod
+  check "a job of two trials of 10s each is created" create_job "$job" strategy=grid \
+    stages='[1]' micro='[1, 3]' early=0 startup=10 || return 0
+  check "a trial runs" eventually 60 some_running_pod "$job" || return 0
+  pod=$(running_pods "$job" | head -1)
+  check "its Pod ($pod) is deleted" kubectl delete -n "$case_ns" "$pod" --wait=false || return 0
+  check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "the trial was relaunched as lost" \
+    relaunched_because 'was lost ('
+  expect "both trials Succeeded, each recorded once" job_satisfies "$job" \
+    'sorted(outcomes.values()) == ["Succeeded", "Succeeded"] and len(names) == 2'
+  expect "no trial Pod name was created twice (audit log)" pods_created_once
   expect "its best is $published_best" best_is "$job" "$published_best"
   end_case
 }
@@ -1058,8 +1254,8 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion hostile foreign node_return gpus_taken restart rights_used \
-  no_secrets_in_logs}; do
+  invalid configs sharing deletion hostile foreign node_return gpus_taken pod_deleted \
+  controlplane_restart api_faults restart rights_used no_secrets_in_logs}; do
   "case_$name"
 done
 
