@@ -8,7 +8,10 @@
 # a hung trial past trialTimeout; a job no node can hold; specs refused by the API server and by
 # the operator; two jobs sharing the GPUs; a job deleted mid-run; trials that misbehave (a child
 # left running, a progress bar, metrics that are not UTF-8, not numbers, or 1 MiB long); a Pod of
-# another owner holding a trial's Pod name; and the operator killed with SIGKILL mid-job and
+# another owner holding a trial's Pod name; faults: a Node deleted and registered again, GPUs
+# taken by Pods the operator does not count, a trial Pod deleted, a trial process killed,
+# kube-apiserver and etcd restarted, and a proxy between the operator and the API server that
+# drops, stalls and answers 429 and 500; and the operator killed with SIGKILL mid-job and
 # restarted, without a trial run twice or a result lost. At the end, the chart's RBAC is held to
 # the requests the API server's audit log recorded from the operator, and every log of the run is
 # searched for the operator's token and for private keys.
@@ -1098,15 +1101,53 @@ case_api_faults() {
   end_case
 }
 
+# A grid job of two trials (z1_gas1_tmbspg1 and z1_gas1_tmbspg3) of $2 seconds each, created and
+# seen running.
+create_running_pair() {
+  check "a job of two trials of ${2}s each is created" create_job "$1" strategy=grid \
+    stages='[1]' micro='[1, 3]' early=0 startup="$2" &&
+    check "a trial runs" eventually 60 some_running_pod "$1"
+}
+
+# The process of this run that is trial-sim running trial $1 (its environment says which).
+trial_process() {
+  local pid
+  for pid in $(pgrep -f -- "--e2e-run $marker"); do
+    if [[ $(cat "/proc/$pid/comm" 2>/dev/null) == trial-sim ]] &&
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "AUTOTUNE_TRIAL=$1"; then
+      echo "$pid"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# A trial's process killed with SIGKILL on its node, as a person or a runaway script might: the
+# trial is Failed, killed by signal 9, recorded once; the search ends at the published best.
+case_process_killed() {
+  begin_case process-killed
+  local job=process-killed pid
+  create_running_pair "$job" 15 || return 0
+  check "z1_gas1_tmbspg1's trial-sim process is found" eventually 60 trial_process z1_gas1_tmbspg1 ||
+    return 0
+  pid=$(trial_process z1_gas1_tmbspg1)
+  check "it is killed with SIGKILL" kill -KILL "$pid" || return 0
+  check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "z1_gas1_tmbspg1 is Failed, killed by signal 9, and each trial is recorded once" \
+    job_satisfies "$job" 'outcomes.get("z1_gas1_tmbspg1") == "Failed"
+      and "killed by signal 9" in reasons["z1_gas1_tmbspg1"] and len(names) == len(set(names)) == 2'
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "no trial Pod name was created twice (audit log)" pods_created_once
+  end_case
+}
+
 # A running trial's Pod deleted by someone else: the trial is lost and runs again as its next
 # attempt (<pod>-r1); it is recorded once, and the search ends at the published best.
 case_pod_deleted() {
   begin_case pod-deleted
   local job=pod-deleted pod
-  check "a job of two trials of 10s each is created" create_job "$job" strategy=grid \
-    stages='[1]' micro='[1, 3]' early=0 startup=10 || return 0
-  check "a trial runs" eventually 60 some_running_pod "$job" || return 0
-  pod=$(running_pods "$job" | head -1)
+  create_running_pair "$job" 10 || return 0
+  pod=$(running_pods "$job" | sed -n 1p)
   check "its Pod ($pod) is deleted" kubectl delete -n "$case_ns" "$pod" --wait=false || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "the trial was relaunched as lost" \
@@ -1138,9 +1179,7 @@ no_relaunch() {
 case_node_return() {
   begin_case node-return
   local job=node-return node
-  check "a job of two trials of 20s each is created" create_job "$job" strategy=grid \
-    stages='[1]' micro='[1, 3]' early=0 startup=20 || return 0
-  check "a trial runs" eventually 60 some_running_pod "$job" || return 0
+  create_running_pair "$job" 20 || return 0
   node=$(running_node "$job")
   check "its node ($node) is deleted" kubectl delete node "$node" --wait=false || return 0
   check "the node simulator registers $node again within 30s" \
@@ -1254,7 +1293,7 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion hostile foreign node_return gpus_taken pod_deleted \
+  invalid configs sharing deletion hostile foreign node_return gpus_taken pod_deleted process_killed \
   controlplane_restart api_faults restart rights_used no_secrets_in_logs}; do
   "case_$name"
 done
