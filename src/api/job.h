@@ -150,7 +150,7 @@ struct TrialRecord {
 };
 
 // A trial whose Pod the operator created (or was about to) and whose result is not recorded yet:
-// written before the Pod is created, so that a Pod deleted before anyone saw it is known lost.
+// written before the Pod is created, so that a Pod deleted before anyone saw it is known gone.
 struct LaunchedTrial {
   std::string name;
   int attempt = 0;

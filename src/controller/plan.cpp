@@ -101,8 +101,9 @@ bool removable(const TrialPodState& state, const api::Spec& spec) {
 // --- observe --------------------------------------------------------------------------------
 
 // Trials the written status counts in flight whose Pods are nowhere: deleted before any
-// reconcile saw them go, or never created. Lost, so that they run again as their next attempt
-// rather than under a Pod name already used.
+// reconcile saw them go, or never created (the API refused the create). Not measured, and nothing
+// says it was the config's doing: they run again as their next attempt, never under a Pod name
+// already used.
 void addVanished(const api::AutotuneJob& job, const std::set<std::string>& recorded,
                  std::map<std::string, TrialPodState>& newest) {
   for (const auto& launched : job.status.inFlight) {
@@ -110,7 +111,7 @@ void addVanished(const api::AutotuneJob& job, const std::set<std::string>& recor
       continue;
     }
     TrialPodState state;
-    state.phase = TrialPodState::Phase::kLost;
+    state.phase = TrialPodState::Phase::kNotMeasured;
     state.trialName = launched.name;
     state.attempt = launched.attempt;
     state.podName = trialPodName(job.name(), launched.name, launched.attempt);

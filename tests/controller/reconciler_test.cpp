@@ -421,7 +421,7 @@ TEST_F(Reconcile, APodDeletedUnseenRunsAgainAsItsNextAttempt) {
   const auto events = api_->under("/api/v1/namespaces/ml/events/");
   EXPECT_TRUE(std::ranges::any_of(events, [&](const json& event) {
     return event["reason"] == "TrialRelaunched" &&
-           event["message"].get<std::string>().find("was lost (its Pod " + first + " is gone") !=
+           event["message"].get<std::string>().find("was not measured (its Pod " + first + " is gone") !=
                std::string::npos;
   }));
 }
