@@ -238,6 +238,10 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics) {
   hooks.trialLaunched = [&metrics](const api::AutotuneJob& job, const std::string& /*trial*/) {
     metrics.trialLaunched(job.namespaceName(), job.name());
   };
+  hooks.trialRelaunched = [&metrics](const api::AutotuneJob& job, controller::Relaunch why) {
+    metrics.trialRelaunched(job.namespaceName(), job.name(),
+                            why == controller::Relaunch::kLost ? "lost" : "not_measured");
+  };
   hooks.trialPending = [&metrics](std::chrono::duration<double> waited) {
     metrics.trialPending(waited);
   };

@@ -133,6 +133,9 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
     if (!launch.replaces.empty()) {
       report({"TrialRelaunched", "Warning", launch.trial + launch.replaces,
               "Trial " + launch.trial + " " + launch.relaunchedBecause + "; launched again"});
+      if (hooks_.trialRelaunched) {
+        hooks_.trialRelaunched(job, launch.relaunch);
+      }
       remove(launch.replaces);
       continue;
     }

@@ -34,6 +34,7 @@ struct Context {
 // Told as things happen, for metrics; each may be left empty.
 struct ReconcilerHooks {
   std::function<void(const api::AutotuneJob& job, const std::string& trial)> trialLaunched;
+  std::function<void(const api::AutotuneJob& job, Relaunch why)> trialRelaunched;
   std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialFinished;
   // How long a finished trial's Pod waited for a node and its container's start.
   std::function<void(std::chrono::duration<double> waited)> trialPending;

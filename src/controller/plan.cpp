@@ -295,10 +295,11 @@ class Planner {
       if (trial == decision_.trials.end()) {
         continue;
       }
-      const std::string what =
-          state.phase == TrialPodState::Phase::kLost ? "was lost" : "was not measured";
+      const bool lost = state.phase == TrialPodState::Phase::kLost;
       plan_.launches.push_back({trial->name, trialPod(snapshot_.job, *trial, state.attempt + 1),
-                                state.podName, what + " (" + state.message + ")"});
+                                state.podName,
+                                (lost ? "was lost (" : "was not measured (") + state.message + ")",
+                                lost ? Relaunch::kLost : Relaunch::kNotMeasured});
       state = pendingAttempt(state);
     }
   }
@@ -345,7 +346,7 @@ class Planner {
         recordTaken(trial, podName);
         continue;
       }
-      plan_.launches.push_back({trial.name, trialPod(snapshot_.job, trial), "", ""});
+      plan_.launches.push_back({trial.name, trialPod(snapshot_.job, trial), "", "", {}});
       TrialPodState state;
       state.trialName = trial.name;
       state.podName = podName;

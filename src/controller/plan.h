@@ -78,6 +78,10 @@ struct JobEvent {
 JobEvent aboutTrials(const std::string& reason, const std::string& type, const std::string& verb,
                      const std::vector<std::pair<std::string, std::string>>& trials);
 
+// Why a trial runs again: its Pod was lost (evicted, its node gone, deleted while running), or it
+// was not measured (never started, or its Pod vanished unseen).
+enum class Relaunch { kLost, kNotMeasured };
+
 struct PodLaunch {
   std::string trial;
   nlohmann::json pod;
@@ -85,6 +89,7 @@ struct PodLaunch {
   // (...)", "was not measured (...)").
   std::string replaces;
   std::string relaunchedBecause;
+  Relaunch relaunch = Relaunch::kLost;  // when `replaces` is set
 };
 
 // The output ConfigMap of a search that is over, and the status to write while it cannot be

@@ -152,12 +152,25 @@ class Scraped final : public prometheus::Collectable {
 
 using Key = std::pair<std::string, std::string>;  // namespace, job
 
+// A job's counter in `family` for one value of one more label, made on first use and kept in
+// `byValue` so that forgetJob() can remove it.
+Counter& countFor(Family<Counter>& family, std::map<std::string, Counter*>& byValue,
+                  const std::string& ns, const std::string& job,
+                  const std::pair<std::string, std::string>& label) {
+  Counter*& counter = byValue[label.second];
+  if (counter == nullptr) {
+    counter = &family.Add({{"namespace", ns}, {"job", job}, {label.first, label.second}});
+  }
+  return *counter;
+}
+
 // The series labelled with one job, so that forgetJob() can remove them.
 struct JobSeries {
   Counter* launched = nullptr;
-  std::map<std::string, Counter*> finished;  // by outcome
-  std::map<std::string, Gauge*> best;        // by metric
-  std::map<std::string, Gauge*> trials;      // by trial
+  std::map<std::string, Counter*> finished;    // by outcome
+  std::map<std::string, Counter*> relaunched;  // by reason
+  std::map<std::string, Gauge*> best;          // by metric
+  std::map<std::string, Gauge*> trials;        // by trial
 };
 
 }  // namespace
@@ -178,6 +191,10 @@ struct Metrics::State {
                                   .Name("autotune_trials_finished_total")
                                   .Help("Trials finished, by job and outcome.")
                                   .Register(*registry);
+  Family<Counter>& relaunched = prometheus::BuildCounter()
+                                    .Name("autotune_trials_relaunched_total")
+                                    .Help("Trials launched again, by job and reason.")
+                                    .Register(*registry);
   Family<Histogram>& duration = prometheus::BuildHistogram()
                                     .Name("autotune_trial_duration_seconds")
                                     .Help("How long finished trials ran, by outcome.")
@@ -290,11 +307,15 @@ void Metrics::trialFinished(const std::string& ns, const std::string& job,
                             const std::string& outcome, Seconds ran) {
   state_->duration.Add({{"outcome", outcome}}, kTrialDurationBuckets).Observe(ran.count());
   const std::lock_guard lock(state_->mutex);
-  auto& counter = state_->jobSeries[{ns, job}].finished[outcome];
-  if (counter == nullptr) {
-    counter = &state_->finished.Add({{"namespace", ns}, {"job", job}, {"outcome", outcome}});
-  }
-  counter->Increment();
+  countFor(state_->finished, state_->jobSeries[{ns, job}].finished, ns, job, {"outcome", outcome})
+      .Increment();
+}
+
+void Metrics::trialRelaunched(const std::string& ns, const std::string& job,
+                              const std::string& reason) {
+  const std::lock_guard lock(state_->mutex);
+  countFor(state_->relaunched, state_->jobSeries[{ns, job}].relaunched, ns, job, {"reason", reason})
+      .Increment();
 }
 
 void Metrics::bestValue(const std::string& ns, const std::string& job, const std::string& metric,
@@ -337,6 +358,9 @@ void Metrics::forgetJob(const std::string& ns, const std::string& job) {
   }
   for (const auto& [outcome, counter] : series.finished) {
     state_->finished.Remove(counter);
+  }
+  for (const auto& [reason, counter] : series.relaunched) {
+    state_->relaunched.Remove(counter);
   }
   for (const auto& [metric, gauge] : series.best) {
     state_->best.Remove(gauge);

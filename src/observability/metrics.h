@@ -48,6 +48,9 @@ class Metrics {
   // `outcome` is the classifier's word for it (Succeeded, Failed, OOM, Timeout, ...): a small set.
   void trialFinished(const std::string& ns, const std::string& job, const std::string& outcome,
                      Seconds ran);
+  // A trial launched again: `reason` is lost (evicted, its node gone, its Pod deleted) or
+  // not_measured (never started, or its Pod vanished unseen).
+  void trialRelaunched(const std::string& ns, const std::string& job, const std::string& reason);
   void bestValue(const std::string& ns, const std::string& job, const std::string& metric,
                  double value);
   // A trial's measured value. Only the first `maxTrials` distinct trials of a job get a series;

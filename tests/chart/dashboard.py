@@ -14,6 +14,7 @@ METRICS = {
     "autotune_jobs": False,
     "autotune_trials_launched_total": False,
     "autotune_trials_finished_total": False,
+    "autotune_trials_relaunched_total": False,
     "autotune_trial_duration_seconds": True,
     "autotune_trial_pending_seconds": True,
     "autotune_best_value": False,

@@ -421,8 +421,8 @@ TEST_F(Reconcile, APodDeletedUnseenRunsAgainAsItsNextAttempt) {
   const auto events = api_->under("/api/v1/namespaces/ml/events/");
   EXPECT_TRUE(std::ranges::any_of(events, [&](const json& event) {
     return event["reason"] == "TrialRelaunched" &&
-           event["message"].get<std::string>().find("was not measured (its Pod " + first + " is gone") !=
-               std::string::npos;
+           event["message"].get<std::string>().find("was not measured (its Pod " + first +
+                                                    " is gone") != std::string::npos;
   }));
 }
 

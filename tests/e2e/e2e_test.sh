@@ -926,6 +926,8 @@ case_gpus_taken() {
     eventually 60 relaunched_because \
     'was not measured (not scheduled within spec.schedulingTimeout' 2 || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "the operator counts both relaunches as not measured" job_counted \
+    autotune_trials_relaunched_total "$job" 2 'reason="not_measured"'
   expect "both trials Succeeded: nothing recorded for the attempts that never ran" \
     job_satisfies "$job" 'sorted(outcomes.values()) == ["Succeeded", "Succeeded"]'
   expect "each trial was launched once and recorded once" launched_once "$job"
@@ -954,6 +956,25 @@ PY
 
 results_once() {
   job_satisfies "$1" 'len(names) == len(set(names)) == status["trials"]["launched"]'
+}
+
+# The operator's series $1 for job $2 of the case, summed over its other labels, or only those
+# with label $3 (such as reason="lost").
+job_metric() {
+  operator_metric "$1{job=\"$2\",namespace=\"$case_ns\"${3:+,$3}"
+}
+
+# That sum is at least $3 ($4: the one label, as in job_metric).
+job_counted() {
+  local now
+  now=$(job_metric "$1" "$2" "${4:-}") || return 1
+  ((now >= $3)) || { echo "$1 for $2${4:+ with $4} is $now, less than $3"; return 1; }
+}
+
+job_not_counted() {
+  local now
+  now=$(job_metric "$1" "$2") || return 1
+  ((now == 0)) || { echo "$1 for $2 is $now"; return 1; }
 }
 
 # The operator's count of series $2 went up since it was $1.
@@ -1136,6 +1157,8 @@ case_process_killed() {
   expect "z1_gas1_tmbspg1 is Failed, killed by signal 9, and each trial is recorded once" \
     job_satisfies "$job" 'outcomes.get("z1_gas1_tmbspg1") == "Failed"
       and "killed by signal 9" in reasons["z1_gas1_tmbspg1"] and len(names) == len(set(names)) == 2'
+  expect "the operator counts a Failed trial (autotune_trials_finished_total)" \
+    job_counted autotune_trials_finished_total "$job" 1 'outcome="Failed"'
   expect "its best is $published_best" best_is "$job" "$published_best"
   expect "no trial Pod name was created twice (audit log)" pods_created_once
   end_case
@@ -1152,6 +1175,8 @@ case_pod_deleted() {
   check "its Pod ($pod) is deleted" kubectl delete -n "$case_ns" "$pod" --wait=false || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "the trial was relaunched (a TrialRelaunched Event)" events_include "$job" TrialRelaunched
+  expect "the operator counts the relaunch (autotune_trials_relaunched_total)" \
+    job_counted autotune_trials_relaunched_total "$job" 1
   expect "both trials Succeeded, each recorded once" job_satisfies "$job" \
     'sorted(outcomes.values()) == ["Succeeded", "Succeeded"] and len(names) == 2'
   expect "no trial Pod name was created twice (audit log)" pods_created_once
@@ -1186,6 +1211,8 @@ case_node_return() {
     eventually 30 kubectl get node "$node" -o name || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "no trial was relaunched (no TrialRelaunched Event)" no_relaunch "$job"
+  expect "the operator counts no relaunch of it (autotune_trials_relaunched_total)" \
+    job_not_counted autotune_trials_relaunched_total "$job"
   expect "each trial was launched once and recorded once" launched_once "$job"
   expect "its best is $published_best" best_is "$job" "$published_best"
   end_case

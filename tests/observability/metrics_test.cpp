@@ -47,6 +47,7 @@ void recordOneOfEach(Metrics& metrics) {
   metrics.trialLaunched("ml", "gpt2");
   metrics.trialPending(seconds(3));
   metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(420));
+  metrics.trialRelaunched("ml", "gpt2", "lost");
   metrics.bestValue("ml", "gpt2", "throughput", 812.5);
   metrics.trialValue("ml", "gpt2", "z1-gas1-tmbspg3", 812.5, 10);
   metrics.gpuSlots(8, 16);
@@ -65,6 +66,7 @@ TEST(Metrics, EveryMetricHasHelpAndTypeLines) {
       {"autotune_jobs", "gauge"},
       {"autotune_trials_launched_total", "counter"},
       {"autotune_trials_finished_total", "counter"},
+      {"autotune_trials_relaunched_total", "counter"},
       {"autotune_trial_duration_seconds", "histogram"},
       {"autotune_trial_pending_seconds", "histogram"},
       {"autotune_best_value", "gauge"},
@@ -185,6 +187,7 @@ TEST(Metrics, ForgettingAJobRemovesEverySeriesOfItAndNoOther) {
   for (const auto* job : {"gpt2", "bert"}) {
     metrics.trialLaunched("ml", job);
     metrics.trialFinished("ml", job, "Failed", seconds(30));
+    metrics.trialRelaunched("ml", job, "not_measured");
     metrics.bestValue("ml", job, "latency", 0.25);
     metrics.trialValue("ml", job, "z0-gas1-tmbspg1", 0.25, 5);
   }
@@ -194,6 +197,9 @@ TEST(Metrics, ForgettingAJobRemovesEverySeriesOfItAndNoOther) {
   const std::string text = metrics.exposition();
   EXPECT_FALSE(mentions(text, R"(job="gpt2")"));
   EXPECT_EQ(sample(text, R"(autotune_trials_launched_total{job="bert",namespace="ml"})"), 1);
+  EXPECT_EQ(sample(text, R"(autotune_trials_relaunched_total{job="bert",namespace="ml",)"
+                         R"(reason="not_measured"})"),
+            1);
   EXPECT_EQ(sample(text, R"(autotune_best_value{job="bert",metric="latency",namespace="ml"})"),
             0.25);
   EXPECT_EQ(
