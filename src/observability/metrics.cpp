@@ -297,6 +297,10 @@ void Metrics::trialLaunched(const std::string& ns, const std::string& job) {
   auto& series = state_->jobSeries[{ns, job}];
   if (series.launched == nullptr) {
     series.launched = &state_->launched.Add({{"namespace", ns}, {"job", job}});
+    // Relaunches show as 0 from the job's first launch, so that dashboards see zeros, not gaps.
+    for (const auto* reason : {"lost", "not_measured"}) {
+      countFor(state_->relaunched, series.relaunched, ns, job, {"reason", reason});
+    }
   }
   series.launched->Increment();
 }

@@ -208,6 +208,11 @@ TEST(Metrics, ForgettingAJobRemovesEverySeriesOfItAndNoOther) {
   // Per-outcome durations are not per job, and stay.
   EXPECT_EQ(sample(text, R"(autotune_trial_duration_seconds_count{outcome="Failed"})"), 2);
 
+  // A job's relaunch series exist at 0 from its first launch.
+  EXPECT_EQ(sample(text, R"(autotune_trials_relaunched_total{job="bert",namespace="ml",)"
+                         R"(reason="lost"})"),
+            0);
+
   // A job created again under the same name starts from zero.
   metrics.trialLaunched("ml", "gpt2");
   EXPECT_EQ(
