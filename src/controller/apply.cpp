@@ -132,7 +132,9 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
     cluster_.wrotePod(*created);
     if (!launch.replaces.empty()) {
       report({"TrialRelaunched", "Warning", launch.trial + launch.replaces,
-              "Trial " + launch.trial + " " + launch.relaunchedBecause + "; launched again"});
+              "Trial " + launch.trial +
+                  (launch.relaunch == Relaunch::kLost ? " was lost (" : " was not measured (") +
+                  launch.relaunchedBecause + "); launched again"});
       if (hooks_.trialRelaunched) {
         hooks_.trialRelaunched(job, launch.relaunch);
       }

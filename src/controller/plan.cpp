@@ -295,23 +295,22 @@ class Planner {
       if (trial == decision_.trials.end()) {
         continue;
       }
-      const bool lost = state.phase == TrialPodState::Phase::kLost;
-      plan_.launches.push_back({trial->name, trialPod(snapshot_.job, *trial, state.attempt + 1),
-                                state.podName,
-                                (lost ? "was lost (" : "was not measured (") + state.message + ")",
-                                lost ? Relaunch::kLost : Relaunch::kNotMeasured});
-      state = pendingAttempt(state);
+      plan_.launches.push_back(
+          {trial->name, trialPod(snapshot_.job, *trial, state.attempt + 1), state.podName,
+           state.message,
+           state.phase == TrialPodState::Phase::kLost ? Relaunch::kLost : Relaunch::kNotMeasured});
+      state = pendingAttempt(trial->name, state.attempt + 1);
     }
   }
 
-  // The attempt a relaunch creates, as launch() counts a new trial.
-  TrialPodState pendingAttempt(const TrialPodState& relaunched) const {
-    TrialPodState next;
-    next.trialName = relaunched.trialName;
-    next.podName = relaunched.podName;
-    next.attempt = relaunched.attempt + 1;
-    next.created = snapshot_.now;
-    return next;
+  // The Pod of a trial's attempt as created now, before any watch reports it.
+  TrialPodState pendingAttempt(const std::string& trial, int attempt) const {
+    TrialPodState state;
+    state.trialName = trial;
+    state.attempt = attempt;
+    state.podName = trialPodName(snapshot_.job.name(), trial, attempt);
+    state.created = snapshot_.now;
+    return state;
   }
 
   static bool exhaustedUnmeasured(const TrialPodState& state) {
@@ -347,11 +346,7 @@ class Planner {
         continue;
       }
       plan_.launches.push_back({trial.name, trialPod(snapshot_.job, trial), "", "", {}});
-      TrialPodState state;
-      state.trialName = trial.name;
-      state.podName = podName;
-      state.created = snapshot_.now;
-      inFlight_.push_back(std::move(state));
+      inFlight_.push_back(pendingAttempt(trial.name, 0));
     }
   }
 

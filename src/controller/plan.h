@@ -85,11 +85,11 @@ enum class Relaunch { kLost, kNotMeasured };
 struct PodLaunch {
   std::string trial;
   nlohmann::json pod;
-  // A relaunch: the Pod to delete once its successor exists, and what happened to it ("was lost
-  // (...)", "was not measured (...)").
+  // A relaunch: the Pod to delete once its successor exists, what happened to it, and whether
+  // that makes it lost or not measured.
   std::string replaces;
   std::string relaunchedBecause;
-  Relaunch relaunch = Relaunch::kLost;  // when `replaces` is set
+  Relaunch relaunch = Relaunch::kLost;
 };
 
 // The output ConfigMap of a search that is over, and the status to write while it cannot be

@@ -191,9 +191,11 @@ std::optional<Timestamp> deadline(const TrialPodState& state, const api::Spec& s
 
 std::optional<std::string> notMeasured(const TrialPodState& state, const api::Spec& spec,
                                        Timestamp now) {
+  // Until it starts, or while its container cannot start, a pending trial's deadline is its
+  // scheduling timeout.
+  const auto due = deadline(state, spec);
   if (state.phase != TrialPodState::Phase::kPending ||
-      (state.started && !containerCannotStart(state)) || !state.created ||
-      now < *state.created + spec.schedulingTimeout.value()) {
+      (state.started && !containerCannotStart(state)) || !due || now < *due) {
     return std::nullopt;
   }
   std::string reason = state.scheduled ? "its container could not start" : "not scheduled";

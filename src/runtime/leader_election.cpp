@@ -91,18 +91,19 @@ bool LeaderElector::run(const std::stop_token& stop,
   if (stop.stop_requested()) {
     return false;
   }
-  renewedAt_ = attempt;
+  // When the last successful renewal started, written by the renewer, read by the watch below.
+  std::atomic<TimePoint> renewedAt = attempt;
   std::stop_source leadership;
   const std::stop_callback forward(stop, [&leadership] { leadership.request_stop(); });
   std::jthread leader([&lead, token = leadership.get_token()] { lead(token); });
   // Renewals run apart from the watch kept on them, so that one stuck in the network cannot keep
   // this replica leading past renewDeadline, while a standby may already be taking over.
-  std::jthread renewer([this, token = leadership.get_token()] {
+  std::jthread renewer([this, &renewedAt, token = leadership.get_token()] {
     while (!token.stop_requested()) {
       sleepFor(options_.retryPeriod, token);
       const TimePoint started = clock_.now();
       if (!token.stop_requested() && tryAcquireOrRenew()) {
-        renewedAt_ = started;
+        renewedAt = started;
       }
     }
   });
@@ -111,7 +112,7 @@ bool LeaderElector::run(const std::stop_token& stop,
   const Duration check =
       std::min(options_.retryPeriod, options_.renewDeadline / kChecksPerDeadline);
   while (!leadership.stop_requested()) {
-    if (clock_.now() - renewedAt_.load() >= options_.renewDeadline) {
+    if (clock_.now() - renewedAt.load() >= options_.renewDeadline) {
       lost = true;
       leadership.request_stop();
       break;

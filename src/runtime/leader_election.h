@@ -54,7 +54,6 @@ class LeaderElector {
   nlohmann::json observed_;  // the lease spec last seen
   TimePoint observedAt_{};   // when it was first seen, on this replica's clock
   std::atomic<bool> leading_ = false;
-  std::atomic<TimePoint> renewedAt_{};  // when the last successful renewal started
 };
 
 }  // namespace autotune::runtime
