@@ -67,7 +67,7 @@ demo: deps build controlplane images
 	scripts/demo $(BUILD_DIR)
 
 bench: build controlplane
-	$(BUILD_DIR)/bin/bench_tuning_efficiency
+	bench/tuning/run $(BUILD_DIR)
 	bench/operator_overhead.sh 3
 	bench/operator_scale.sh
 

@@ -222,9 +222,10 @@ void printTrials(const AutotuneJob& job) {
       std::cout << "  " << trial.name << "\n";
     }
   } else {
-    std::cout << "\nLater trials depend on these results: the search probes each stage's largest "
-                 "micro-batch,\nthen the best micro-batch below it, and moves to the next stage "
-                 "only where it fits more.\n";
+    std::cout << "\nLater trials depend on these results: the search screens each stage at the "
+                 "micro-batch the\nmemory model expects to fit, searches the best stage's "
+                 "micro-batch, then gives stages\nthat came close one probe at the same memory "
+                 "use.\n";
   }
   std::cout << "\nPruned (" << first.pruned.size() << "):\n";
   for (const auto& pruned : first.pruned) {

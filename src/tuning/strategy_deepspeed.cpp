@@ -1,9 +1,10 @@
-// The `deepspeed` strategy: DeepSpeed's fast mode with its defects fixed. Per ZeRO stage, in
-// ascending order: find the largest micro-batch that fits (a probe at the memory model's estimate,
-// one just above or below it, then bisection, stopping early when throughput plateaus); then
-// search the unimodal metric curve below that boundary at constant batch; later stages are tried
-// only where they fit a larger micro-batch. Then, in full mode or when the user listed other
-// keys, a grid over those keys at the best stage's micro-batch.
+// The `deepspeed` strategy: DeepSpeed's fast mode (every ZeRO stage, the micro-batch of each,
+// then other keys at the best) in fewer launches. Each runnable stage is screened once at equal
+// memory use, which ranks the stages without running out of memory; the best stage's throughput
+// curve is bracketed until no gap can hold a better point; the memory boundary is climbed only
+// while the best is the largest micro-batch that ran; stages that screened close to the best get
+// one probe at the best's memory use, and a search of their own only when that probe is close too.
+// Then, in full mode or when the user listed other keys, a grid over those keys at the best.
 
 #include <algorithm>
 #include <cmath>
@@ -14,68 +15,63 @@
 namespace autotune::tuning {
 namespace {
 
-constexpr double kProbeAboveEstimate = 1.05;
-constexpr double kProbeBelowFailure = 0.95;
 constexpr double kDidNotRun = -std::numeric_limits<double>::infinity();
+// The first step away from a lone measurement, as a share of its micro-batch.
+constexpr double kLocalStep = 0.1;
+// Gaps no wider than this share of the best micro-batch are not split further.
+constexpr double kResolution = 0.03;
+// A gap is closed once the slopes around it bound what it could hold to this share above the best.
+constexpr double kGainTolerance = 0.003;
+// How much each step down grows while the lower probe keeps winning (the golden ratio).
+constexpr double kExpansion = 1.618;
+constexpr double kGoldenSection = 0.382;
+// After running out of memory before anything fitted, the next probe of the stage.
+constexpr double kBackOff = 0.7;
+// A stage whose screen is within spec.search.plateauThreshold of the best screen is a contender:
+// it gets a search of its own when its probe at the best's memory use is within this of the best.
+constexpr double kContenderProbe = 0.01;
 
-// What a walk of the search knows about one trial.
-struct Known {
-  bool fits = false;
-  std::optional<double> score;  // nothing when the trial is only assumed to fit
-};
-
-// Real outcomes, plus outcomes assumed while speculating on trials that have not finished.
-class Knowledge {
- public:
-  explicit Knowledge(const SearchContext& context) : context_(&context) {}
-
-  std::optional<Known> get(const std::string& name) const {
-    if (const auto assumed = assumed_.find(name); assumed != assumed_.end()) {
-      return assumed->second;
-    }
-    const auto observed = context_->observation(name);
-    if (!observed) {
-      return std::nullopt;
-    }
-    if (!observed->succeeded()) {
-      return Known{false, std::nullopt};
-    }
-    return Known{true, context_->score(name)};
-  }
-
-  Knowledge assuming(const std::string& name, bool fits) const {
-    Knowledge next = *this;
-    next.assumed_[name] = Known{fits, std::nullopt};
-    return next;
-  }
-
- private:
-  const SearchContext* context_;
-  std::map<std::string, Known> assumed_;
-};
-
-// Where one stage's micro-batch search starts and how far it may go.
+// Where one stage's micro-batch search may go.
 struct StageBounds {
   int stage = 0;
-  int start = 1;
-  int cap = 1;
+  int lowest = 1;  // the smallest allowed micro-batch
+  int cap = 1;     // the largest allowed by the spec
   int gradientAccumulation = 1;
-  std::optional<int> estimate;
-  bool firstStage = true;
+  std::optional<int> estimate;  // the memory model's largest micro-batch
 };
 
-// The outcome of walking a stage's boundary search with what is known so far.
-struct BoundaryWalk {
-  std::optional<Trial> need;  // the trial whose outcome it waits for
-  bool failed = false;        // the stage did not run even at its start
-  int top = 0;                // the largest micro-batch known to fit
+// What the finished trials of one stage (at its gradient accumulation) measured.
+struct Curve {
+  std::map<int, double> scores;     // micro-batches that ran
+  std::optional<int> firstFit;      // the first to run, in launch order: the stage's screen
+  std::optional<int> smallestMiss;  // the smallest that did not run (out of memory or failed)
+};
+
+struct Stage {
+  StageBounds bounds;
+  Curve curve;
+
+  std::optional<double> screen() const {
+    return curve.firstFit ? std::optional(curve.scores.at(*curve.firstFit)) : std::nullopt;
+  }
+  // The largest micro-batch the search may still try.
+  int highest() const {
+    return curve.smallestMiss ? std::min(bounds.cap, *curve.smallestMiss - 1) : bounds.cap;
+  }
 };
 
 struct StageResult {
   int stage = 0;
-  bool complete = false;
   std::optional<std::string> bestTrial;
   std::optional<double> bestScore;
+};
+
+// The straight line through two measurements, extended past them.
+struct Line {
+  double x0 = 0;
+  double y0 = 0;
+  double slope = 0;
+  double at(double x) const { return y0 + slope * (x - x0); }
 };
 
 class DeepSpeedSearch {
@@ -83,35 +79,26 @@ class DeepSpeedSearch {
   explicit DeepSpeedSearch(const SearchContext& context) : context_(context) {}
 
   Plan plan() {
-    int previousTop = 0;
-    std::vector<StageResult> results;
+    std::vector<Stage> stages;
     for (const int stage : context_.space.stages) {
-      auto bounds = boundsFor(stage, previousTop);
-      if (!bounds) {
-        continue;
+      if (auto bounds = boundsFor(stage)) {
+        stages.push_back({*bounds, curveOf(*bounds)});
       }
-      if (context_.space.microBatch.kind == BatchChoice::Kind::kList) {
-        results.push_back(runListedMicroBatches(*bounds));
-        continue;
-      }
-      const BoundaryWalk boundary = walkBoundary(*bounds, Knowledge(context_));
-      if (boundary.need) {
-        speculate(*bounds);
-        results.push_back({stage, false, {}, {}});
-        break;  // later stages start from this stage's boundary
-      }
-      if (boundary.failed) {
-        results.push_back({stage, true, {}, {}});
-        continue;
-      }
-      const bool largerThanBefore = boundary.top > previousTop;
-      results.push_back(largerThanBefore ? searchBelowBoundary(*bounds, boundary.top)
-                                         : bestOfStage(stage));
-      previousTop = std::max(previousTop, boundary.top);
     }
-    const bool allComplete = std::all_of(results.begin(), results.end(),
-                                         [](const auto& result) { return result.complete; });
-    if (allComplete) {
+    bool complete = true;
+    if (context_.space.microBatch.kind == BatchChoice::Kind::kList) {
+      for (const auto& stage : stages) {
+        complete &= runListedMicroBatches(stage.bounds);
+      }
+    } else {
+      complete = searchStages(stages);
+    }
+    if (complete) {
+      std::vector<StageResult> results;
+      results.reserve(stages.size());
+      for (const auto& stage : stages) {
+        results.push_back(bestOfStage(stage.bounds.stage));
+      }
       tuneOtherKeys(results);
     }
     return std::move(plan_);
@@ -124,15 +111,12 @@ class DeepSpeedSearch {
 
   const MicroBatchLadder& ladder() const { return context_.space.microBatches; }
 
-  // A trial of the boundary search: at the stage's gradient accumulation, or at the one that
+  // A trial of the micro-batch search: at the stage's gradient accumulation, or at the one that
   // completes a fixed global batch.
   Trial probe(const StageBounds& bounds, int microBatch) {
-    return fast(bounds.stage, microBatch,
-                ladder().gradientAccumulationFor(microBatch, bounds.gradientAccumulation));
-  }
-
-  Trial fast(int stage, int microBatch, int gradientAccumulation) {
-    Trial trial = makeFastTrial(context_.space, stage, microBatch, gradientAccumulation);
+    Trial trial =
+        makeFastTrial(context_.space, bounds.stage, microBatch,
+                      ladder().gradientAccumulationFor(microBatch, bounds.gradientAccumulation));
     remember(trial);
     return trial;
   }
@@ -154,25 +138,20 @@ class DeepSpeedSearch {
     plan_.pruned.push_back({trial.name, std::move(reason)});
   }
 
-  // Where the stage's search starts, or nothing when the stage is pruned.
-  std::optional<StageBounds> boundsFor(int stage, int previousTop) {
+  // The stage's limits, or nothing when the stage is pruned.
+  std::optional<StageBounds> boundsFor(int stage) {
     StageBounds bounds;
     bounds.stage = stage;
     bounds.gradientAccumulation = userGradientAccumulation();
-    bounds.firstStage = previousTop == 0;
     bounds.cap = search().maxMicroBatchSize;
     if (search().maxTrainBatchSize && !ladder().batchPerReplica()) {
       const int perStep = context_.space.parallelism.dataParallel() * bounds.gradientAccumulation;
       bounds.cap = std::min(bounds.cap, *search().maxTrainBatchSize / perStep);
     }
     bounds.cap = ladder().atMost(bounds.cap).value_or(0);
-    const int userStart = context_.space.microBatch.kind == BatchChoice::Kind::kStart
-                              ? context_.space.microBatch.values.front()
-                              : search().minMicroBatchSize;
-    const int start = std::clamp(bounds.firstStage ? userStart : previousTop,
-                                 search().minMicroBatchSize, std::max(bounds.cap, 1));
-    bounds.start = ladder().atMost(start).value_or(ladder().atLeast(start).value_or(start));
-    const Trial first = probe(bounds, bounds.start);
+    bounds.lowest =
+        ladder().atLeast(search().minMicroBatchSize).value_or(search().minMicroBatchSize);
+    const Trial first = probe(bounds, std::min(bounds.lowest, std::max(bounds.cap, 1)));
     if (bounds.cap < search().minMicroBatchSize) {
       prune(first, "spec.search.maxTrainBatchSize leaves no micro-batch of at least " +
                        std::to_string(search().minMicroBatchSize));
@@ -189,142 +168,368 @@ class DeepSpeedSearch {
                        std::to_string(stage));
       return std::nullopt;
     }
-    if (!bounds.firstStage && bounds.estimate && *bounds.estimate < previousTop) {
-      prune(first, "ZeRO stage " + std::to_string(stage) + " is expected to fit at most " +
-                       std::to_string(*bounds.estimate) +
-                       " per GPU, less than a lower stage already runs");
-      return std::nullopt;
-    }
     return bounds;
   }
 
-  // Below the estimate, probe the estimate; above it, climb in steps that start at 5% and
-  // double (or double the micro-batch when there is no estimate); after a failure, probe 5% below
-  // it once, then bisect. Each probe is the allowed micro-batch nearest that aim; nothing when no
-  // allowed one is left to try.
-  std::optional<int> nextProbe(const StageBounds& bounds, int low, std::optional<int> high,
-                               int probesAbove, int failures) const {
-    if (!high) {
-      if (low >= bounds.cap) {
-        return std::nullopt;
-      }
-      int aim = 0;
-      if (bounds.estimate && low < *bounds.estimate) {
-        aim = std::min(*bounds.estimate, bounds.cap);
-      } else {
-        int step = low;
-        if (bounds.estimate) {
-          const double firstStep = (kProbeAboveEstimate - 1) * low;
-          step = static_cast<int>(std::ceil(firstStep)) << std::min(probesAbove, 20);
-        }
-        aim = static_cast<int>(
-            std::min<std::int64_t>(bounds.cap, static_cast<std::int64_t>(low) + std::max(1, step)));
-      }
-      return ladder().closestBetween(low, bounds.cap + 1, aim);
-    }
-    const int justBelow = static_cast<int>(std::floor(kProbeBelowFailure * *high));
-    const bool probeJustBelow = failures == 1 && justBelow > low && justBelow < *high;
-    return ladder().closestBetween(low, *high,
-                                   probeJustBelow ? justBelow : low + (*high - low) / 2);
-  }
-
-  bool improves(std::optional<double> candidate, std::optional<double> reference) const {
-    if (!candidate || !reference) {
-      return true;  // assumed outcomes carry no value: keep climbing
-    }
-    return *candidate > *reference + search().plateauThreshold * std::abs(*reference);
-  }
-
-  BoundaryWalk walkBoundary(const StageBounds& bounds, const Knowledge& knowledge) {
-    int low = bounds.start;
-    std::optional<int> high;
-    int failures = 0;
-    Trial trial = probe(bounds, low);
-    auto known = knowledge.get(trial.name);
-    if (!known) {
-      return {trial, false, 0};
-    }
-    if (!known->fits) {
-      const int smallest = ladder().atLeast(search().minMicroBatchSize).value_or(low);
-      if (!bounds.firstStage || low <= smallest) {
-        return {std::nullopt, true, 0};
-      }
-      high = low;
-      failures = 1;
-      low = smallest;
-      trial = probe(bounds, low);
-      known = knowledge.get(trial.name);
-      if (!known) {
-        return {trial, false, 0};
-      }
-      if (!known->fits) {
-        return {std::nullopt, true, 0};
-      }
-    }
-    std::optional<double> lowScore = known->score;
-    int probesAbove = 0;
-    while (const std::optional<int> next = nextProbe(bounds, low, high, probesAbove, failures)) {
-      trial = probe(bounds, *next);
-      known = knowledge.get(trial.name);
-      if (!known) {
-        return {trial, false, 0};
-      }
-      if (!known->fits) {
-        high = *next;
-        ++failures;
+  Curve curveOf(const StageBounds& bounds) {
+    Curve curve;
+    std::vector<int> ran;  // in launch order
+    for (const auto& name : context_.launchOrder) {
+      const auto trial = fastTrialNamed(context_.space, name);
+      if (!trial || trial->stage != bounds.stage ||
+          trial->gradientAccumulation !=
+              ladder().gradientAccumulationFor(trial->microBatch, bounds.gradientAccumulation)) {
         continue;
       }
-      if (bounds.estimate && *next > *bounds.estimate) {
-        ++probesAbove;
-      }
-      const bool plateau = !improves(known->score, lowScore);
-      low = *next;
-      lowScore = known->score;
-      if (plateau) {
-        break;
+      remember(*trial);
+      if (const auto score = context_.score(name)) {
+        curve.scores[trial->microBatch] = *score;
+        ran.push_back(trial->microBatch);
+      } else {
+        curve.smallestMiss =
+            std::min(curve.smallestMiss.value_or(trial->microBatch), trial->microBatch);
       }
     }
-    return {std::nullopt, false, low};
-  }
-
-  // Fills free slots with the trials the boundary search would need next if the trials it waits
-  // for end as the memory model expects (a micro-batch fits when it is at most the estimate;
-  // without an estimate, when it is the stage's start). A wrong guess costs one trial; a right
-  // one saves a round.
-  void speculate(const StageBounds& bounds) {
-    const auto budget = static_cast<std::size_t>(std::max(1, context_.wantedSlots));
-    Knowledge knowledge(context_);
-    for (std::size_t listed = 0; listed < budget; ++listed) {
-      const BoundaryWalk walk = walkBoundary(bounds, knowledge);
-      if (!walk.need) {
-        return;
-      }
-      want(*walk.need);
-      const int microBatch = walk.need->microBatch;
-      const bool expectedToFit =
-          bounds.estimate ? microBatch <= *bounds.estimate : microBatch == bounds.start;
-      knowledge = knowledge.assuming(walk.need->name, expectedToFit);
+    // Above a failure, runs say nothing of the memory boundary: the search stays below it.
+    if (curve.smallestMiss) {
+      std::erase_if(curve.scores,
+                    [&](const auto& entry) { return entry.first > *curve.smallestMiss; });
+      std::erase_if(ran, [&](int microBatch) { return microBatch > *curve.smallestMiss; });
     }
+    if (!ran.empty()) {
+      curve.firstFit = ran.front();
+    }
+    return curve;
   }
 
-  StageResult runListedMicroBatches(const StageBounds& bounds) {
-    StageResult result{bounds.stage, true, {}, {}};
+  // The allowed micro-batch nearest `aim` within [low, high], if any.
+  std::optional<int> allowedWithin(int low, int high, int aim) const {
+    if (low > high) {
+      return std::nullopt;
+    }
+    return ladder().closestBetween(low - 1, high + 1, std::clamp(aim, low, high));
+  }
+
+  // The micro-batch of `to` that uses the memory `from` uses at `microBatch`, to the nearest
+  // sample, by the memory model (the same micro-batch without one).
+  int equalMemory(const StageBounds& from, int microBatch, const StageBounds& to) {
+    const MemoryEstimate source = context_.memory(probe(from, microBatch));
+    const MemoryEstimate target = context_.memory(probe(to, microBatch));
+    int equal = microBatch;
+    if (context_.model && source.activationsPerSample && *source.activationsPerSample > 0) {
+      equal = static_cast<int>(std::round((*source.total(microBatch) - target.modelStates()) /
+                                          *source.activationsPerSample));
+    }
+    equal = std::clamp(equal, to.lowest, std::max(to.lowest, to.cap));
+    return ladder().atMost(equal).value_or(to.lowest);
+  }
+
+  // Where a stage is first tried: at the memory model's estimate, else the user's micro-batch,
+  // else the smallest.
+  std::optional<int> screenStart(const StageBounds& bounds) const {
+    int start = bounds.lowest;
+    if (bounds.estimate) {
+      start = *bounds.estimate;
+    } else if (context_.space.microBatch.kind == BatchChoice::Kind::kStart) {
+      start = context_.space.microBatch.values.front();
+    }
+    return allowedWithin(bounds.lowest, bounds.cap, start);
+  }
+
+  // Where a stage that has not run yet is tried next, or nothing when it cannot run. Every stage
+  // starts where the memory model expects its largest micro-batch (all at the same memory use),
+  // backing off after running out of memory until the first stage (the anchor) runs. When the
+  // anchor had to back off, the others move to where they fit by a model corrected to what the
+  // anchor showed; a stage that does not run there is dropped.
+  std::optional<int> screenProbe(const Stage& stage, const Stage* anchor) {
+    const StageBounds& bounds = stage.bounds;
+    const std::optional<int> miss = stage.curve.smallestMiss;
+    if (anchor != nullptr && anchor->curve.smallestMiss &&
+        *anchor->curve.smallestMiss <= screenStart(anchor->bounds).value_or(0)) {
+      const int corrected = correctedLargest(*anchor, bounds);
+      if (miss && *miss <= corrected) {
+        return std::nullopt;
+      }
+      return corrected;
+    }
+    if (!miss) {
+      return screenStart(bounds);
+    }
+    if (anchor != nullptr) {
+      return std::nullopt;  // out of memory where the model ranks it equal to the anchor
+    }
+    const int backedOff = static_cast<int>(std::floor(kBackOff * *miss));
+    return allowedWithin(bounds.lowest, *miss - 1, backedOff);
+  }
+
+  // The largest micro-batch of `to` by a memory model that charges each sample all the room the
+  // anchor's first run left for its samples. Whether the model erred in the activation memory or
+  // in the fixed overhead, this is no more than what fits.
+  int correctedLargest(const Stage& anchor, const StageBounds& to) {
+    const int ran = *anchor.curve.firstFit;
+    int largest = ran;
+    if (context_.model && context_.gpuMemoryBytes) {
+      const auto capacity = static_cast<double>(*context_.gpuMemoryBytes);
+      const double anchorRoom = capacity - context_.memory(probe(anchor.bounds, ran)).modelStates();
+      const double room = capacity - context_.memory(probe(to, ran)).modelStates();
+      if (anchorRoom > 0 && room > 0) {
+        largest = static_cast<int>(std::floor(ran * room / anchorRoom));
+      }
+    }
+    return allowedWithin(to.lowest, std::max(to.lowest, to.cap), largest).value_or(to.lowest);
+  }
+
+  // Whether a trial of the stage's micro-batch search is running.
+  bool screenRunning(int stage) const {
+    return std::any_of(context_.inFlight.begin(), context_.inFlight.end(), [&](const auto& name) {
+      const auto trial = fastTrialNamed(context_.space, name);
+      return trial && trial->stage == stage && trial->knobs.empty();
+    });
+  }
+
+  // Screens every stage, then searches the best one and its contenders. True when done.
+  bool searchStages(std::vector<Stage>& stages) {
+    const Stage* anchor = nullptr;
+    bool screened = true;
+    for (auto& stage : stages) {
+      if (stage.curve.firstFit) {
+        anchor = anchor != nullptr ? anchor : &stage;
+        continue;
+      }
+      if (screenRunning(stage.bounds.stage)) {
+        screened = false;  // its outcome decides where it goes next
+      } else if (const auto next = screenProbe(stage, anchor)) {
+        want(probe(stage.bounds, *next));
+        screened = false;
+      }
+    }
+    if (!screened) {
+      return false;
+    }
+    const Stage* best = nullptr;
+    for (const auto& stage : stages) {
+      if (stage.screen() && (best == nullptr || *stage.screen() > *best->screen())) {
+        best = &stage;
+      }
+    }
+    if (best == nullptr) {
+      return true;  // no stage runs
+    }
+    if (!wantCurveProbes(*best)) {
+      return false;
+    }
+    return searchContenders(stages, *best);
+  }
+
+  // The best score any stage measured so far.
+  static double bestScore(const std::vector<Stage>& stages) {
+    double best = kDidNotRun;
+    for (const auto& stage : stages) {
+      for (const auto& [microBatch, score] : stage.curve.scores) {
+        best = std::max(best, score);
+      }
+    }
+    return best;
+  }
+
+  static int bestMicroBatch(const Curve& curve) {
+    int best = curve.scores.begin()->first;
+    for (const auto& [microBatch, score] : curve.scores) {
+      if (score >= curve.scores.at(best)) {
+        best = microBatch;  // ties go to the larger micro-batch
+      }
+    }
+    return best;
+  }
+
+  // Stages whose screen came close to the best's: one probe at the memory use of the best
+  // stage's best micro-batch, and a search of their own when that probe is close too.
+  bool searchContenders(const std::vector<Stage>& stages, const Stage& leader) {
+    const double leaderScreen = *leader.screen();
+    const int leaderBest = bestMicroBatch(leader.curve);
+    const double best = bestScore(stages);
+    bool complete = true;
+    for (const auto& stage : stages) {
+      if (&stage == &leader || !stage.screen() ||
+          *stage.screen() < leaderScreen - search().plateauThreshold * std::abs(leaderScreen)) {
+        continue;
+      }
+      const auto at = allowedWithin(stage.bounds.lowest, stage.highest(),
+                                    equalMemory(leader.bounds, leaderBest, stage.bounds));
+      if (!at) {
+        continue;
+      }
+      const auto measured = stage.curve.scores.find(*at);
+      if (measured == stage.curve.scores.end()) {
+        const Trial trial = probe(stage.bounds, *at);
+        if (!context_.observation(trial.name)) {
+          want(trial);
+          complete = false;
+        }
+        continue;
+      }
+      if (measured->second >= best - kContenderProbe * std::abs(best)) {
+        complete &= wantCurveProbes(stage);
+      }
+    }
+    return complete;
+  }
+
+  // Wants the next probes of the stage's curve search; true when it needs none.
+  bool wantCurveProbes(const Stage& stage) {
+    const std::vector<int> probes = curveProbes(stage);
+    const auto useful = std::min<std::size_t>(probes.size(), context_.wantedSlots > 1 ? 2 : 1);
+    for (std::size_t i = 0; i < useful; ++i) {
+      want(probe(stage.bounds, probes[i]));
+    }
+    return probes.empty();
+  }
+
+  // The most a gap next to the best could hold, by the lines through the measurements on either
+  // side of it (a unimodal curve lies below both), or nothing when neither side bounds it.
+  std::optional<double> gapBound(const Curve& curve, int best, int edge, bool up) const {
+    const auto& scores = curve.scores;
+    std::optional<Line> fromBest;
+    std::optional<Line> fromEdge;
+    const auto bestAt = scores.find(best);
+    if (up ? bestAt != scores.begin() : std::next(bestAt) != scores.end()) {
+      const auto other = up ? std::prev(bestAt) : std::next(bestAt);
+      fromBest = Line{static_cast<double>(best), bestAt->second,
+                      (bestAt->second - other->second) / (best - other->first)};
+    }
+    const auto edgeAt = scores.find(edge);
+    const bool beyondEdge = edgeAt != scores.end() &&
+                            (up ? std::next(edgeAt) != scores.end() : edgeAt != scores.begin());
+    if (beyondEdge) {
+      const auto beyond = up ? std::next(edgeAt) : std::prev(edgeAt);
+      const double slope = (beyond->second - edgeAt->second) / (beyond->first - edge);
+      if ((up && slope <= 0) || (!up && slope >= 0)) {  // falling away from the best
+        fromEdge = Line{static_cast<double>(edge), edgeAt->second, slope};
+      }
+    }
+    if (!fromBest && !fromEdge) {
+      return std::nullopt;
+    }
+    const int step = up ? 1 : -1;
+    std::vector<double> points = {static_cast<double>(best + step),
+                                  static_cast<double>(edge - step)};
+    if (fromBest && fromEdge && fromBest->slope != fromEdge->slope) {
+      const double crossing = (fromEdge->y0 - fromBest->y0 + fromBest->slope * fromBest->x0 -
+                               fromEdge->slope * fromEdge->x0) /
+                              (fromBest->slope - fromEdge->slope);
+      points.push_back(
+          std::clamp(crossing, std::min(points[0], points[1]), std::max(points[0], points[1])));
+    }
+    double most = kDidNotRun;
+    for (const double x : points) {
+      double bound = std::numeric_limits<double>::infinity();
+      for (const auto& line : {fromBest, fromEdge}) {
+        if (line) {
+          bound = std::min(bound, line->at(x));
+        }
+      }
+      most = std::max(most, bound);
+    }
+    return most;
+  }
+
+  // Whether the micro-batches strictly between best and edge could beat the best by more than
+  // the tolerance.
+  bool mayHoldBetter(const Curve& curve, int best, int edge, bool up) const {
+    const double bestScore = curve.scores.at(best);
+    const auto bound = gapBound(curve, best, edge, up);
+    return !bound || *bound > bestScore + kGainTolerance * std::abs(bestScore);
+  }
+
+  // A gap worth splitting: wider than the resolution, and it may hold a better point.
+  bool gapOpen(const Curve& curve, int best, int edge, bool up) const {
+    return std::abs(edge - best) > resolutionAt(best) && mayHoldBetter(curve, best, edge, up);
+  }
+
+  // The next micro-batches the stage's curve search wants, most useful first: below a best with
+  // nothing measured under it; above a best that is the largest that ran, up to the memory
+  // boundary (a climb can find much more than a gap); else inside the gaps around the best that
+  // could still hold a better point, the wider first.
+  std::vector<int> curveProbes(const Stage& stage) {
+    const Curve& curve = stage.curve;
+    const StageBounds& bounds = stage.bounds;
+    const int best = bestMicroBatch(curve);
+    const auto at = curve.scores.find(best);
+    const int below = at == curve.scores.begin() ? 0 : std::prev(at)->first;  // 0: none
+    const int above = std::next(at) == curve.scores.end() ? 0 : std::next(at)->first;
+    const bool unexploredBelow = below == 0 && best > bounds.lowest;
+    const bool climb = above == 0 && best < stage.highest() &&
+                       mayHoldBetter(curve, best, stage.highest() + 1, true);
+
+    std::optional<int> lower;
+    if (unexploredBelow) {
+      const double step = above != 0 ? kExpansion * (above - best) : kLocalStep * best;
+      lower = allowedWithin(bounds.lowest, best - 1,
+                            best - static_cast<int>(std::max(1.0, std::round(step))));
+    } else if (below != 0 && gapOpen(curve, best, below, false)) {
+      lower = allowedWithin(below + 1, best - 1, golden(best, below));
+    }
+    std::optional<int> upper;
+    if (climb) {
+      upper = allowedWithin(best + 1, stage.highest(), best + climbStep(stage, best, below));
+    } else if (above != 0 && gapOpen(curve, best, above, true)) {
+      upper = allowedWithin(best + 1, above - 1, golden(best, above));
+    }
+    const bool upperFirst =
+        !unexploredBelow && upper && (climb || !lower || *upper - best > best - *lower);
+    std::vector<std::optional<int>> probes =
+        upperFirst ? std::vector{upper, lower} : std::vector{lower, upper};
+    std::vector<int> wanted;
+    for (const auto& probe : probes) {
+      if (probe && !curve.scores.contains(*probe)) {
+        wanted.push_back(*probe);
+      }
+    }
+    return wanted;
+  }
+
+  // From the screen, one resolution step proves a memory model that was right; after that the
+  // climb doubles its last step (without a memory model, the micro-batch), and once a micro-batch
+  // did not run it halves the distance to it.
+  int climbStep(const Stage& stage, int best, int below) const {
+    if (stage.curve.smallestMiss && *stage.curve.smallestMiss > best) {
+      return std::max(1, (*stage.curve.smallestMiss - best) / 2);
+    }
+    const bool fromScreen = below == 0 || stage.curve.firstFit == best;
+    if (!stage.bounds.estimate) {
+      return fromScreen ? best : 2 * (best - below);
+    }
+    return fromScreen ? resolutionAt(best) : std::max(resolutionAt(best), 2 * (best - below));
+  }
+
+  static int resolutionAt(int microBatch) {
+    return std::max(1, static_cast<int>(std::floor(kResolution * microBatch)));
+  }
+
+  static int golden(int best, int edge) {
+    const int step =
+        std::max(1, static_cast<int>(std::round(kGoldenSection * std::abs(edge - best))));
+    return edge > best ? best + step : best - step;
+  }
+
+  // Listed micro-batches: each one that can run. True when every one has run.
+  bool runListedMicroBatches(const StageBounds& bounds) {
+    bool complete = true;
     for (const int microBatch : context_.space.microBatch.values) {
       const Trial trial = probe(bounds, microBatch);
       if (const auto reason = context_.pruneReason(trial)) {
         prune(trial, *reason);
       } else if (!context_.observation(trial.name)) {
         want(trial);
-        result.complete = false;
+        complete = false;
       }
     }
-    return withBest(result, plan_.known);
+    return complete;
   }
 
-  StageResult bestOfStage(int stage) { return withBest({stage, true, {}, {}}, plan_.known); }
-
-  StageResult withBest(StageResult result, const std::vector<Trial>& trials) const {
-    for (const auto& trial : trials) {
+  StageResult bestOfStage(int stage) const {
+    StageResult result{stage, {}, {}};
+    for (const auto& trial : plan_.known) {
       const auto score = context_.score(trial.name);
       if (trial.stage == result.stage && score &&
           (!result.bestScore || *score > *result.bestScore)) {
@@ -332,75 +537,6 @@ class DeepSpeedSearch {
         result.bestTrial = trial.name;
       }
     }
-    return result;
-  }
-
-  // The metric is unimodal in the micro-batch: bracket its peak between the lowest candidate and
-  // the boundary, at constant per-GPU batch (gas = batch / micro-batch), to within
-  // plateauThreshold of the peak's micro-batch (or the next allowed size, with a fixed batch).
-  StageResult searchBelowBoundary(const StageBounds& bounds, int top) {
-    const int gas = bounds.gradientAccumulation;
-    const int perGpuBatch = top * gas;
-    const int lowest =
-        ladder().atLeast(std::max(search().minMicroBatchSize, top / 2)).value_or(top);
-    const auto gasFor = [&](int microBatch) {
-      return ladder().gradientAccumulationFor(microBatch, std::max(gas, perGpuBatch / microBatch));
-    };
-
-    std::map<int, double> scores;
-    StageResult result{bounds.stage, false, {}, {}};
-    for (const int microBatch : ladder().between(lowest, top)) {
-      const std::string name = fastTrialName(bounds.stage, gasFor(microBatch), microBatch);
-      if (const auto observed = context_.observation(name)) {
-        fast(bounds.stage, microBatch, gasFor(microBatch));
-        scores[microBatch] = context_.score(name).value_or(kDidNotRun);
-        if (observed->succeeded() &&
-            (!result.bestScore || scores[microBatch] >= *result.bestScore)) {
-          result.bestScore = scores[microBatch];
-          result.bestTrial = name;
-        }
-      }
-    }
-    if (scores.empty()) {
-      want(fast(bounds.stage, top, gasFor(top)));
-      return result;
-    }
-    int best = scores.begin()->first;
-    for (const auto& [microBatch, score] : scores) {
-      if (score >= scores[best]) {
-        best = microBatch;  // ties go to the larger micro-batch
-      }
-    }
-    const auto above = scores.upper_bound(best);
-    const auto at = scores.find(best);
-    const bool wallBelow = at == scores.begin();
-    const bool wallAbove = above == scores.end();
-    const int lowEdge = wallBelow ? lowest - 1 : std::prev(at)->first;
-    const int highEdge = wallAbove ? top + 1 : above->first;
-    const int resolution =
-        std::max(1, static_cast<int>(std::floor(search().plateauThreshold * best)));
-    const auto open = [&](int from, int to) {
-      return to - from > resolution && ladder().closestBetween(from, to, from + 1).has_value();
-    };
-    const bool openBelow = open(lowEdge, best);
-    const bool openAbove = open(best, highEdge);
-    if (!openBelow && !openAbove) {
-      result.complete = true;
-      return result;
-    }
-    const bool goUp = openAbove && (!openBelow || highEdge - best >= best - lowEdge);
-    std::optional<int> next;
-    if (goUp) {
-      const int step = wallBelow ? resolution : 2 * (best - lowEdge);
-      const int aim = wallAbove ? std::min(top, best + step) : best + (highEdge - best + 1) / 2;
-      next = ladder().closestBetween(best, highEdge, aim);
-    } else {
-      const int step = wallAbove ? resolution : 2 * (highEdge - best);
-      const int aim =
-          wallBelow ? std::max(lowest, best - step) : lowEdge + (best - lowEdge + 1) / 2;
-      next = ladder().closestBetween(lowEdge, best, aim);
-    }
-    want(fast(bounds.stage, *next, gasFor(*next)));
     return result;
   }
 

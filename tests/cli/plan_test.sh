@@ -15,7 +15,8 @@ expect "the example plans with exit 0" test $? -eq 0
 expect "the plan shows the memory table" grep -q 'model states' "$out/plan.txt"
 expect "the plan estimates ZeRO-1's largest micro-batch as 3" \
   grep -Eq '^1 +.* yes +3$' "$out/plan.txt"
-expect "the plan starts at the user's own settings" grep -q 'z0_gas1_tmbspg1' "$out/plan.txt"
+expect "the plan starts each stage at the memory model's estimate" \
+  grep -Eq '^  z0_gas1_tmbspg2 ' "$out/plan.txt"
 
 "$autotune" plan "$source_dir/tests/cli/several-mistakes.yaml" >"$out/bad.txt" 2>"$out/bad.err"
 expect "an invalid job exits 2" test $? -eq 2

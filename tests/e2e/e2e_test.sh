@@ -1240,7 +1240,7 @@ still_recorded() {
   [[ -z $missing ]] || { echo "lost after the restart: $missing"; return 1; }
 }
 
-mid_search() { results_at_least "$1" 5 && some_running_pod "$1"; }
+mid_search() { results_at_least "$1" 3 && some_running_pod "$1"; }
 
 record_results() { field "$1" '{range .status.results[*]}{.name}{"\n"}{end}' >"$2"; }
 
@@ -1256,9 +1256,9 @@ case_restart() {
   record_results "$job" "${snapshots[-1]}"
   check "the operator is killed after the first result is recorded and restarted" \
     crash_operator || return 0
-  check "five results are recorded and a trial is in flight" \
+  check "three results are recorded and a trial is in flight" \
     eventually 180 mid_search "$job" || return 0
-  snapshots+=("$work/recorded.5")
+  snapshots+=("$work/recorded.3")
   record_results "$job" "${snapshots[-1]}"
   check "the operator is killed with a trial in flight and restarted" crash_operator || return 0
   check "the job Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "support/published_oracle.h"
+#include "tuning/memory_model.h"
 #include "tuning/results.h"
 
 namespace autotune::tuning {
@@ -107,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(Published, PublishedModelTest, ::testing::ValuesIn(publ
 
 const PublishedModel& gpt2Large() { return publishedModels().front(); }
 
-TEST(Engine, Gpt2LargeSearchVisitsEveryFeasibleStageInOrder) {
+TEST(Engine, Gpt2LargeSearchScreensEveryFeasibleStageInOrder) {
   const SearchRun run = drive(specFor(gpt2Large()), publishedOracle(gpt2Large()));
   std::vector<int> firstSeen;
   for (const auto& name : run.launched) {
@@ -117,7 +118,8 @@ TEST(Engine, Gpt2LargeSearchVisitsEveryFeasibleStageInOrder) {
     }
   }
   EXPECT_EQ(firstSeen, (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(run.launched.front(), "z0_gas1_tmbspg1");  // the user's own settings come first
+  // The memory model expects 2 per GPU to fit at ZeRO-0 (9.6 GB of activations per sample).
+  EXPECT_EQ(run.launched.front(), "z0_gas1_tmbspg2");
 }
 
 TEST(Engine, LatencyIsMinimisedNotMaximised) {
@@ -235,6 +237,132 @@ TEST(Engine, FindsAnInteriorOptimumBelowTheMemoryBoundary) {
   EXPECT_GT(*run.last.bestValue, 99.0);
   EXPECT_LE(run.launched.size(), 12U) << ::testing::PrintToString(run.launched);
   EXPECT_FALSE(run.launchedTwice);
+}
+
+// The memory model's largest micro-batch of each stage the spec allows.
+std::map<int, int> estimates(const api::Spec& spec) {
+  const TuningSpace space = describeSpace(spec);
+  const ModelSize model{*spec.model.numParameters, spec.model.activationMemoryPerSample};
+  std::map<int, int> largest;
+  for (const int stage : space.stages) {
+    const Trial trial = makeFastTrial(space, stage, 1, 1);
+    largest[stage] = *largestMicroBatch(estimateMemory(model, trial.config, space.parallelism),
+                                        spec.resources.gpuMemory->value());
+  }
+  return largest;
+}
+
+// A profile of our own: each stage runs up to `boundaries`, and its throughput, `scale` times a
+// curve of the micro-batch's share of that boundary, rises to a peak at `peakShare` and falls
+// past it (allocator pressure).
+Oracle curveOracle(std::map<int, int> boundaries, std::map<int, double> scale, double peakShare) {
+  return [=](const Trial& trial) -> TrialOutcome {
+    const int boundary = boundaries.at(trial.stage);
+    if (trial.microBatch > boundary) {
+      return {api::Outcome::kOOM, std::nullopt};
+    }
+    const double share = static_cast<double>(trial.microBatch) / boundary;
+    const double distance = (share - peakShare) / peakShare;
+    return {api::Outcome::kSucceeded, scale.at(trial.stage) * (1 - distance * distance)};
+  };
+}
+
+int launchesOfStage(const SearchRun& run, int stage) {
+  return static_cast<int>(std::count_if(run.launched.begin(), run.launched.end(), [&](auto& name) {
+    return name.starts_with("z" + std::to_string(stage) + "_");
+  }));
+}
+
+int outOfMemory(const SearchRun& run) {
+  return static_cast<int>(std::count_if(run.records.begin(), run.records.end(), [](auto& record) {
+    return record.outcome == api::Outcome::kOOM;
+  }));
+}
+
+api::Spec smallActivations() {
+  api::Spec spec = specFor(gpt2Large());
+  spec.model.activationMemoryPerSample = 1'000'000'000;  // estimates of 20 to 29 per GPU
+  return spec;
+}
+
+// One screen at the memory model's estimate ranks a stage: those more than a few percent behind
+// the best are never tried again. The memory model is right here, and the peak is the boundary.
+TEST(Engine, StagesClearlyBehindAreRuledOutByOneScreen) {
+  const api::Spec spec = smallActivations();
+  const std::map<int, int> boundaries = estimates(spec);
+  ASSERT_EQ(boundaries.size(), 4U);
+  const SearchRun run =
+      drive(spec, curveOracle(boundaries, {{0, 85}, {1, 100}, {2, 90}, {3, 80}}, 1));
+  EXPECT_EQ(bestName(run), "z1_gas1_tmbspg" + std::to_string(boundaries.at(1)))
+      << ::testing::PrintToString(run.launched);
+  for (const int stage : {0, 2, 3}) {
+    EXPECT_EQ(launchesOfStage(run, stage), 1) << ::testing::PrintToString(run.launched);
+  }
+  // The best ran at the largest micro-batch so far: one probe above proves the boundary.
+  EXPECT_EQ(outOfMemory(run), 1) << ::testing::PrintToString(run.launched);
+  EXPECT_LE(run.launched.size(), 8U) << ::testing::PrintToString(run.launched);
+}
+
+// spec.search.plateauThreshold is how far behind a screen may be and its stage still get a probe
+// at the best's memory use; one that probe leaves more than 1% behind is not searched.
+TEST(Engine, StagesWithinThePlateauThresholdGetOneMoreProbe) {
+  api::Spec spec = smallActivations();
+  const std::map<int, int> boundaries = estimates(spec);
+  const Oracle oracle = curveOracle(boundaries, {{0, 85}, {1, 100}, {2, 90}, {3, 80}}, 0.8);
+  const SearchRun ruledOut = drive(spec, oracle);
+  spec.search.plateauThreshold = 0.12;
+  const SearchRun probed = drive(spec, oracle);
+  for (const auto* run : {&ruledOut, &probed}) {
+    EXPECT_EQ(bestName(*run).substr(0, 3), "z1_") << ::testing::PrintToString(run->launched);
+  }
+  EXPECT_EQ(launchesOfStage(ruledOut, 2), 1) << ::testing::PrintToString(ruledOut.launched);
+  EXPECT_EQ(launchesOfStage(probed, 2), 2) << ::testing::PrintToString(probed.launched);
+  EXPECT_EQ(launchesOfStage(probed, 0), 1) << ::testing::PrintToString(probed.launched);
+}
+
+// A peak well below the memory boundary is bracketed from above: no trial runs out of memory,
+// since the best is never the largest micro-batch that ran.
+TEST(Engine, AnInteriorOptimumIsFoundWithoutProbingTheBoundary) {
+  api::Spec spec = smallActivations();
+  spec.deepspeedConfig["zero_optimization"]["stage"] = 1;
+  const std::map<int, int> boundaries = estimates(spec);
+  const int boundary = boundaries.at(1);
+  const SearchRun run = drive(spec, curveOracle(boundaries, {{1, 100}}, 0.6));
+  ASSERT_TRUE(run.last.best);
+  EXPECT_NEAR(run.last.best->microBatch, 0.6 * boundary, 1)
+      << ::testing::PrintToString(run.launched);
+  EXPECT_GT(*run.last.bestValue, 99.5);
+  EXPECT_EQ(outOfMemory(run), 0) << ::testing::PrintToString(run.launched);
+  EXPECT_LE(run.launched.size(), 8U) << ::testing::PrintToString(run.launched);
+}
+
+// Wherever the memory boundary falls around the estimate (a model optimistic by a third, or
+// pessimistic by half) and wherever the peak lies below it, any number of slots and any finishing
+// order reach the peak, and a search that ran out of memory climbing halves its way back rather
+// than stepping down one micro-batch at a time.
+TEST(Engine, AnyNumberOfSlotsReachesThePeakWhereverTheBoundaryFalls) {
+  api::Spec spec = smallActivations();
+  spec.deepspeedConfig["zero_optimization"]["stage"] = 1;
+  const int estimate = estimates(spec).at(1);
+  for (const int boundary :
+       {2 * estimate / 3, estimate - 3, estimate, estimate + 3, 2 * estimate}) {
+    for (const double peakShare : {0.8, 0.95, 1.0}) {
+      const Oracle oracle = curveOracle({{1, boundary}}, {{1, 100}}, peakShare);
+      for (const int slots : {1, 2, 4}) {
+        for (const std::uint64_t finishSeed : {0, 5}) {
+          const SearchRun run = drive(spec, oracle, parallel(slots, finishSeed));
+          const std::string context = "boundary " + std::to_string(boundary) + ", peak at " +
+                                      std::to_string(peakShare) + ", " + std::to_string(slots) +
+                                      " slots, finish order " + std::to_string(finishSeed) + ": " +
+                                      ::testing::PrintToString(run.launched);
+          ASSERT_TRUE(run.last.best) << context;
+          EXPECT_GT(*run.last.bestValue, 99.5) << context;
+          EXPECT_LE(outOfMemory(run), 4) << context;
+          EXPECT_FALSE(run.launchedTwice) << context;
+        }
+      }
+    }
+  }
 }
 
 TEST(Engine, UserZeroStageListIsHonoured) {

@@ -1,0 +1,346 @@
+// Search efficiency: each strategy of the engine, at 1, 2 and 4 slots, searching simulated
+// model/GPU profiles whose launches trial-sim's model answers, beside DeepSpeed's own autotuner
+// on the same profiles (its results read from the JSON lines bench/tuning/deepspeed_fast.py
+// printed). Prints a Markdown table; see BENCHMARKS.md. bench/tuning/run runs both.
+//
+//   bench_tuning PROFILES_JSON [DEEPSPEED_RESULTS_JSONL]
+//   bench_tuning --deepspeed-arguments PROFILES_JSON   (a line per profile: name, tab, the
+//                                                       arguments deepspeed_fast.py takes for it)
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "profile.h"
+#include "simulation.h"
+#include "tuning/engine.h"
+
+namespace {
+
+namespace api = autotune::api;
+namespace sim = autotune::trialsim;
+namespace tuning = autotune::tuning;
+
+struct BenchProfile {
+  sim::Profile profile;
+  std::string simulatorArguments;  // --profile NAME or --profile-file PATH
+  double launchMinutes = 1;
+  std::optional<int> maxTrainBatchSize;
+  std::optional<std::string> publishedBest;
+};
+
+// What one search ended with.
+struct SearchResult {
+  int launches = 0;
+  int wall = 0;  // in launches: every trial takes one unit of time
+  std::optional<std::string> best;
+  std::optional<double> bestValue;
+};
+
+struct Optimum {
+  std::string name;
+  double value = 0;
+};
+
+struct Outcome {
+  api::Outcome outcome = api::Outcome::kFailed;
+  std::optional<double> value;
+  std::optional<api::MeasuredModel> measured;
+};
+
+[[noreturn]] void fail(const std::string& message) { throw std::runtime_error(message); }
+
+nlohmann::json readJson(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) {
+    fail("cannot read " + path.string());
+  }
+  return nlohmann::json::parse(in);
+}
+
+std::vector<BenchProfile> readProfiles(const std::filesystem::path& manifest) {
+  std::vector<BenchProfile> profiles;
+  const nlohmann::json document = readJson(manifest);
+  for (const auto& entry : document.at("profiles")) {
+    BenchProfile bench;
+    const bool builtIn = entry.contains("profile");
+    const std::filesystem::path file =
+        builtIn ? std::filesystem::path()
+                : std::filesystem::absolute(manifest.parent_path() /
+                                            entry.at("profileFile").get<std::string>());
+    const auto profile = builtIn ? sim::builtInProfile(entry.at("profile").get<std::string>())
+                                 : sim::profileFromJson(readJson(file));
+    bench.simulatorArguments = builtIn ? "--profile " + entry.at("profile").get<std::string>()
+                                       : "--profile-file " + file.string();
+    if (!profile) {
+      fail(profile.error());
+    }
+    bench.profile = *profile;
+    bench.launchMinutes = entry.at("launchMinutes").get<double>();
+    if (entry.contains("maxTrainBatchSize")) {
+      bench.maxTrainBatchSize = entry.at("maxTrainBatchSize").get<int>();
+    }
+    if (entry.contains("publishedBest")) {
+      bench.publishedBest = entry.at("publishedBest").get<std::string>();
+    }
+    profiles.push_back(std::move(bench));
+  }
+  return profiles;
+}
+
+// The config a user writes to have every ZeRO stage and micro-batch tuned, in the profile's
+// precision; no model numbers, so the search starts with a profiling launch as DeepSpeed's does.
+api::Spec specFor(const BenchProfile& bench, api::Strategy strategy, int slots) {
+  api::Spec spec;
+  spec.deepspeedConfig = {{"train_micro_batch_size_per_gpu", "auto"},
+                          {"gradient_accumulation_steps", 1},
+                          {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 1e-4}}}}},
+                          {"zero_optimization", {{"stage", "all"}}}};
+  if (bench.profile.precision != sim::Precision::kFp32) {
+    spec.deepspeedConfig[std::string(sim::precisionName(bench.profile.precision))] = {
+        {"enabled", true}};
+  }
+  spec.resources.gpusPerTrial = bench.profile.gpus;
+  spec.resources.gpuMemory =
+      api::Quantity::fromValue(static_cast<std::int64_t>(bench.profile.gpuMemoryBytes));
+  spec.search.strategy = strategy;
+  spec.search.maxTrainBatchSize = bench.maxTrainBatchSize;
+  spec.parallelism = slots;
+  spec.maxFailedTrials = 1000;  // out-of-memory launches are part of the search, not failures
+  return spec;
+}
+
+Outcome launch(const sim::Profile& profile, const tuning::Trial& trial) {
+  const auto config = sim::checkConfig(trial.config, {profile.gpus, 1});
+  if (!config) {
+    return {};
+  }
+  const sim::LaunchResult result = sim::simulate(profile, *config, 0);
+  if (const auto* report = std::get_if<sim::ModelReport>(&result)) {
+    return {api::Outcome::kSucceeded, std::nullopt,
+            api::MeasuredModel{report->numParameters,
+                               static_cast<std::int64_t>(report->activationBytesPerGpu)}};
+  }
+  if (std::holds_alternative<sim::OutOfMemory>(result)) {
+    return {api::Outcome::kOOM, std::nullopt, std::nullopt};
+  }
+  return {api::Outcome::kSucceeded, std::get<sim::Measurement>(result).throughput, std::nullopt};
+}
+
+// Runs the engine to its end with `slots` trials at once, each taking one unit of time.
+SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots) {
+  tuning::EngineInput input;
+  input.spec = specFor(bench, strategy, slots);
+  input.jobUid = "bench";
+  std::vector<std::pair<int, tuning::Trial>> running;  // finish time, trial
+  SearchResult result;
+  int now = 0;
+  for (int step = 0; step < 100000; ++step) {
+    input.inFlight.clear();
+    for (const auto& [finish, trial] : running) {
+      input.inFlight.push_back(trial.name);
+    }
+    input.freeSlots = slots - static_cast<int>(running.size());
+    const tuning::Decision decision = tuning::decide(input);
+    for (const auto& trial : decision.launch) {
+      running.emplace_back(now + 1, trial);
+      ++result.launches;
+    }
+    if (decision.state != tuning::Decision::State::kContinue || running.empty()) {
+      if (decision.best) {
+        result.best = decision.best->name;
+        result.bestValue = decision.bestValue;
+      }
+      result.wall = now;
+      return result;
+    }
+    std::stable_sort(running.begin(), running.end(),
+                     [](const auto& l, const auto& r) { return l.first < r.first; });
+    const auto [finish, trial] = running.front();
+    running.erase(running.begin());
+    now = finish;
+    const Outcome outcome = launch(bench.profile, trial);
+    if (outcome.measured) {
+      input.measured = outcome.measured;
+    }
+    input.finished.push_back(
+        {trial.name, trial.space, outcome.outcome, outcome.value, "", "", 0, {}});
+  }
+  fail("the search of " + bench.profile.name + " did not end");
+}
+
+// The best of every stage and micro-batch the searches may launch (gradient accumulation 1),
+// each measured as a trial would be.
+Optimum exhaustiveOptimum(const BenchProfile& bench) {
+  const api::Spec spec = specFor(bench, api::Strategy::kDeepSpeed, 1);
+  const tuning::TuningSpace space = tuning::describeSpace(spec);
+  int cap = spec.search.maxMicroBatchSize;
+  if (bench.maxTrainBatchSize) {
+    cap = std::min(cap, *bench.maxTrainBatchSize / bench.profile.gpus);
+  }
+  Optimum best;
+  for (const int stage : space.stages) {
+    for (int microBatch = 1; microBatch <= cap; ++microBatch) {
+      const tuning::Trial trial = tuning::makeFastTrial(space, stage, microBatch, 1);
+      const Outcome outcome = launch(bench.profile, trial);
+      if (!outcome.value) {
+        break;
+      }
+      if (*outcome.value > best.value) {
+        best = {trial.name, *outcome.value};
+      }
+    }
+  }
+  return best;
+}
+
+// DeepSpeed's autotuner on the same profile, by profile name and slots.
+std::map<std::pair<std::string, int>, SearchResult> readDeepSpeedResults(
+    const std::filesystem::path& path) {
+  std::map<std::pair<std::string, int>, SearchResult> results;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) {
+      continue;
+    }
+    const auto entry = nlohmann::json::parse(line);
+    SearchResult result;
+    const auto& run = entry.at("result");
+    result.launches = run.at("launches").get<int>();
+    result.wall = run.at("wall").get<int>();
+    if (const auto& best = run.at("best"); !best.is_null()) {
+      result.best = "z" + std::to_string(best.at("stage").get<int>()) + "_gas" +
+                    std::to_string(best.at("gradientAccumulation").get<int>()) + "_tmbspg" +
+                    std::to_string(best.at("microBatch").get<int>());
+      result.bestValue = best.at("throughput").get<double>();
+    }
+    results[{entry.at("profile").get<std::string>(), entry.at("slots").get<int>()}] = result;
+  }
+  return results;
+}
+
+double gpuHours(const SearchResult& result, const BenchProfile& bench) {
+  return result.launches * bench.launchMinutes / 60 * bench.profile.gpus;
+}
+
+std::string cells(const SearchResult& result, const BenchProfile& bench, const Optimum& optimum) {
+  std::array<char, 256> text{};
+  std::snprintf(text.data(), text.size(), "%d | %.1f | %d | %s | %.2f%%", result.launches,
+                gpuHours(result, bench), result.wall, result.best.value_or("none").c_str(),
+                100 * result.bestValue.value_or(0) / optimum.value);
+  return text.data();
+}
+
+struct Totals {
+  int launches = 0;
+  int deepSpeedLaunches = 0;
+  double gpuHours = 0;
+  double deepSpeedGpuHours = 0;
+  int wall = 0;
+  int deepSpeedWall = 0;
+  double worstRatio = 1e9;
+  double deepSpeedWorstRatio = 1e9;
+};
+
+void printDeepSpeedArguments(const std::vector<BenchProfile>& profiles) {
+  for (const auto& bench : profiles) {
+    std::printf("%s\t%s --gpus %d --gpu-memory %.0f --precision %s", bench.profile.name.c_str(),
+                bench.simulatorArguments.c_str(), bench.profile.gpus, bench.profile.gpuMemoryBytes,
+                std::string(sim::precisionName(bench.profile.precision)).c_str());
+    if (bench.maxTrainBatchSize) {
+      std::printf(" --max-train-batch-size %d", *bench.maxTrainBatchSize);
+    }
+    std::printf("\n");
+  }
+}
+
+int run(const std::vector<std::string>& arguments) {
+  if (arguments.size() == 2 && arguments[0] == "--deepspeed-arguments") {
+    printDeepSpeedArguments(readProfiles(arguments[1]));
+    return 0;
+  }
+  if (arguments.empty() || arguments.size() > 2) {
+    fail("usage: bench_tuning PROFILES_JSON [DEEPSPEED_RESULTS_JSONL]");
+  }
+  const std::vector<BenchProfile> profiles = readProfiles(arguments[0]);
+  const auto deepSpeed = arguments.size() == 2
+                             ? readDeepSpeedResults(arguments[1])
+                             : std::map<std::pair<std::string, int>, SearchResult>{};
+  const std::vector<api::Strategy> strategies = {api::Strategy::kDeepSpeed, api::Strategy::kGrid,
+                                                 api::Strategy::kRandom,
+                                                 api::Strategy::kModelBased};
+  std::printf(
+      "| profile | optimum | strategy | slots | launches | GPU-hours | wall | best | of optimum "
+      "| DeepSpeed launches | GPU-hours | wall | best | of optimum |\n");
+  std::printf(
+      "| --- | --- | --- | --: | --: | --: | --: | --- | --: | --: | --: | --: | --- | --: |\n");
+  std::map<std::pair<api::Strategy, int>, Totals> totals;
+  for (const auto& bench : profiles) {
+    const Optimum optimum = exhaustiveOptimum(bench);
+    for (const auto strategy : strategies) {
+      for (const int slots : {1, 2, 4}) {
+        const SearchResult ours = search(bench, strategy, slots);
+        const auto theirs = deepSpeed.find({bench.profile.name, slots});
+        std::string published;
+        if (bench.publishedBest) {
+          published = ours.best == bench.publishedBest ? " (published)" : " (NOT published)";
+        }
+        std::printf("| %s | %s | %s | %d | %s%s | %s |\n", bench.profile.name.c_str(),
+                    optimum.name.c_str(), std::string(api::toString(strategy)).c_str(), slots,
+                    cells(ours, bench, optimum).c_str(), published.c_str(),
+                    theirs == deepSpeed.end() ? "- | - | - | - | -"
+                                              : cells(theirs->second, bench, optimum).c_str());
+        Totals& total = totals[{strategy, slots}];
+        total.launches += ours.launches;
+        total.gpuHours += gpuHours(ours, bench);
+        total.wall += ours.wall;
+        total.worstRatio = std::min(total.worstRatio, ours.bestValue.value_or(0) / optimum.value);
+        if (theirs != deepSpeed.end()) {
+          total.deepSpeedLaunches += theirs->second.launches;
+          total.deepSpeedGpuHours += gpuHours(theirs->second, bench);
+          total.deepSpeedWall += theirs->second.wall;
+          total.deepSpeedWorstRatio = std::min(
+              total.deepSpeedWorstRatio, theirs->second.bestValue.value_or(0) / optimum.value);
+        }
+      }
+    }
+  }
+  std::printf(
+      "\n| strategy | slots | launches | DeepSpeed launches | ratio | GPU-hours | DeepSpeed "
+      "GPU-hours | wall | DeepSpeed wall | worst of optimum | DeepSpeed's worst |\n"
+      "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |\n");
+  for (const auto& [key, total] : totals) {
+    std::printf("| %s | %d | %d | ", std::string(api::toString(key.first)).c_str(), key.second,
+                total.launches);
+    if (total.deepSpeedLaunches == 0) {
+      std::printf("- | - | %.0f | - | %d | - | %.2f%% | - |\n", total.gpuHours, total.wall,
+                  100 * total.worstRatio);
+      continue;
+    }
+    std::printf("%d | %.2f | %.0f | %.0f | %d | %d | %.2f%% | %.2f%% |\n", total.deepSpeedLaunches,
+                static_cast<double>(total.launches) / total.deepSpeedLaunches, total.gpuHours,
+                total.deepSpeedGpuHours, total.wall, total.deepSpeedWall, 100 * total.worstRatio,
+                100 * total.deepSpeedWorstRatio);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run({argv + 1, argv + argc});
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "bench_tuning: %s\n", error.what());
+    return 2;
+  }
+}
