@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "options.h"
 #include "profile.h"
 #include "simulation.h"
 #include "tuning/engine.h"
@@ -36,6 +39,7 @@ struct BenchProfile {
   double launchMinutes = 1;
   std::optional<int> maxTrainBatchSize;
   std::optional<std::string> publishedBest;
+  std::uint64_t noiseSeed = 0;  // trial-sim's AUTOTUNE_SIM_SEED
 };
 
 // What one search ended with.
@@ -67,7 +71,23 @@ nlohmann::json readJson(const std::filesystem::path& path) {
   return nlohmann::json::parse(in);
 }
 
+// The seed of the measurement noise, read as trial-sim reads it (AUTOTUNE_SIM_SEED), so that both
+// searches measure the same numbers.
+std::uint64_t noiseSeed() {
+  const char* text = std::getenv("AUTOTUNE_SIM_SEED");  // NOLINT(concurrency-mt-unsafe): no threads
+  sim::Environment environment;
+  if (text != nullptr) {
+    environment.seed = text;
+  }
+  const auto seed = sim::environmentSeed(environment);
+  if (!seed) {
+    fail(seed.error());
+  }
+  return *seed;
+}
+
 std::vector<BenchProfile> readProfiles(const std::filesystem::path& manifest) {
+  const std::uint64_t seed = noiseSeed();
   std::vector<BenchProfile> profiles;
   const nlohmann::json document = readJson(manifest);
   for (const auto& entry : document.at("profiles")) {
@@ -85,6 +105,7 @@ std::vector<BenchProfile> readProfiles(const std::filesystem::path& manifest) {
       fail(profile.error());
     }
     bench.profile = *profile;
+    bench.noiseSeed = seed;
     bench.launchMinutes = entry.at("launchMinutes").get<double>();
     if (entry.contains("maxTrainBatchSize")) {
       bench.maxTrainBatchSize = entry.at("maxTrainBatchSize").get<int>();
@@ -119,12 +140,12 @@ api::Spec specFor(const BenchProfile& bench, api::Strategy strategy, int slots) 
   return spec;
 }
 
-Outcome launch(const sim::Profile& profile, const tuning::Trial& trial) {
-  const auto config = sim::checkConfig(trial.config, {profile.gpus, 1});
+Outcome launch(const BenchProfile& bench, const tuning::Trial& trial) {
+  const auto config = sim::checkConfig(trial.config, {bench.profile.gpus, 1});
   if (!config) {
     return {};
   }
-  const sim::LaunchResult result = sim::simulate(profile, *config, 0);
+  const sim::LaunchResult result = sim::simulate(bench.profile, *config, bench.noiseSeed);
   if (const auto* report = std::get_if<sim::ModelReport>(&result)) {
     return {api::Outcome::kSucceeded, std::nullopt,
             api::MeasuredModel{report->numParameters,
@@ -168,7 +189,7 @@ SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots
     const auto [finish, trial] = running.front();
     running.erase(running.begin());
     now = finish;
-    const Outcome outcome = launch(bench.profile, trial);
+    const Outcome outcome = launch(bench, trial);
     if (outcome.measured) {
       input.measured = outcome.measured;
     }
@@ -191,7 +212,7 @@ Optimum exhaustiveOptimum(const BenchProfile& bench) {
   for (const int stage : space.stages) {
     for (int microBatch = 1; microBatch <= cap; ++microBatch) {
       const tuning::Trial trial = tuning::makeFastTrial(space, stage, microBatch, 1);
-      const Outcome outcome = launch(bench.profile, trial);
+      const Outcome outcome = launch(bench, trial);
       if (!outcome.value) {
         break;
       }

@@ -321,17 +321,6 @@ class DeepSpeedSearch {
     return searchContenders(stages, *best);
   }
 
-  // The best score any stage measured so far.
-  static double bestScore(const std::vector<Stage>& stages) {
-    double best = kDidNotRun;
-    for (const auto& stage : stages) {
-      for (const auto& [microBatch, score] : stage.curve.scores) {
-        best = std::max(best, score);
-      }
-    }
-    return best;
-  }
-
   static int bestMicroBatch(const Curve& curve) {
     int best = curve.scores.begin()->first;
     for (const auto& [microBatch, score] : curve.scores) {
@@ -347,7 +336,8 @@ class DeepSpeedSearch {
   bool searchContenders(const std::vector<Stage>& stages, const Stage& leader) {
     const double leaderScreen = *leader.screen();
     const int leaderBest = bestMicroBatch(leader.curve);
-    const double best = bestScore(stages);
+    // Against the leader's best, not the best so far: a contender's own finds keep it one.
+    const double best = leader.curve.scores.at(leaderBest);
     bool complete = true;
     for (const auto& stage : stages) {
       if (&stage == &leader || !stage.screen() ||
@@ -484,6 +474,11 @@ class DeepSpeedSearch {
       if (probe && !curve.scores.contains(*probe)) {
         wanted.push_back(*probe);
       }
+    }
+    // Below a lone best the lower probe alone: where the optimum lies below the screen, a climb
+    // beside it would be a launch spent for nothing.
+    if (unexploredBelow && wanted.size() > 1) {
+      wanted.resize(1);
     }
     return wanted;
   }
