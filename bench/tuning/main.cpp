@@ -249,27 +249,33 @@ std::map<std::pair<std::string, int>, SearchResult> readDeepSpeedResults(
   return results;
 }
 
-double gpuHours(const SearchResult& result, const BenchProfile& bench) {
+double gpuHoursOf(const SearchResult& result, const BenchProfile& bench) {
   return result.launches * bench.launchMinutes / 60 * bench.profile.gpus;
 }
 
 std::string cells(const SearchResult& result, const BenchProfile& bench, const Optimum& optimum) {
   std::array<char, 256> text{};
   std::snprintf(text.data(), text.size(), "%d | %.1f | %d | %s | %.2f%%", result.launches,
-                gpuHours(result, bench), result.wall, result.best.value_or("none").c_str(),
+                gpuHoursOf(result, bench), result.wall, result.best.value_or("none").c_str(),
                 100 * result.bestValue.value_or(0) / optimum.value);
   return text.data();
 }
 
+// One searcher's sums over the profiles, at one strategy and slot count.
 struct Totals {
+  int runs = 0;
   int launches = 0;
-  int deepSpeedLaunches = 0;
   double gpuHours = 0;
-  double deepSpeedGpuHours = 0;
   int wall = 0;
-  int deepSpeedWall = 0;
-  double worstRatio = 1e9;
-  double deepSpeedWorstRatio = 1e9;
+  double worstRatio = 1;
+
+  void add(const SearchResult& result, const BenchProfile& bench, const Optimum& optimum) {
+    ++runs;
+    launches += result.launches;
+    gpuHours += gpuHoursOf(result, bench);
+    wall += result.wall;
+    worstRatio = std::min(worstRatio, result.bestValue.value_or(0) / optimum.value);
+  }
 };
 
 void printDeepSpeedArguments(const std::vector<BenchProfile>& profiles) {
@@ -304,7 +310,7 @@ int run(const std::vector<std::string>& arguments) {
       "| DeepSpeed launches | GPU-hours | wall | best | of optimum |\n");
   std::printf(
       "| --- | --- | --- | --: | --: | --: | --: | --- | --: | --: | --: | --: | --- | --: |\n");
-  std::map<std::pair<api::Strategy, int>, Totals> totals;
+  std::map<std::pair<api::Strategy, int>, std::pair<Totals, Totals>> totals;  // ours, DeepSpeed's
   for (const auto& bench : profiles) {
     const Optimum optimum = exhaustiveOptimum(bench);
     for (const auto strategy : strategies) {
@@ -320,17 +326,10 @@ int run(const std::vector<std::string>& arguments) {
                     cells(ours, bench, optimum).c_str(), published.c_str(),
                     theirs == deepSpeed.end() ? "- | - | - | - | -"
                                               : cells(theirs->second, bench, optimum).c_str());
-        Totals& total = totals[{strategy, slots}];
-        total.launches += ours.launches;
-        total.gpuHours += gpuHours(ours, bench);
-        total.wall += ours.wall;
-        total.worstRatio = std::min(total.worstRatio, ours.bestValue.value_or(0) / optimum.value);
+        auto& [ourTotal, theirTotal] = totals[{strategy, slots}];
+        ourTotal.add(ours, bench, optimum);
         if (theirs != deepSpeed.end()) {
-          total.deepSpeedLaunches += theirs->second.launches;
-          total.deepSpeedGpuHours += gpuHours(theirs->second, bench);
-          total.deepSpeedWall += theirs->second.wall;
-          total.deepSpeedWorstRatio = std::min(
-              total.deepSpeedWorstRatio, theirs->second.bestValue.value_or(0) / optimum.value);
+          theirTotal.add(theirs->second, bench, optimum);
         }
       }
     }
@@ -339,18 +338,19 @@ int run(const std::vector<std::string>& arguments) {
       "\n| strategy | slots | launches | DeepSpeed launches | ratio | GPU-hours | DeepSpeed "
       "GPU-hours | wall | DeepSpeed wall | worst of optimum | DeepSpeed's worst |\n"
       "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |\n");
-  for (const auto& [key, total] : totals) {
+  for (const auto& [key, sums] : totals) {
+    const auto& [ours, theirs] = sums;
     std::printf("| %s | %d | %d | ", std::string(api::toString(key.first)).c_str(), key.second,
-                total.launches);
-    if (total.deepSpeedLaunches == 0) {
-      std::printf("- | - | %.0f | - | %d | - | %.2f%% | - |\n", total.gpuHours, total.wall,
-                  100 * total.worstRatio);
+                ours.launches);
+    if (theirs.runs == 0) {
+      std::printf("- | - | %.0f | - | %d | - | %.2f%% | - |\n", ours.gpuHours, ours.wall,
+                  100 * ours.worstRatio);
       continue;
     }
-    std::printf("%d | %.2f | %.0f | %.0f | %d | %d | %.2f%% | %.2f%% |\n", total.deepSpeedLaunches,
-                static_cast<double>(total.launches) / total.deepSpeedLaunches, total.gpuHours,
-                total.deepSpeedGpuHours, total.wall, total.deepSpeedWall, 100 * total.worstRatio,
-                100 * total.deepSpeedWorstRatio);
+    std::printf("%d | %.2f | %.0f | %.0f | %d | %d | %.2f%% | %.2f%% |\n", theirs.launches,
+                static_cast<double>(ours.launches) / theirs.launches, ours.gpuHours,
+                theirs.gpuHours, ours.wall, theirs.wall, 100 * ours.worstRatio,
+                100 * theirs.worstRatio);
   }
   return 0;
 }
