@@ -79,6 +79,10 @@ class DeepSpeedSearch {
   explicit DeepSpeedSearch(const SearchContext& context) : context_(context) {}
 
   Plan plan() {
+    finishedTrials_ = fastTrialsNamed(context_.launchOrder);
+    for (const auto& trial : fastTrialsNamed(context_.inFlight)) {
+      runningStages_.insert(trial.stage);
+    }
     std::vector<Stage> stages;
     for (const int stage : context_.space.stages) {
       if (auto bounds = boundsFor(stage)) {
@@ -114,11 +118,15 @@ class DeepSpeedSearch {
   // A trial of the micro-batch search: at the stage's gradient accumulation, or at the one that
   // completes a fixed global batch.
   Trial probe(const StageBounds& bounds, int microBatch) {
-    Trial trial =
-        makeFastTrial(context_.space, bounds.stage, microBatch,
-                      ladder().gradientAccumulationFor(microBatch, bounds.gradientAccumulation));
+    Trial trial = unremembered(bounds, microBatch);
     remember(trial);
     return trial;
+  }
+
+  // The same trial, only to ask the memory model about it.
+  Trial unremembered(const StageBounds& bounds, int microBatch) const {
+    return makeFastTrial(context_.space, bounds.stage, microBatch,
+                         ladder().gradientAccumulationFor(microBatch, bounds.gradientAccumulation));
   }
 
   void remember(const Trial& trial) {
@@ -171,23 +179,33 @@ class DeepSpeedSearch {
     return bounds;
   }
 
+  // The micro-batch search's trials among `names`, in their order.
+  std::vector<Trial> fastTrialsNamed(const auto& names) const {
+    std::vector<Trial> trials;
+    for (const auto& name : names) {
+      if (auto trial = fastTrialNamed(context_.space, name)) {
+        trials.push_back(std::move(*trial));
+      }
+    }
+    return trials;
+  }
+
   Curve curveOf(const StageBounds& bounds) {
     Curve curve;
     std::vector<int> ran;  // in launch order
-    for (const auto& name : context_.launchOrder) {
-      const auto trial = fastTrialNamed(context_.space, name);
-      if (!trial || trial->stage != bounds.stage ||
-          trial->gradientAccumulation !=
-              ladder().gradientAccumulationFor(trial->microBatch, bounds.gradientAccumulation)) {
+    for (const auto& trial : finishedTrials_) {
+      if (trial.stage != bounds.stage ||
+          trial.gradientAccumulation !=
+              ladder().gradientAccumulationFor(trial.microBatch, bounds.gradientAccumulation)) {
         continue;
       }
-      remember(*trial);
-      if (const auto score = context_.score(name)) {
-        curve.scores[trial->microBatch] = *score;
-        ran.push_back(trial->microBatch);
+      remember(trial);
+      if (const auto score = context_.score(trial.name)) {
+        curve.scores[trial.microBatch] = *score;
+        ran.push_back(trial.microBatch);
       } else {
         curve.smallestMiss =
-            std::min(curve.smallestMiss.value_or(trial->microBatch), trial->microBatch);
+            std::min(curve.smallestMiss.value_or(trial.microBatch), trial.microBatch);
       }
     }
     // Above a failure, runs say nothing of the memory boundary: the search stays below it.
@@ -213,8 +231,8 @@ class DeepSpeedSearch {
   // The micro-batch of `to` that uses the memory `from` uses at `microBatch`, to the nearest
   // sample, by the memory model (the same micro-batch without one).
   int equalMemory(const StageBounds& from, int microBatch, const StageBounds& to) {
-    const MemoryEstimate source = context_.memory(probe(from, microBatch));
-    const MemoryEstimate target = context_.memory(probe(to, microBatch));
+    const MemoryEstimate source = context_.memory(unremembered(from, microBatch));
+    const MemoryEstimate target = context_.memory(unremembered(to, microBatch));
     int equal = microBatch;
     if (context_.model && source.activationsPerSample && *source.activationsPerSample > 0) {
       equal = static_cast<int>(std::round((*source.total(microBatch) - target.modelStates()) /
@@ -270,21 +288,14 @@ class DeepSpeedSearch {
     int largest = ran;
     if (context_.model && context_.gpuMemoryBytes) {
       const auto capacity = static_cast<double>(*context_.gpuMemoryBytes);
-      const double anchorRoom = capacity - context_.memory(probe(anchor.bounds, ran)).modelStates();
-      const double room = capacity - context_.memory(probe(to, ran)).modelStates();
+      const double anchorRoom =
+          capacity - context_.memory(unremembered(anchor.bounds, ran)).modelStates();
+      const double room = capacity - context_.memory(unremembered(to, ran)).modelStates();
       if (anchorRoom > 0 && room > 0) {
         largest = static_cast<int>(std::floor(ran * room / anchorRoom));
       }
     }
     return allowedWithin(to.lowest, std::max(to.lowest, to.cap), largest).value_or(to.lowest);
-  }
-
-  // Whether a trial of the stage's micro-batch search is running.
-  bool screenRunning(int stage) const {
-    return std::any_of(context_.inFlight.begin(), context_.inFlight.end(), [&](const auto& name) {
-      const auto trial = fastTrialNamed(context_.space, name);
-      return trial && trial->stage == stage && trial->knobs.empty();
-    });
   }
 
   // Screens every stage, then searches the best one and its contenders. True when done.
@@ -296,7 +307,7 @@ class DeepSpeedSearch {
         anchor = anchor != nullptr ? anchor : &stage;
         continue;
       }
-      if (screenRunning(stage.bounds.stage)) {
+      if (runningStages_.contains(stage.bounds.stage)) {
         screened = false;  // its outcome decides where it goes next
       } else if (const auto next = screenProbe(stage, anchor)) {
         want(probe(stage.bounds, *next));
@@ -625,6 +636,8 @@ class DeepSpeedSearch {
   Plan plan_;
   std::set<std::string> remembered_;
   std::set<std::string> wanted_;
+  std::vector<Trial> finishedTrials_;  // the micro-batch search's, in launch order
+  std::set<int> runningStages_;        // stages with a micro-batch trial in flight
 };
 
 }  // namespace
