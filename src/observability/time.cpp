@@ -79,11 +79,11 @@ std::optional<TimePoint> parseTime(std::string_view text) {
   }
   const auto local = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
                      std::chrono::minutes(*minute) + std::chrono::seconds(*second) - offset;
-  // A nanosecond clock spans the years 1678 to 2261; anything beyond is not a time to act on.
-  constexpr auto kRange =
-      std::chrono::duration_cast<std::chrono::seconds>(TimePoint::duration::max()) -
-      std::chrono::days(1);
-  if (local.time_since_epoch() > kRange || local.time_since_epoch() < -kRange) {
+  // Nothing the API server stamps is older than the epoch, and two times after it yet before
+  // kLatest are closer than a nanosecond clock's 292 years: every span between them, and every
+  // deadline a timeout after them, can be counted without overflow.
+  constexpr std::chrono::sys_days kLatest = std::chrono::year(2200) / 1 / 1;
+  if (local.time_since_epoch().count() < 0 || local >= kLatest) {
     return std::nullopt;
   }
   return std::chrono::time_point_cast<TimePoint::duration>(local) +

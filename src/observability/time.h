@@ -11,7 +11,7 @@ namespace autotune::observability {
 using TimePoint = std::chrono::system_clock::time_point;
 
 // 2026-01-02T03:04:05Z as the API server writes it, also with fractional seconds or a numeric
-// offset. Nothing for other text, or for a time a nanosecond clock cannot hold.
+// offset. Nothing for other text, or for a time before 1970 or from 2200 on.
 std::optional<TimePoint> parseTime(std::string_view text);
 
 enum class Fraction {

@@ -162,14 +162,21 @@ TEST(Rfc3339, FractionsAndOffsetsAreUnderstood) {
   EXPECT_EQ(formatTime(at("1999-12-31T23:59:59z")), "1999-12-31T23:59:59Z");
 }
 
+TEST(Rfc3339, TheFirstAndLastTimesAcceptedAreASpanApartThatCanBeCounted) {
+  const auto span = at("2199-12-31T23:59:59Z") - at("1970-01-01T00:00:00Z");
+  EXPECT_GT(span, std::chrono::hours(24 * 365 * 229));
+  EXPECT_LT(at("1970-01-01T00:00:00Z") - at("2199-12-31T23:59:59Z"), std::chrono::seconds(0));
+}
+
 TEST(Rfc3339, AnythingElseIsNotATime) {
   for (const std::string_view text :
        {"", "2026-11-22", "2026-11-22T12:00:05", "2026-11-22 12:00:05Z", "2026-13-01T00:00:00Z",
         "2026-02-30T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T12:60:00Z",
         "2026-11-22T12:00:05.Z", "2026-11-22T12:00:05+0100", "2026-11-22T12:00:05ZZ",
         "20x6-11-22T12:00:05Z", "2026-+1-22T12:00:05Z",
-        // Well formed, but past what a nanosecond clock holds (1678 to 2261).
-        "1013-01-02T03:04:06Z", "9999-12-31T23:59:59Z"}) {
+        // Well formed, but before the epoch or so late that a span from now would overflow.
+        "1013-01-02T03:04:06Z", "1681-01-02T03:04:06Z", "1969-12-31T23:59:59Z",
+        "1970-01-01T00:30:00+01:00", "2200-01-01T00:00:00Z", "9999-12-31T23:59:59Z"}) {
     EXPECT_FALSE(parseTime(text).has_value()) << text;
   }
 }
