@@ -45,6 +45,7 @@ struct Curve {
   std::map<int, double> scores;     // micro-batches that ran
   std::optional<int> firstFit;      // the first to run, in launch order: the stage's screen
   std::optional<int> smallestMiss;  // the smallest that did not run (out of memory or failed)
+  bool missFailed = false;          // that one failed for another reason than memory
 };
 
 struct Stage {
@@ -203,9 +204,10 @@ class DeepSpeedSearch {
       if (const auto score = context_.score(trial.name)) {
         curve.scores[trial.microBatch] = *score;
         ran.push_back(trial.microBatch);
-      } else {
-        curve.smallestMiss =
-            std::min(curve.smallestMiss.value_or(trial.microBatch), trial.microBatch);
+      } else if (!curve.smallestMiss || trial.microBatch < *curve.smallestMiss) {
+        curve.smallestMiss = trial.microBatch;
+        const auto observed = context_.observation(trial.name);
+        curve.missFailed = observed && observed->outcome == api::Outcome::kFailed;
       }
     }
     // Above a failure, runs say nothing of the memory boundary: the search stays below it.
@@ -275,6 +277,11 @@ class DeepSpeedSearch {
     }
     if (anchor != nullptr) {
       return std::nullopt;  // out of memory where the model ranks it equal to the anchor
+    }
+    if (stage.curve.missFailed) {
+      // A config DeepSpeed rejects, or a script that breaks, fails at any micro-batch: the
+      // smallest tells that apart from a failure of the larger one alone, in one launch.
+      return allowedWithin(bounds.lowest, *miss - 1, bounds.lowest);
     }
     const int backedOff = static_cast<int>(std::floor(kBackOff * *miss));
     return allowedWithin(bounds.lowest, *miss - 1, backedOff);

@@ -1290,6 +1290,77 @@ case_rights_used() {
     "system:serviceaccount:$e2e_operator_namespace:$E2E_OPERATOR_ACCOUNT"
 }
 
+# --- real DeepSpeed (the deepspeed tier runs this case alone: tests/deepspeed) --------------------
+
+# tests/deepspeed/tiny-lm.yaml in the case's namespace, two ranks a trial, every trial Pod a real
+# DeepSpeed launch on the CPU accelerator from the environment of scripts/deepspeed-env.
+deepspeed_job_manifest() {
+  local venv=$1
+  sed -e "s|@SCRIPT@|$source_dir/tests/deepspeed/tiny_lm.py|" -e 's|@RANKS@|2|' \
+    -e "s|^  name: tiny-lm$|  name: tiny-lm\n  namespace: $case_ns|" \
+    "$source_dir/tests/deepspeed/tiny-lm.yaml"
+  cat <<ENV
+          env:
+            - {name: PATH, value: "$venv/bin:/usr/local/bin:/usr/bin:/bin"}
+            - {name: DS_ACCELERATOR, value: cpu}
+            - {name: TORCH_EXTENSIONS_DIR, value: "$venv/torch-extensions"}
+ENV
+}
+
+# Every Succeeded trial's recorded metrics are those of the file DeepSpeed's engine wrote from
+# rank 0, as its Pod's termination message (kept by the node simulator).
+metrics_from_deepspeed() {
+  kubectl get atj "$1" -n "$case_ns" -o json | python3 -c '
+import glob, json, sys
+results = json.load(sys.stdin)["status"]["results"]
+measured = [r for r in results if r["outcome"] == "Succeeded" and r["name"] != "profile_model_info"]
+assert measured, "no trial was measured"
+for record in measured:
+    pod = record["name"].replace("_", "-")
+    files = glob.glob(sys.argv[1] + "/" + sys.argv[2] + "_*" + pod + "_*/termination-log")
+    assert files, "no termination message for " + record["name"]
+    written = json.load(open(files[0]))
+    assert set(written) == {"fwd", "bwd", "step", "latency", "FLOPS_per_gpu", "throughput",
+                            "rank"}, written
+    assert written["rank"] == 0, written
+    assert record["value"] == written["throughput"], (record, written)
+    assert record["metrics"]["latency"] == written["latency"], (record, written)
+    assert record["metrics"]["flops"] == written["FLOPS_per_gpu"], (record, written)
+print(len(measured), "trials measured by DeepSpeed")
+' "$E2E_STATE/node-sim" "$case_ns"
+}
+
+# The ConfigMap's ds_config.json, given to the training script as the user's job would give it.
+deepspeed_trains_with() {
+  local venv=$1 configmap=$2
+  configmap_data "$configmap" ds_config.json >"$work/tuned_ds_config.json"
+  PATH=$venv/bin:$PATH DS_ACCELERATOR=cpu TORCH_EXTENSIONS_DIR=$venv/torch-extensions \
+    deepspeed --num_gpus 2 "$source_dir/tests/deepspeed/tiny_lm.py" \
+    --deepspeed "$work/tuned_ds_config.json" >"$work/tuned.log" 2>&1 || {
+    tail -20 "$work/tuned.log"
+    return 1
+  }
+}
+
+case_deepspeed() {
+  begin_case deepspeed
+  local job=tiny-lm venv
+  venv=$("$source_dir/scripts/deepspeed-env" newest)
+  check "a job whose trials are real two-rank DeepSpeed launches is created" \
+    kubectl apply -f <(deepspeed_job_manifest "$venv") || return 0
+  check "it Succeeds within 600s" ends_in "$job" Succeeded 600 || return 0
+  expect "the profiling trial ran first and DeepSpeed measured tiny_lm.py's 536320 parameters" \
+    job_satisfies "$job" 'names[0] == "profile_model_info" and
+      status["model"]["numParameters"] == 536320 and status["model"]["activationMemoryPerSample"] > 0'
+  expect "stages 0, 1 and 2 were each measured" job_satisfies "$job" \
+    '{r["space"] for r in results if r["outcome"] == "Succeeded"} >= {"z0", "z1", "z2"}'
+  expect "every recorded metric is DeepSpeed's own, read from the termination message" \
+    metrics_from_deepspeed "$job"
+  expect "DeepSpeed trains tiny_lm.py with the ConfigMap's ds_config.json on two ranks" \
+    deepspeed_trains_with "$venv" "$job-optimal"
+  end_case
+}
+
 # The operator's bearer token and every private key of the control plane, if any log of the run
 # (the operator's, the node simulator's, the control plane's, the trials') holds them.
 secrets_logged() {

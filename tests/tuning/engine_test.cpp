@@ -484,6 +484,32 @@ TEST(Engine, FailuresCountAgainstMaxFailedTrialsButOutOfMemoryDoesNot) {
   EXPECT_NE(failing.last.message.find("maxFailedTrials"), std::string::npos);
 }
 
+// A failure that is not out of memory (a config DeepSpeed rejects) says nothing of the memory
+// boundary: no back-off through the sizes below, one launch at the smallest, then the stage is
+// dropped. A failure of larger micro-batches alone still leaves the smaller ones to search.
+TEST(Engine, AScreenThatFailsForAnotherReasonIsTriedOnceAtTheSmallestMicroBatch) {
+  api::Spec spec = smallActivations();
+  spec.deepspeedConfig["zero_optimization"]["stage"] = 1;
+  spec.maxFailedTrials = 50;
+  const auto failingAbove = [](int largest) -> Oracle {
+    return [largest](const Trial& trial) -> TrialOutcome {
+      if (trial.microBatch > largest) {
+        return {api::Outcome::kFailed, std::nullopt};
+      }
+      return {api::Outcome::kSucceeded, 10.0 * trial.microBatch};
+    };
+  };
+  const SearchRun rejected = drive(spec, failingAbove(0));
+  EXPECT_EQ(rejected.last.state, Decision::State::kFailed);
+  ASSERT_EQ(rejected.launched.size(), 2U) << ::testing::PrintToString(rejected.launched);
+  EXPECT_EQ(rejected.launched.back(), "z1_gas1_tmbspg1");
+
+  const SearchRun smallOnly = drive(spec, failingAbove(2));
+  EXPECT_EQ(smallOnly.last.state, Decision::State::kSucceeded);
+  EXPECT_EQ(bestName(smallOnly), "z1_gas1_tmbspg2") << ::testing::PrintToString(smallOnly.launched);
+  EXPECT_EQ(smallOnly.launched.at(1), "z1_gas1_tmbspg1");
+}
+
 TEST(Engine, MemoryModelPrunesWhatCannotFitAndSaysWhy) {
   const PublishedModel& xl = publishedModels()[2];
   api::Spec spec = specFor(xl);
