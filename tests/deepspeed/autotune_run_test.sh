@@ -14,13 +14,7 @@ parameters=$((512 * 128 + 64 * 128 + 2 * 198272 + 128 * 512 + 512))
 
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 sed -e "s|@SCRIPT@|$here/tiny_lm.py|" -e "s|@RANKS@|$ranks|" "$here/tiny-lm.yaml" >job.yaml
-status=0
-"$autotune" run job.yaml --gpus "0-$((ranks - 1))" || status=$?
-if [[ $status -ne 0 ]]; then
-  echo "autotune run exited $status; the trials' stderr:" >&2
-  tail -n 5 autotune_results/results/*/stderr.log >&2 || true
-  exit 1
-fi
+run_search "$autotune" autotune_results job.yaml --gpus "0-$((ranks - 1))"
 python3 "$here/check_run.py" autotune_results "$ranks" "$parameters" 0,1,2
 
 # The tuned config, as the user's real training would use it: without the autotuning section the

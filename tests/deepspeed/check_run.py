@@ -23,9 +23,8 @@ def expect(condition, finding):
         findings.append(finding)
 
 
-def check_measured_trial(results, record, ranks):
-    name = record["name"]
-    written = json.loads((results / "results" / name / "metrics.json").read_text())
+def expect_deepspeed_metrics(name, record, written):
+    """The trial's record holds what DeepSpeed's engine wrote to its metric_path."""
     expect(set(written) == METRIC_KEYS, f"{name}: DeepSpeed wrote keys {sorted(written)}")
     expect(written.get("rank") == 0, f"{name}: the metrics are not rank 0's")
     recorded = record.get("metrics", {})
@@ -34,6 +33,12 @@ def check_measured_trial(results, record, ranks):
         expect(recorded.get(key) == written.get(source),
                f"{name}: recorded {key} {recorded.get(key)}, DeepSpeed wrote {written.get(source)}")
     expect(record.get("value") == written.get("throughput"), f"{name}: value is not throughput")
+
+
+def check_measured_trial(results, record, ranks):
+    name = record["name"]
+    written = json.loads((results / "results" / name / "metrics.json").read_text())
+    expect_deepspeed_metrics(name, record, written)
     config = json.loads((results / "results" / name / "ds_config.json").read_text())
     micro_batch = config["train_micro_batch_size_per_gpu"]
     expect(name.endswith(f"_tmbspg{micro_batch}"), f"{name}: its config says {micro_batch}")

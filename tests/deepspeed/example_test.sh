@@ -29,11 +29,5 @@ sed -e "s|/opt/model|$work/assets/model|" -e "s|/opt/data|$work/assets/data|" \
 
 # The image's working directory holds train.py.
 cd "$example"
-status=0
-"$autotune" run "$work/job.yaml" --gpus 0-1 --results "$work/autotune_results" || status=$?
-if [[ $status -ne 0 ]]; then
-  echo "autotune run exited $status; the trials' stderr:" >&2
-  tail -n 5 "$work"/autotune_results/results/*/stderr.log >&2 || true
-  exit 1
-fi
+run_search "$autotune" "$work/autotune_results" "$work/job.yaml" --gpus 0-1
 python3 "$here/check_run.py" "$work/autotune_results" 2 "$parameters" 0,1
