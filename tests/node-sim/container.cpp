@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -205,7 +206,119 @@ void setHost(json& status, const std::string& hostIp) {
   status["hostIPs"] = json::array({{{"ip", hostIp}}});
 }
 
+constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-completion-index";
+constexpr const char* kClusterDomain = "cluster.local";
+
+std::optional<int> completionIndex(const std::string& text) {
+  int index = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || index < 0) {
+    return std::nullopt;
+  }
+  return index;
+}
+
+// 127.x.y.z from a 64-bit FNV-1a hash of `key`: 2^16 × 254 addresses, enough that two Jobs
+// running at once practically never share one.
+std::string loopbackAddress(const std::string& key) {
+  constexpr std::uint64_t kOffsetBasis = 14695981039346656037ULL;
+  constexpr std::uint64_t kPrime = 1099511628211ULL;
+  constexpr std::uint64_t kByte = 0xff;
+  std::uint64_t hash = kOffsetBasis;
+  for (const char letter : key) {
+    hash ^= static_cast<unsigned char>(letter);
+    hash *= kPrime;
+  }
+  const std::uint64_t second = (hash >> 8U) & kByte;
+  const std::uint64_t third = (hash >> 16U) & kByte;
+  std::uint64_t last = 1 + (hash >> 24U) % 254;  // neither the network's .0 nor broadcast's .255
+  if (second == 0 && third == 0 && last == 1) {
+    last = 2;  // 127.0.0.1 is every process's localhost
+  }
+  return "127." + std::to_string(second) + "." + std::to_string(third) + "." + std::to_string(last);
+}
+
 }  // namespace
+
+std::string hostName(const json& pod) {
+  const std::string hostname = text(member(pod, "spec"), "hostname");
+  return hostname.empty() ? text(member(pod, "metadata"), "name") : hostname;
+}
+
+std::optional<JobMembership> jobMembership(const json& pod) {
+  const json& metadata = member(pod, "metadata");
+  const json& labels = member(metadata, "labels");
+  JobMembership job;
+  for (const auto& owner : member(metadata, "ownerReferences", kEmptyArray)) {
+    if (text(owner, "kind") == "Job" && text(owner, "apiVersion").starts_with("batch/") &&
+        member(owner, "controller", json(false)) == true) {
+      job.name = text(owner, "name");
+      job.uid = text(owner, "uid");
+    }
+  }
+  // The labels are the Job controller's own marks; an owner reference may be missing from a Pod
+  // orphaned by a deletion that keeps its Pods.
+  for (const char* key : {"job-name", "batch.kubernetes.io/job-name"}) {
+    if (const std::string name = text(labels, key); !name.empty()) {
+      job.name = name;
+    }
+  }
+  for (const char* key : {"controller-uid", "batch.kubernetes.io/controller-uid"}) {
+    if (const std::string uid = text(labels, key); job.uid.empty() && !uid.empty()) {
+      job.uid = uid;
+    }
+  }
+  if (job.name.empty()) {
+    return std::nullopt;
+  }
+  for (const char* map : {"labels", "annotations"}) {
+    if (const auto index = completionIndex(text(member(metadata, map), kCompletionIndex))) {
+      job.index = index;
+    }
+  }
+  return job;
+}
+
+std::string jobAddress(const std::string& namespaceName, const JobMembership& job) {
+  return loopbackAddress(job.uid.empty() ? "job:" + namespaceName + "/" + job.name : job.uid);
+}
+
+std::optional<std::string> hostsFile(const json& pod, std::optional<int> completions) {
+  const std::string subdomain = text(member(pod, "spec"), "subdomain");
+  if (subdomain.empty()) {
+    return std::nullopt;
+  }
+  const json& metadata = member(pod, "metadata");
+  const std::string ns = text(metadata, "namespace");
+  const std::string self = hostName(pod);
+  const auto job = jobMembership(pod);
+  std::vector<std::string> hosts;
+  if (job && completions) {
+    for (int index = 0; index < *completions; ++index) {
+      hosts.push_back(job->name + "-" + std::to_string(index));
+    }
+  }
+  if (std::find(hosts.begin(), hosts.end(), self) == hosts.end()) {
+    hosts.push_back(self);
+  }
+  // A Pod no Job controls has no peers to share an address with.
+  const std::string address =
+      job ? jobAddress(ns, *job) : loopbackAddress("pod:" + ns + "/" + text(metadata, "name"));
+  std::string file =
+      "# Kubernetes-managed hosts file (autotune-node-sim).\n"
+      "127.0.0.1\tlocalhost\n"
+      "::1\tlocalhost ip6-localhost ip6-loopback\n";
+  for (const auto& host : hosts) {
+    std::string inService = host;
+    inService.append(".").append(subdomain);
+    std::string inCluster = inService;
+    inCluster.append(".").append(ns).append(".svc");
+    file.append(address).append("\t").append(host).append(" ").append(inService).append(" ");
+    file.append(inCluster).append(" ").append(inCluster).append(".").append(kClusterDomain);
+    file.append("\n");
+  }
+  return file;
+}
 
 tl::expected<std::string, std::string> fieldValue(const json& pod, const std::string& fieldPath) {
   const json& metadata = member(pod, "metadata");
@@ -334,7 +447,8 @@ tl::expected<std::vector<std::string>, std::string> containerCommand(
 }
 
 tl::expected<PreparedMounts, std::string> prepareMounts(const json& pod, const json& container,
-                                                        const std::filesystem::path& folder) {
+                                                        const std::filesystem::path& folder,
+                                                        const std::optional<std::string>& hosts) {
   PreparedMounts prepared;
   // Each volume is made once, whatever number of mounts name it; nullopt: not simulated.
   std::map<std::string, std::optional<std::filesystem::path>> made;
@@ -362,6 +476,13 @@ tl::expected<PreparedMounts, std::string> prepareMounts(const json& pod, const j
         !volume->contains("emptyDir") || member(volumeMount, "readOnly", json(false)) == true;
     prepared.mounts.push_back({subPath.empty() ? *made[name] : *made[name] / subPath,
                                text(volumeMount, "mountPath"), readOnly});
+  }
+  if (hosts) {
+    const std::filesystem::path hostsPath = folder / "hosts";
+    if (auto written = writeFile(hostsPath, *hosts); !written) {
+      return tl::unexpected(written.error());
+    }
+    prepared.mounts.push_back({hostsPath, "/etc/hosts", true});
   }
   const std::filesystem::path terminationFile = folder / "termination-log";
   if (auto written = writeFile(terminationFile, ""); !written) {

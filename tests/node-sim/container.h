@@ -46,6 +46,31 @@ Environment deviceEnvironment(const nlohmann::json& container, const Environment
 tl::expected<std::vector<std::string>, std::string> containerCommand(
     const nlohmann::json& container, const Environment& environment);
 
+// The host name the container sees, as HOSTNAME: the Pod's spec.hostname, else its name.
+std::string hostName(const nlohmann::json& pod);
+
+// The Indexed Job a Pod belongs to, as the Job controller marks its Pods.
+struct JobMembership {
+  std::string name;  // label batch.kubernetes.io/job-name (or job-name), else the owner's name
+  std::string uid;   // the controlling ownerReference of kind Job, else label controller-uid
+  std::optional<int> index;  // annotation or label batch.kubernetes.io/job-completion-index
+};
+
+// nullopt for a Pod that no Job controls.
+std::optional<JobMembership> jobMembership(const nlohmann::json& pod);
+
+// The loopback address every host name of one Job resolves to inside its Pods, from the Job's uid
+// (else its namespace and name): 127.x.y.z, never 127.0.0.1, with z neither 0 nor 255. On one
+// machine Pods have no addresses of their own, so each Job gets one: the ranks of two trials
+// running at once then listen on the same port without meeting.
+std::string jobAddress(const std::string& namespaceName, const JobMembership& job);
+
+// The /etc/hosts of a Pod with spec.subdomain, as the kubelet manages it: localhost, and the
+// names `h`, `h.S`, `h.S.NS.svc` and `h.S.NS.svc.cluster.local` of the Pod's own host name h and,
+// for a Pod of an Indexed Job, of `<job>-<i>` for every index i below `completions` (the Job's
+// spec.completions), all at jobAddress. nullopt without a subdomain: /etc/hosts is left alone.
+std::optional<std::string> hostsFile(const nlohmann::json& pod, std::optional<int> completions);
+
 // A bind mount into the container's view of the filesystem.
 struct Mount {
   std::filesystem::path source;  // in the Pod's folder
@@ -59,12 +84,13 @@ struct PreparedMounts {
 };
 
 // Materialises the volumes the container mounts under `folder`/volumes (downwardAPI and
-// projected downwardAPI items as files, emptyDir as an empty folder) and adds the termination
-// message file `folder`/termination-log on the container's terminationMessagePath (default
+// projected downwardAPI items as files, emptyDir as an empty folder), writes `hosts` (if any) to
+// `folder`/hosts for /etc/hosts, read-only, and adds the termination message file
+// `folder`/termination-log on the container's terminationMessagePath (default
 // /dev/termination-log), last, so that it wins over a volume mounted above it.
-tl::expected<PreparedMounts, std::string> prepareMounts(const nlohmann::json& pod,
-                                                        const nlohmann::json& container,
-                                                        const std::filesystem::path& folder);
+tl::expected<PreparedMounts, std::string> prepareMounts(
+    const nlohmann::json& pod, const nlohmann::json& container, const std::filesystem::path& folder,
+    const std::optional<std::string>& hosts = std::nullopt);
 
 // The last `limit` bytes of a file (the kubelet keeps the end of a long termination message);
 // empty when the file is missing.

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -342,7 +344,8 @@ void Kubelet::start(Run& run) const {
     fail(command.error());
     return;
   }
-  auto mounts = prepareMounts(run.pod, container, run.folder);
+  auto mounts =
+      prepareMounts(run.pod, container, run.folder, hostsFile(run.pod, jobCompletions(run.pod)));
   if (!mounts) {
     fail(mounts.error());
     return;
@@ -351,9 +354,10 @@ void Kubelet::start(Run& run) const {
     logLine("pod " + name + ": volume " + skipped.append("; not mounted"));
   }
 
-  // A container sees its hostname as the Pod's name, its GPUs, and its own PATH, on which the
-  // simulator's bin folder comes first so that programs built with it (trial-sim) are found.
-  Environment variables{{"HOSTNAME", text(metadataOf(run.pod), "name")}};
+  // A container sees its host name (spec.hostname, else the Pod's name), its GPUs, and its own
+  // PATH, on which the simulator's bin folder comes first so that programs built with it
+  // (trial-sim) are found.
+  Environment variables{{"HOSTNAME", hostName(run.pod)}};
   for (auto& device : deviceEnvironment(container, *environment)) {
     variables.push_back(std::move(device));
   }
@@ -390,6 +394,36 @@ void Kubelet::start(Run& run) const {
   logLine("started pod " + name + " on " + text(run.pod["spec"], "nodeName") +
           " as process group " + std::to_string(child->pid()) + ": " + joined(*command) + " (log " +
           spec.stdoutPath + ")");
+}
+
+std::optional<int> Kubelet::jobCompletions(const json& pod) const {
+  const auto spec = pod.find("spec");
+  if (spec == pod.end() || text(*spec, "subdomain").empty()) {
+    return std::nullopt;
+  }
+  const auto job = jobMembership(pod);
+  if (!job) {
+    return std::nullopt;
+  }
+  const std::string ns = text(metadataOf(pod), "namespace");
+  auto found = writer_.get(k8s::kBatchJobs, ns, job->name);
+  std::string why;
+  if (!found) {
+    why = k8s::describe(found.error());
+  } else if (!job->uid.empty() && uidOf(*found) != job->uid) {
+    why = "the Job of that name is another one";
+  } else {
+    const json completions = found->value("spec", json::object()).value("completions", json());
+    if (completions.is_number_integer() && completions.get<std::int64_t>() >= 0 &&
+        completions.get<std::int64_t>() <= std::numeric_limits<int>::max()) {
+      return completions.get<int>();
+    }
+    why = "it has no spec.completions";
+  }
+  const std::optional<int> known = job->index ? std::optional(*job->index + 1) : std::nullopt;
+  logLine("pod " + nameOf(pod) + ": cannot read job " + ns + "/" + job->name + " (" + why +
+          "); its hosts file names the indexes up to the pod's own");
+  return known;
 }
 
 void Kubelet::reap(Run& run) {

@@ -85,6 +85,12 @@ class Kubelet {
   // Makes every due write, several Pods' at once.
   void writeDue();
   void start(Run& run) const;
+  // For a Pod with spec.subdomain in an Indexed Job, the Job's spec.completions, which its hosts
+  // file needs: the Pod names its Job and its own index but not how many Pods the Job has, and the
+  // Pods seen so far are no count, as the Job controller creates them one by one. Read from the
+  // API server once per Pod start. When the Job cannot be read (it is gone, the API server does
+  // not answer) the Pod's own index + 1, so that the file still names rank 0 and the Pod itself.
+  std::optional<int> jobCompletions(const nlohmann::json& pod) const;
   void reap(Run& run);
   void stopProcess(Run& run) const;
   bool report(Run& run, bool terminal);

@@ -149,6 +149,59 @@ json withConfig(json object, const std::string& config) {
   return object;
 }
 
+constexpr const char* kIndexKey = "batch.kubernetes.io/job-completion-index";
+
+// A multi-node trial's Indexed Job, its Pods' subdomain the Job's name. Only the API server runs:
+// there is no Job controller, so the tests make the Pods as it would (indexedPod).
+json indexedJob(const std::string& name, int completions) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"completionMode", "Indexed"},
+            {"completions", completions},
+            {"parallelism", completions},
+            {"template",
+             {{"spec",
+               {{"subdomain", name},
+                {"restartPolicy", "Never"},
+                {"containers",
+                 json::array({{{"name", "trial"}, {"image", "autotune/trial-sim:latest"}}})}}}}}}}};
+}
+
+// Pod `index` of `job` (as created) on `node`, as the Job controller makes it from `base`.
+json indexedPod(json base, const json& job, int index, const std::string& node) {
+  const std::string name = job["metadata"]["name"];
+  const std::string rank = std::to_string(index);
+  base["metadata"]["name"] = name + "-" + rank + "-x7k2p";
+  base["metadata"]["labels"] = {
+      {"batch.kubernetes.io/job-name", name}, {"job-name", name}, {kIndexKey, rank}};
+  base["metadata"]["annotations"][kIndexKey] = rank;
+  base["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "batch/v1"},
+                                                      {"kind", "Job"},
+                                                      {"name", name},
+                                                      {"uid", job["metadata"]["uid"]},
+                                                      {"controller", true}}});
+  base["spec"]["nodeName"] = node;
+  base["spec"]["hostname"] = name + "-" + rank;
+  base["spec"]["subdomain"] = name;
+  // The Job controller's own variable, here through the label as newer versions have it.
+  base["spec"]["containers"][0]["env"].push_back(
+      {{"name", "JOB_COMPLETION_INDEX"},
+       {"valueFrom",
+        {{"fieldRef", {{"fieldPath", "metadata.labels['" + std::string(kIndexKey) + "']"}}}}}});
+  return base;
+}
+
+std::vector<std::string> linesOf(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 class NodeSim : public testing::ApiServerTest {
  protected:
   static void SetUpTestSuite() {
@@ -398,6 +451,87 @@ TEST_F(NodeSim, CommandsAreFoundOnTheBinFolder) {
   const json done = waitForPhase("hello", "Succeeded");
   ASSERT_FALSE(done.is_null());
   EXPECT_EQ(terminated(done)["message"], "hello from hello\n");
+}
+
+TEST_F(NodeSim, APodOfAnIndexedJobFindsEveryPodOfItsJobByName) {
+  const auto job = client().create(k8s::kBatchJobs, ns(), indexedJob("mn", 3));
+  ASSERT_TRUE(job) << k8s::describe(job.error());
+  const std::string service = "mn." + ns() + ".svc";
+  json object = indexedPod(
+      pod("", node(1),
+          "echo \"$HOSTNAME $JOB_COMPLETION_INDEX\" > /dev/termination-log; getent hosts mn-0.mn "
+          "mn-2." +
+              service + ".cluster.local mn-1 >> /dev/termination-log"),
+      *job, 1, node(1));
+  ASSERT_TRUE(client().create(kPods, ns(), object));
+  // A Pod without a subdomain sees the machine's own hosts file.
+  ASSERT_TRUE(
+      client().create(kPods, ns(), pod("plain", node(1), "cat /etc/hosts > /dev/termination-log")));
+
+  const json done = waitForPhase("mn-1-x7k2p", "Succeeded");
+  ASSERT_FALSE(done.is_null());
+  const auto lines = linesOf(terminated(done)["message"].get<std::string>());
+  ASSERT_EQ(lines.size(), 4U) << terminated(done)["message"];
+  EXPECT_EQ(lines[0], "mn-1 1");
+  // One loopback address of the Job's own for all of its names.
+  std::vector<std::string> addresses;
+  for (std::size_t at = 1; at < lines.size(); ++at) {
+    addresses.push_back(lines[at].substr(0, lines[at].find_first_of(" \t")));
+  }
+  EXPECT_TRUE(addresses[0].starts_with("127.")) << addresses[0];
+  EXPECT_NE(addresses[0], "127.0.0.1");
+  EXPECT_EQ(addresses[1], addresses[0]);
+  EXPECT_EQ(addresses[2], addresses[0]);
+  EXPECT_TRUE(
+      lines[2].ends_with("mn-2 mn-2.mn mn-2." + service + " mn-2." + service + ".cluster.local"))
+      << lines[2];
+
+  const json plain = waitForPhase("plain", "Succeeded");
+  ASSERT_FALSE(plain.is_null());
+  const std::string machineHosts = readFile("/etc/hosts");
+  EXPECT_EQ(terminated(plain).value("message", ""),
+            machineHosts.substr(machineHosts.size() > 4096 ? machineHosts.size() - 4096 : 0));
+}
+
+TEST_F(NodeSim, TwoMultiNodeTrialsMeetAtOnceOnOnePort) {
+  // Each of two Indexed Jobs runs trial-sim on two Pods of 4 GPUs, on both Nodes, all with the
+  // same master port: each Job's ranks meet at the Job's own address.
+  const std::string config = R"({"train_micro_batch_size_per_gpu": 3, "fp16": {"enabled": true},
+      "zero_optimization": {"stage": 1},
+      "autotuning": {"enabled": true, "metric_path": "/dev/termination-log"}})";
+  for (const std::string name : {"mn-a", "mn-b"}) {
+    const auto job = client().create(k8s::kBatchJobs, ns(), indexedJob(name, 2));
+    ASSERT_TRUE(job) << k8s::describe(job.error());
+    for (int index = 0; index < 2; ++index) {
+      json base = withConfig(pod("", node(index), ""), config);
+      auto& container = base["spec"]["containers"][0];
+      container["command"] = json::array({TRIAL_SIM_BINARY, "--profile", "gpt2-large",
+                                          "--deepspeed", "/etc/autotune/ds_config.json"});
+      container["terminationMessagePolicy"] = "FallbackToLogsOnError";
+      container["resources"]["limits"]["nvidia.com/gpu"] = "4";
+      container["env"] = json::array(
+          {{{"name", "AUTOTUNE_NUM_NODES"}, {"value", "2"}},
+           {{"name", "AUTOTUNE_NODE_RANK"},
+            {"valueFrom",
+             {{"fieldRef",
+               {{"fieldPath", "metadata.annotations['" + std::string(kIndexKey) + "']"}}}}}},
+           {{"name", "AUTOTUNE_MASTER_ADDR"}, {"value", name + "-0." + name}},
+           {{"name", "AUTOTUNE_MASTER_PORT"}, {"value", "29500"}}});
+      ASSERT_TRUE(client().create(kPods, ns(), indexedPod(base, *job, index, node(index))));
+    }
+  }
+  for (const std::string name : {"mn-a", "mn-b"}) {
+    const json rankZero = waitForPhase(name + "-0-x7k2p", "Succeeded");
+    const json rankOne = waitForPhase(name + "-1-x7k2p", "Succeeded");
+    ASSERT_FALSE(rankZero.is_null());
+    ASSERT_FALSE(rankOne.is_null());
+    // Rank 0's metrics are of the whole world: 3 samples on each of 2 × 4 GPUs per step.
+    const json metrics = json::parse(terminated(rankZero).value("message", ""), nullptr, false);
+    ASSERT_TRUE(metrics.is_object()) << terminated(rankZero);
+    EXPECT_NEAR(metrics["latency"].get<double>(), 24 * 1e6 / metrics["throughput"].get<double>(),
+                1e-6);
+    EXPECT_FALSE(terminated(rankOne).contains("message")) << terminated(rankOne);
+  }
 }
 
 TEST_F(NodeSim, SigtermStopsEveryPodAndDeletesTheNodes) {

@@ -1,8 +1,9 @@
 // trial-sim: one DeepSpeed training launch under autotuning, simulated. It reads the config the
 // way DeepSpeed does (once Hugging Face's Trainer has filled its "auto" values, when the launch
 // is a Trainer's), sleeps like a launch, and ends the way the run would: a model report, the
-// metrics file, or PyTorch's out-of-memory error. The decisions are in the library; this file
-// only reads and writes.
+// metrics file, or PyTorch's out-of-memory error. A multi-node launch is one process per node
+// meeting over TCP (rendezvous.h). The decisions are in the library; this file only reads and
+// writes.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -22,6 +24,7 @@
 #include "deepspeed_config.h"
 #include "options.h"
 #include "profile.h"
+#include "rendezvous.h"
 #include "simulation.h"
 #include "trainer_config.h"
 
@@ -32,6 +35,8 @@ using autotune::trialsim::Environment;
 using autotune::trialsim::LaunchResult;
 using autotune::trialsim::Options;
 using autotune::trialsim::Profile;
+using autotune::trialsim::RankOutcome;
+using autotune::trialsim::Rendezvous;
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
@@ -42,9 +47,11 @@ std::optional<std::string> variable(const char* name) {
 }
 
 Environment processEnvironment() {
-  return {variable("AUTOTUNE_DS_CONFIG"), variable("CUDA_VISIBLE_DEVICES"),
+  return {variable("AUTOTUNE_DS_CONFIG"),      variable("CUDA_VISIBLE_DEVICES"),
           variable("AUTOTUNE_SIM_LAUNCH_LOG"), variable("AUTOTUNE_TRIAL"),
-          variable("AUTOTUNE_SIM_SEED")};
+          variable("AUTOTUNE_SIM_SEED"),       variable("AUTOTUNE_NUM_NODES"),
+          variable("AUTOTUNE_NODE_RANK"),      variable("AUTOTUNE_MASTER_ADDR"),
+          variable("AUTOTUNE_MASTER_PORT"),    variable("AUTOTUNE_SIM_OOM_RANK")};
 }
 
 std::string systemError() {
@@ -165,6 +172,41 @@ std::string helpText() {
   return autotune::trialsim::usage() + "\nBuilt-in profiles: " + names + "\n";
 }
 
+// The checked config and what training on it ends with, or the error that stopped it first.
+struct Trained {
+  CheckedConfig config;
+  LaunchResult result;
+};
+
+tl::expected<Trained, std::string> train(const Options& options, const Profile& profile,
+                                         const nlohmann::json& document,
+                                         const autotune::trialsim::Parallelism& parallelism,
+                                         std::uint64_t seed, bool outOfMemory) {
+  // A Hugging Face Trainer fills the config's "auto" values before DeepSpeed reads it.
+  const auto handedOver =
+      autotune::trialsim::applyTrainerArguments(document, options.trainer, parallelism);
+  if (!handedOver) {
+    return tl::unexpected(handedOver.error());
+  }
+  auto config = autotune::trialsim::checkConfig(*handedOver, parallelism);
+  if (!config) {
+    return tl::unexpected(config.error());
+  }
+  LaunchResult result = outOfMemory ? autotune::trialsim::outOfMemoryAnyway(profile, config->run)
+                                    : autotune::trialsim::simulate(profile, *config, seed);
+  return Trained{std::move(*config), std::move(result)};
+}
+
+RankOutcome outcomeOf(const tl::expected<Trained, std::string>& trained) {
+  if (!trained) {
+    return {kExitFailed, trained.error()};
+  }
+  if (const auto* outOfMemory = std::get_if<autotune::trialsim::OutOfMemory>(&trained->result)) {
+    return {kExitFailed, outOfMemory->message};
+  }
+  return {};
+}
+
 int run(const std::vector<std::string>& arguments) {
   const Environment environment = processEnvironment();
   const auto options = autotune::trialsim::parseArguments(arguments);
@@ -175,7 +217,17 @@ int run(const std::vector<std::string>& arguments) {
     std::cout << helpText();
     return 0;
   }
-  if (const auto log = autotune::trialsim::launchLogPath(*options, environment)) {
+  const auto group = autotune::trialsim::nodeGroup(environment);
+  if (!group) {
+    return fail(group.error(), kExitUsage);
+  }
+  const auto outOfMemoryRank = autotune::trialsim::outOfMemoryRank(*options, environment);
+  if (!outOfMemoryRank) {
+    return fail(outOfMemoryRank.error(), kExitUsage);
+  }
+  const int rank = *group ? (*group)->rank : 0;
+  // The ranks of a multi-node launch are one launch: rank 0 logs it for all of them.
+  if (const auto log = autotune::trialsim::launchLogPath(*options, environment); log && rank == 0) {
     if (const auto appended = appendLine(*log, autotune::trialsim::launchLine(environment));
         !appended) {
       return fail(appended.error(), kExitUsage);
@@ -197,21 +249,38 @@ int run(const std::vector<std::string>& arguments) {
   if (!document) {
     return fail(document.error(), kExitFailed);
   }
+  // DeepSpeed learns the world size from torch.distributed, before it checks the config.
+  std::optional<Rendezvous> rendezvous;
+  if (*group) {
+    auto joined = Rendezvous::join(**group, options->rendezvousTimeout);
+    if (!joined) {
+      return fail(joined.error(), kExitFailed);
+    }
+    rendezvous = std::move(*joined);
+  }
   const autotune::trialsim::Parallelism parallelism{
-      autotune::trialsim::worldSize(*options, environment, *profile), options->modelParallelSize};
-  // A Hugging Face Trainer fills the config's "auto" values before DeepSpeed reads it.
-  const auto handedOver =
-      autotune::trialsim::applyTrainerArguments(*document, options->trainer, parallelism);
-  if (!handedOver) {
-    return fail(handedOver.error(), kExitFailed);
+      autotune::trialsim::worldSize(*options, environment, *profile, *group ? (*group)->nodes : 1),
+      options->modelParallelSize};
+  const auto trained = train(*options, *profile, *document, parallelism, *seed,
+                             outOfMemoryRank->has_value() && **outOfMemoryRank == rank);
+  if (trained) {
+    sleepSeconds(options->stepSeconds);
   }
-  const auto config = autotune::trialsim::checkConfig(*handedOver, parallelism);
-  if (!config) {
-    return fail(config.error(), kExitFailed);
+  if (rendezvous) {
+    const RankOutcome own = outcomeOf(trained);
+    const auto concluded = rendezvous->conclude(own);
+    if (own.status == 0 && !concluded) {
+      return fail(concluded.error(), kExitFailed);
+    }
+    if (own.status == 0 && rank != 0) {
+      std::cout << "Autotuning: node rank " << rank << " done; rank 0 writes the results.\n";
+      return 0;
+    }
   }
-  const LaunchResult result = autotune::trialsim::simulate(*profile, *config, *seed);
-  sleepSeconds(options->stepSeconds);
-  return finish(result, *config, *options);
+  if (!trained) {
+    return fail(trained.error(), kExitFailed);
+  }
+  return finish(trained->result, trained->config, *options);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 namespace autotune::trialsim {
@@ -21,6 +22,17 @@ tl::expected<int, std::string> positiveInteger(std::string_view flag, std::strin
   const auto [stop, error] = std::from_chars(text.data(), end, value);
   if (error != std::errc() || stop != end || value < 1) {
     return UsageError(std::string(flag) + ": expected a positive integer, got \"" +
+                      std::string(text) + "\"");
+  }
+  return value;
+}
+
+tl::expected<int, std::string> nonNegativeInteger(std::string_view name, std::string_view text) {
+  int value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || value < 0) {
+    return UsageError(std::string(name) + ": expected a non-negative integer, got \"" +
                       std::string(text) + "\"");
   }
   return value;
@@ -96,6 +108,15 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
     options.profileFile = value;
   } else if (flag == "--fail-with") {
     options.failWith = value;
+  } else if (flag == "--oom-rank") {
+    return assign(options.outOfMemoryRank, nonNegativeInteger(flag, value));
+  } else if (flag == "--rendezvous-timeout") {
+    const auto parsed = seconds(flag, value);
+    if (!parsed) {
+      return UsageError(parsed.error());
+    }
+    options.rendezvousTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::duration<double>(*parsed));
   } else {
     return false;
   }
@@ -103,7 +124,7 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
 }
 
 bool takesValue(std::string_view flag) {
-  constexpr std::array<std::string_view, 11> kValueFlags = {"--deepspeed_config",
+  constexpr std::array<std::string_view, 13> kValueFlags = {"--deepspeed_config",
                                                             "--num_gpus",
                                                             "--model_parallel_size",
                                                             "--per_device_train_batch_size",
@@ -113,7 +134,9 @@ bool takesValue(std::string_view flag) {
                                                             "--launch-log",
                                                             "--profile",
                                                             "--profile-file",
-                                                            "--fail-with"};
+                                                            "--fail-with",
+                                                            "--oom-rank",
+                                                            "--rendezvous-timeout"};
   return std::ranges::find(kValueFlags, flag) != kValueFlags.end();
 }
 
@@ -185,9 +208,55 @@ std::string launchLine(const Environment& environment) {
   return nonEmpty(environment.trial).value_or("-") + "\n";
 }
 
-int worldSize(const Options& options, const Environment& environment, const Profile& profile) {
+tl::expected<std::optional<NodeGroup>, std::string> nodeGroup(const Environment& environment) {
+  const auto nodesText = nonEmpty(environment.numNodes);
+  if (!nodesText) {
+    return std::nullopt;
+  }
+  const auto nodes = positiveInteger("AUTOTUNE_NUM_NODES", *nodesText);
+  if (!nodes) {
+    return UsageError(nodes.error());
+  }
+  if (*nodes == 1) {
+    return std::nullopt;
+  }
+  NodeGroup group;
+  group.nodes = *nodes;
+  const auto rankText = nonEmpty(environment.nodeRank);
+  if (!rankText) {
+    return UsageError("AUTOTUNE_NODE_RANK: required when AUTOTUNE_NUM_NODES is " +
+                      std::to_string(group.nodes));
+  }
+  const auto rank = nonNegativeInteger("AUTOTUNE_NODE_RANK", *rankText);
+  if (!rank) {
+    return UsageError(rank.error());
+  }
+  if (*rank >= group.nodes) {
+    return UsageError("AUTOTUNE_NODE_RANK: " + std::to_string(*rank) +
+                      " is not below AUTOTUNE_NUM_NODES " + std::to_string(group.nodes));
+  }
+  group.rank = *rank;
+  const auto address = nonEmpty(environment.masterAddress);
+  if (!address) {
+    return UsageError("AUTOTUNE_MASTER_ADDR: required when AUTOTUNE_NUM_NODES is " +
+                      std::to_string(group.nodes));
+  }
+  group.masterAddress = *address;
+  if (const auto portText = nonEmpty(environment.masterPort)) {
+    const auto port = positiveInteger("AUTOTUNE_MASTER_PORT", *portText);
+    if (!port || *port > std::numeric_limits<std::uint16_t>::max()) {
+      return UsageError("AUTOTUNE_MASTER_PORT: expected a port from 1 to 65535, got \"" +
+                        *portText + "\"");
+    }
+    group.masterPort = static_cast<std::uint16_t>(*port);
+  }
+  return group;
+}
+
+int worldSize(const Options& options, const Environment& environment, const Profile& profile,
+              int nodes) {
   if (options.numGpus) {
-    return *options.numGpus;
+    return *options.numGpus * nodes;
   }
   int devices = 0;
   if (const auto visible = nonEmpty(environment.cudaVisibleDevices)) {
@@ -198,7 +267,23 @@ int worldSize(const Options& options, const Environment& environment, const Prof
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
   }
-  return devices > 0 ? devices : profile.gpus;
+  return devices > 0 ? devices * nodes : profile.gpus;
+}
+
+tl::expected<std::optional<int>, std::string> outOfMemoryRank(const Options& options,
+                                                              const Environment& environment) {
+  if (options.outOfMemoryRank) {
+    return options.outOfMemoryRank;
+  }
+  const auto text = nonEmpty(environment.outOfMemoryRank);
+  if (!text) {
+    return std::nullopt;
+  }
+  const auto rank = nonNegativeInteger("AUTOTUNE_SIM_OOM_RANK", *text);
+  if (!rank) {
+    return UsageError(rank.error());
+  }
+  return *rank;
 }
 
 tl::expected<std::uint64_t, std::string> environmentSeed(const Environment& environment) {
@@ -237,11 +322,22 @@ profiled steps to autotuning.metric_path, or fails with PyTorch's out-of-memory 
   --launch-log FILE       append this launch's $AUTOTUNE_TRIAL to FILE (else $AUTOTUNE_SIM_LAUNCH_LOG)
   --fail-with TEXT        print TEXT on stderr and exit 1, like a broken script
   --garbage-metrics       write a metrics file that is not JSON and exit 0
+  --oom-rank R            node rank R ends with the out-of-memory error whatever the config
+                          (else $AUTOTUNE_SIM_OOM_RANK); in a multi-node launch rank 0 then fails
+                          too, without writing results, as a real job does when a peer dies
+  --rendezvous-timeout S  how long multi-node ranks wait for each other (default 300)
   --help                  this text
 
+Multi-node: with AUTOTUNE_NUM_NODES=N > 1 this process is node AUTOTUNE_NODE_RANK of N. Rank 0
+listens on AUTOTUNE_MASTER_ADDR:AUTOTUNE_MASTER_PORT (default 29500), the others connect to it,
+and the world size is the GPUs per node (--num_gpus or $CUDA_VISIBLE_DEVICES) times N. Only rank
+0 writes the results, and only when every rank succeeded; a rank whose peer failed exits 1.
+
 Environment: AUTOTUNE_DS_CONFIG, AUTOTUNE_TRIAL, CUDA_VISIBLE_DEVICES, AUTOTUNE_SIM_LAUNCH_LOG,
-AUTOTUNE_SIM_SEED (changes the measurement noise; default 0).
-Exit status: 0 done, 1 the launch failed (config, out of memory, --fail-with), 2 usage error.
+AUTOTUNE_SIM_SEED (changes the measurement noise; default 0), AUTOTUNE_NUM_NODES,
+AUTOTUNE_NODE_RANK, AUTOTUNE_MASTER_ADDR, AUTOTUNE_MASTER_PORT, AUTOTUNE_SIM_OOM_RANK.
+Exit status: 0 done, 1 the launch failed (config, out of memory, --fail-with, a failed peer, the
+rendezvous timed out), 2 usage error.
 )";
 }
 

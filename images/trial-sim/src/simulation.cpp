@@ -39,14 +39,18 @@ LaunchResult simulate(const Profile& profile, const CheckedConfig& config,
   }
   if (stageFails(profile, run.stage)) {
     // The published failures of these stages are out-of-memory errors whatever the micro-batch.
-    const double overshoot =
-        std::max(needed, profile.gpuMemoryBytes) + profile.activationBytesPerSample;
-    return OutOfMemory{outOfMemoryMessage(profile.gpuMemoryBytes, overshoot)};
+    return outOfMemoryAnyway(profile, run);
   }
   if (!fits(profile, run)) {
     return OutOfMemory{outOfMemoryMessage(profile.gpuMemoryBytes, needed)};
   }
   return measure(profile, run, noiseFactor(profile, run, environmentSeed));
+}
+
+OutOfMemory outOfMemoryAnyway(const Profile& profile, const TrainingRun& run) {
+  const double overshoot = std::max(memoryPerGpu(profile, run).total(), profile.gpuMemoryBytes) +
+                           profile.activationBytesPerSample;
+  return OutOfMemory{outOfMemoryMessage(profile.gpuMemoryBytes, overshoot)};
 }
 
 nlohmann::json toJson(const ModelReport& report) {

@@ -28,6 +28,10 @@ using LaunchResult = std::variant<ModelReport, OutOfMemory, Measurement>;
 LaunchResult simulate(const Profile& profile, const CheckedConfig& config,
                       std::uint64_t environmentSeed);
 
+// The error of a run that runs out of memory whatever its micro-batch: a stage of the profile's
+// failingStages, or a node made to fail with --oom-rank.
+OutOfMemory outOfMemoryAnyway(const Profile& profile, const TrainingRun& run);
+
 // {"num_params", "trainable_num_params", "activation_mem_per_gpu", "rank"}, as DeepSpeed writes.
 nlohmann::json toJson(const ModelReport& report);
 // {"fwd", "bwd", "step", "latency", "FLOPS_per_gpu", "throughput", "rank"}, as DeepSpeed writes.

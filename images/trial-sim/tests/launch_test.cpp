@@ -1,6 +1,9 @@
 // The trial-sim executable as a trial runs it: files in, files and exit status out.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -31,6 +35,35 @@ std::string readText(const fs::path& path) {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// The command that runs trial-sim in `folder` with only the given variables of the protocol set,
+// its output in the folder's stdout.txt and stderr.txt.
+std::string commandIn(const fs::path& folder, const std::string& arguments,
+                      const std::string& environment) {
+  return "cd " + folder.string() +
+         " && env -u AUTOTUNE_DS_CONFIG -u AUTOTUNE_TRIAL -u CUDA_VISIBLE_DEVICES"
+         " -u AUTOTUNE_SIM_LAUNCH_LOG -u AUTOTUNE_SIM_SEED -u AUTOTUNE_NUM_NODES"
+         " -u AUTOTUNE_NODE_RANK -u AUTOTUNE_MASTER_ADDR -u AUTOTUNE_MASTER_PORT"
+         " -u AUTOTUNE_SIM_OOM_RANK " +
+         environment + " " + TRIAL_SIM_BINARY + " " + arguments + " >stdout.txt 2>stderr.txt";
+}
+
+// A loopback port that nothing listened on a moment ago.
+int freePort() {
+  const int socket = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API takes sockaddr
+  const bool bound =
+      ::bind(socket, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::getsockname(socket, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+  ::close(socket);
+  EXPECT_TRUE(bound);
+  return ntohs(address.sin_port);
 }
 
 class TrialSim : public ::testing::Test {
@@ -60,14 +93,44 @@ class TrialSim : public ::testing::Test {
 
   // Runs trial-sim in this test's directory with only the given variables of the protocol set.
   Launch launch(const std::string& arguments, const std::string& environment = "") const {
-    const std::string command =
-        "cd " + directory_.string() +
-        " && env -u AUTOTUNE_DS_CONFIG -u AUTOTUNE_TRIAL -u CUDA_VISIBLE_DEVICES"
-        " -u AUTOTUNE_SIM_LAUNCH_LOG -u AUTOTUNE_SIM_SEED " +
-        environment + " " + TRIAL_SIM_BINARY + " " + arguments + " >stdout.txt 2>stderr.txt";
+    const std::string command = commandIn(directory_, arguments, environment);
     const int status = std::system(command.c_str());  // NOLINT(concurrency-mt-unsafe)
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, readText(directory_ / "stdout.txt"),
             readText(directory_ / "stderr.txt")};
+  }
+
+  // Runs one trial-sim per node of a multi-node launch at once, node rank r in the folder rank<r>
+  // (its results there, as each Pod has its own files), and returns each rank's launch.
+  std::vector<Launch> launchNodes(int nodes, const std::string& address, int port,
+                                  const std::string& arguments,
+                                  const std::string& environment = "") const {
+    std::string command;
+    for (int rank = 0; rank < nodes; ++rank) {
+      const fs::path folder = directory_ / ("rank" + std::to_string(rank));
+      fs::create_directories(folder);
+      const std::string group = "AUTOTUNE_NUM_NODES=" + std::to_string(nodes) +
+                                " AUTOTUNE_NODE_RANK=" + std::to_string(rank) +
+                                " AUTOTUNE_MASTER_ADDR=" + address +
+                                " AUTOTUNE_MASTER_PORT=" + std::to_string(port) + " ";
+      command +=
+          "(" + commandIn(folder, arguments, group + environment) + "; echo $? >status.txt) & ";
+    }
+    command += "wait";
+    EXPECT_EQ(std::system(command.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+    std::vector<Launch> launches;
+    for (int rank = 0; rank < nodes; ++rank) {
+      const fs::path folder = directory_ / ("rank" + std::to_string(rank));
+      const std::string status = readText(folder / "status.txt");
+      launches.push_back({status.empty() ? -1 : std::stoi(status), readText(folder / "stdout.txt"),
+                          readText(folder / "stderr.txt")});
+    }
+    return launches;
+  }
+
+  // A config whose results land in the working directory of each launch.
+  fs::path localConfig(json settings) const {
+    settings["autotuning"] = {{"enabled", true}, {"metric_path", "metrics.json"}};
+    return write("ds_config.json", settings.dump());
   }
 
   json metrics() const { return json::parse(readText(directory_ / "metrics.json")); }
@@ -282,10 +345,120 @@ TEST_F(TrialSim, EveryLaunchAppendsItsTrialToTheLaunchLogWithoutInterleaving) {
   EXPECT_EQ(count, 20);
 }
 
+TEST_F(TrialSim, AnOutOfMemoryRankFailsLikeAConfigThatDoesNotFit) {
+  const Launch failed = launch("--oom-rank 0 --deepspeed " + config(kGpt2LargeBest).string());
+  EXPECT_EQ(failed.exitCode, 1);
+  EXPECT_TRUE(
+      contains(failed.err, "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate"))
+      << failed.err;
+  EXPECT_FALSE(fs::exists(directory_ / "metrics.json"));
+  // Another rank's switch leaves a single-node launch alone.
+  EXPECT_EQ(
+      launch("--deepspeed " + config(kGpt2LargeBest).string(), "AUTOTUNE_SIM_OOM_RANK=1").exitCode,
+      0);
+}
+
+// Two nodes of 8 GPUs: gpt2-large's published best on 16 GPUs.
+const std::string kEightGpus = "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7";
+
+TEST_F(TrialSim, TwoNodesMeetAndOnlyRankZeroWritesTheMetrics) {
+  const fs::path log = directory_ / "launches.log";
+  const auto nodes = launchNodes(
+      2, "127.0.0.1", freePort(),
+      "--profile gpt2-large --deepspeed " + localConfig(kGpt2LargeBest).string(),
+      kEightGpus + " AUTOTUNE_TRIAL=z1_gas1_tmbspg3 AUTOTUNE_SIM_LAUNCH_LOG=" + log.string());
+  ASSERT_EQ(nodes[0].exitCode, 0) << nodes[0].err;
+  ASSERT_EQ(nodes[1].exitCode, 0) << nodes[1].err;
+  EXPECT_TRUE(contains(nodes[0].out, "Autotuning: done with running current ds config."));
+  EXPECT_FALSE(fs::exists(directory_ / "rank1" / "metrics.json"));
+  // The world is both nodes' GPUs: 3 samples per GPU on 16 GPUs per step.
+  const json measured = json::parse(readText(directory_ / "rank0" / "metrics.json"));
+  EXPECT_NEAR(measured.at("throughput").get<double>(), 87.3017, 0.05 * 87.3017);
+  EXPECT_NEAR(measured.at("latency").get<double>(),
+              48 * 1e6 / measured.at("throughput").get<double>(), 1e-6);
+  EXPECT_EQ(measured.at("rank"), 0);
+  // One launch, however many nodes it spans.
+  EXPECT_EQ(readText(log), "z1_gas1_tmbspg3\n");
+}
+
+TEST_F(TrialSim, TheBatchIsCheckedAgainstTheGpusOfEveryNode) {
+  json settings = kGpt2LargeBest;
+  settings["train_batch_size"] = 24;
+  const auto nodes = launchNodes(2, "127.0.0.1", freePort(),
+                                 "--deepspeed " + localConfig(settings).string(), kEightGpus);
+  for (const Launch& node : nodes) {
+    EXPECT_EQ(node.exitCode, 1);
+    EXPECT_EQ(node.err,
+              "AssertionError: Check batch related parameters. train_batch_size is not equal to "
+              "micro_batch_per_gpu * gradient_acc_step * world_size 24 != 3 * 1 * 16\n");
+  }
+  EXPECT_FALSE(fs::exists(directory_ / "rank0" / "metrics.json"));
+}
+
+TEST_F(TrialSim, APeerOutOfMemoryFailsRankZeroWithoutMetrics) {
+  const auto nodes =
+      launchNodes(2, "127.0.0.1", freePort(), "--deepspeed " + localConfig(kGpt2LargeBest).string(),
+                  "AUTOTUNE_SIM_OOM_RANK=1");
+  EXPECT_EQ(nodes[1].exitCode, 1);
+  EXPECT_TRUE(nodes[1].err.starts_with(
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate"))
+      << nodes[1].err;
+  EXPECT_EQ(nodes[0].exitCode, 1);
+  EXPECT_FALSE(fs::exists(directory_ / "rank0" / "metrics.json"));
+  // Rank 0's log names the peer and carries its error, so the trial reads as out of memory.
+  EXPECT_EQ(nodes[0].err, "node rank 1 of 2 failed with exit status 1: " + nodes[1].err);
+}
+
+TEST_F(TrialSim, TwoLaunchesUseOnePortEachOnItsOwnAddress) {
+  const int port = freePort();
+  const fs::path config = localConfig(kGpt2LargeBest);
+  std::string command;
+  for (const std::string address : {"127.0.0.2", "127.0.0.3"}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      const fs::path folder = directory_ / (address + "-rank" + std::to_string(rank));
+      fs::create_directories(folder);
+      command += "(" +
+                 commandIn(folder, "--deepspeed " + config.string(),
+                           "AUTOTUNE_NUM_NODES=2 AUTOTUNE_NODE_RANK=" + std::to_string(rank) +
+                               " AUTOTUNE_MASTER_ADDR=" + address +
+                               " AUTOTUNE_MASTER_PORT=" + std::to_string(port)) +
+                 "; echo $? >status.txt) & ";
+    }
+  }
+  ASSERT_EQ(std::system((command + "wait").c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+  for (const std::string address : {"127.0.0.2", "127.0.0.3"}) {
+    const fs::path rankZero = directory_ / (address + "-rank0");
+    EXPECT_EQ(readText(rankZero / "status.txt"), "0\n") << readText(rankZero / "stderr.txt");
+    EXPECT_TRUE(fs::exists(rankZero / "metrics.json")) << address;
+    EXPECT_EQ(readText(directory_ / (address + "-rank1") / "status.txt"), "0\n");
+  }
+}
+
+TEST_F(TrialSim, ARendezvousWithoutItsPeersTimesOutWithAClearError) {
+  const int port = freePort();
+  const std::string arguments =
+      "--rendezvous-timeout 0.5 --deepspeed " + localConfig(kGpt2LargeBest).string();
+  const std::string group =
+      "AUTOTUNE_NUM_NODES=2 AUTOTUNE_MASTER_ADDR=127.0.0.1 "
+      "AUTOTUNE_MASTER_PORT=" +
+      std::to_string(port);
+  const std::string prefix =
+      "rendezvous with 127.0.0.1:" + std::to_string(port) + " timed out after 0.5 s (";
+  const Launch alone = launch(arguments, group + " AUTOTUNE_NODE_RANK=0");
+  EXPECT_EQ(alone.exitCode, 1);
+  EXPECT_EQ(alone.err, prefix + "1 of 2 nodes joined; missing node ranks 1)\n");
+  const Launch lost = launch(arguments, group + " AUTOTUNE_NODE_RANK=1");
+  EXPECT_EQ(lost.exitCode, 1);
+  EXPECT_EQ(lost.err, prefix + "node rank 1 of 2: connect: Connection refused)\n");
+  EXPECT_FALSE(fs::exists(directory_ / "metrics.json"));
+}
+
 TEST_F(TrialSim, HelpListsTheFlagsAndTheBuiltInProfiles) {
   const Launch help = launch("--help");
   EXPECT_EQ(help.exitCode, 0);
   EXPECT_TRUE(contains(help.out, "--startup-seconds")) << help.out;
+  EXPECT_TRUE(contains(help.out, "--oom-rank R")) << help.out;
+  EXPECT_TRUE(contains(help.out, "AUTOTUNE_SIM_OOM_RANK")) << help.out;
   EXPECT_TRUE(contains(help.out, "Built-in profiles: distilbert")) << help.out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,86 @@ TEST(Options, TheWorldSizeIsTheFlagThenTheVisibleDevicesThenTheProfile) {
   environment.cudaVisibleDevices = "0,1,2,3";
   EXPECT_EQ(worldSize(parsed({}), environment, profile), 4);
   EXPECT_EQ(worldSize(parsed({"--num_gpus", "2"}), environment, profile), 2);
+}
+
+TEST(Options, TheWorldOfAMultiNodeLaunchIsTheGpusPerNodeTimesTheNodes) {
+  Profile profile;
+  profile.gpus = 16;
+  Environment environment;
+  environment.cudaVisibleDevices = "0,1,2,3";
+  EXPECT_EQ(worldSize(parsed({}), environment, profile, 2), 8);
+  EXPECT_EQ(worldSize(parsed({"--num_gpus", "2"}), environment, profile, 3), 6);
+  // The profile's GPUs describe the whole launch already.
+  EXPECT_EQ(worldSize(parsed({}), Environment{}, profile, 2), 16);
+}
+
+Environment multiNode(const std::string& nodes, const std::string& rank) {
+  Environment environment;
+  environment.numNodes = nodes;
+  environment.nodeRank = rank;
+  environment.masterAddress = "job-0.job";
+  return environment;
+}
+
+TEST(Options, OneNodeOrNoneIsASingleNodeLaunch) {
+  EXPECT_EQ(nodeGroup(Environment{}), std::nullopt);
+  EXPECT_EQ(nodeGroup(multiNode("", "3")), std::nullopt);
+  // One node ignores the rest, whatever it says.
+  Environment one = multiNode("1", "7");
+  one.masterPort = "none";
+  EXPECT_EQ(nodeGroup(one), std::nullopt);
+}
+
+TEST(Options, TheNodeGroupComesFromTheEnvironment) {
+  Environment environment = multiNode("4", "2");
+  auto group = nodeGroup(environment);
+  ASSERT_TRUE(group && *group) << (group ? "single node" : group.error());
+  EXPECT_EQ((*group)->nodes, 4);
+  EXPECT_EQ((*group)->rank, 2);
+  EXPECT_EQ((*group)->masterAddress, "job-0.job");
+  EXPECT_EQ((*group)->masterPort, 29500);
+  environment.masterPort = "29511";
+  EXPECT_EQ((**nodeGroup(environment)).masterPort, 29511);
+}
+
+TEST(Options, ABadNodeGroupIsAUsageError) {
+  EXPECT_EQ(nodeGroup(multiNode("two", "0")).error(),
+            "AUTOTUNE_NUM_NODES: expected a positive integer, got \"two\"");
+  EXPECT_EQ(nodeGroup(multiNode("2", "")).error(),
+            "AUTOTUNE_NODE_RANK: required when AUTOTUNE_NUM_NODES is 2");
+  EXPECT_EQ(nodeGroup(multiNode("2", "-1")).error(),
+            "AUTOTUNE_NODE_RANK: expected a non-negative integer, got \"-1\"");
+  EXPECT_EQ(nodeGroup(multiNode("2", "2")).error(),
+            "AUTOTUNE_NODE_RANK: 2 is not below AUTOTUNE_NUM_NODES 2");
+  Environment noAddress = multiNode("2", "1");
+  noAddress.masterAddress.reset();
+  EXPECT_EQ(nodeGroup(noAddress).error(),
+            "AUTOTUNE_MASTER_ADDR: required when AUTOTUNE_NUM_NODES is 2");
+  Environment badPort = multiNode("2", "1");
+  badPort.masterPort = "65536";
+  EXPECT_EQ(nodeGroup(badPort).error(),
+            "AUTOTUNE_MASTER_PORT: expected a port from 1 to 65535, got \"65536\"");
+}
+
+TEST(Options, TheOutOfMemoryRankIsTheFlagThenTheEnvironment) {
+  Environment environment;
+  EXPECT_EQ(outOfMemoryRank(parsed({}), environment), std::nullopt);
+  environment.outOfMemoryRank = "1";
+  EXPECT_EQ(outOfMemoryRank(parsed({}), environment), 1);
+  EXPECT_EQ(outOfMemoryRank(parsed({"--oom-rank", "0"}), environment), 0);
+  environment.outOfMemoryRank = "last";
+  EXPECT_EQ(outOfMemoryRank(parsed({}), environment).error(),
+            "AUTOTUNE_SIM_OOM_RANK: expected a non-negative integer, got \"last\"");
+  EXPECT_EQ(refused({"--oom-rank", "-1"}),
+            "--oom-rank: expected a non-negative integer, got \"-1\"");
+}
+
+TEST(Options, TheRendezvousTimeoutIsFiveMinutesUnlessSaidOtherwise) {
+  EXPECT_EQ(parsed({}).rendezvousTimeout, std::chrono::minutes(5));
+  EXPECT_EQ(parsed({"--rendezvous-timeout", "1.5"}).rendezvousTimeout,
+            std::chrono::milliseconds(1500));
+  EXPECT_EQ(refused({"--rendezvous-timeout", "soon"}),
+            "--rendezvous-timeout: expected a number of seconds, got \"soon\"");
 }
 
 TEST(Options, TheLaunchLineIsTheTrialName) {
