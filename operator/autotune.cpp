@@ -110,6 +110,15 @@ tuning::EngineInput firstQuestion(const AutotuneJob& job, int freeSlots) {
   return input;
 }
 
+// " on 2 nodes (8 each)" for a multi-node trial.
+std::string nodesOf(const autotune::api::Resources& resources) {
+  if (resources.nodesPerTrial <= 1) {
+    return "";
+  }
+  return " on " + std::to_string(resources.nodesPerTrial) + " nodes (" +
+         std::to_string(resources.gpusPerTrial / resources.nodesPerTrial) + " each)";
+}
+
 void printHeader(const AutotuneJob& job, const tuning::TuningSpace& space) {
   const Spec& spec = job.spec;
   std::cout << "Job " << (job.namespaceName().empty() ? "" : job.namespaceName() + "/")
@@ -118,9 +127,10 @@ void printHeader(const AutotuneJob& job, const tuning::TuningSpace& space) {
                     ? (spec.search.fast ? " (fast)" : " (full)")
                     : "")
             << ", metric " << autotune::api::toString(spec.search.metric) << ", "
-            << spec.resources.gpusPerTrial << " GPUs per trial (data-parallel "
-            << space.parallelism.dataParallel() << "), up to " << spec.parallelism
-            << " trials at once, at most " << spec.search.maxTrials << " trials\n";
+            << spec.resources.gpusPerTrial << " GPUs per trial" << nodesOf(spec.resources)
+            << " (data-parallel " << space.parallelism.dataParallel() << "), up to "
+            << spec.parallelism << " trials at once, at most " << spec.search.maxTrials
+            << " trials\n";
   std::cout << "Precision " << precisionName(tuning::precisionOf(space.base)) << "; ZeRO stages";
   for (const int stage : space.stages) {
     std::cout << ' ' << stage;

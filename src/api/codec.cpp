@@ -102,6 +102,8 @@ void describe(auto& field, Either<BestTrial> auto& best) {
   field("microBatchSize", best.microBatchSize);
   field("gradientAccumulationSteps", best.gradientAccumulationSteps);
   field("speedup", best.speedup);
+  field("nodes", best.nodes);
+  field("gpus", best.gpus);
 }
 
 void describe(auto& field, Either<MeasuredModel> auto& model) {

@@ -3,11 +3,13 @@
 // defaults of the API already applied. Parsing, printing and validation live in codec.h and
 // validation.h; nothing here performs I/O.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/units.h"
@@ -35,8 +37,16 @@ struct ModelInfo {
   std::optional<std::int64_t> numLayers;
 };
 
+// A multi-node trial's rendezvous, in each of its Pods' environment. The placeholders ${NAME}
+// of these names become Kubernetes' $(NAME), which each Pod expands with its own values.
+inline constexpr std::array<std::string_view, 4> kRendezvousVariables = {
+    "AUTOTUNE_NUM_NODES", "AUTOTUNE_NODE_RANK", "AUTOTUNE_MASTER_ADDR", "AUTOTUNE_MASTER_PORT"};
+inline constexpr int kMaxNodesPerTrial = 64;
+// Where rank 0 of a multi-node trial listens for the others: torch.distributed's usual port.
+inline constexpr int kMasterPort = 29500;
+
 struct Resources {
-  int gpusPerTrial = 1;
+  int gpusPerTrial = 1;  // over all of a trial's nodes
   int nodesPerTrial = 1;
   std::optional<Quantity> gpuMemory;  // else the node label nvidia.com/gpu.memory
   int modelParallelSize = 1;
@@ -112,6 +122,8 @@ struct BestTrial {
   int microBatchSize = 0;
   int gradientAccumulationSteps = 0;
   std::optional<double> speedup;  // over the baseline trial at the user's own settings
+  int nodes = 1;                  // spec.resources.nodesPerTrial: the config is for this many
+  int gpus = 1;                   // spec.resources.gpusPerTrial, over all of them
 
   bool operator==(const BestTrial&) const = default;
 };

@@ -151,10 +151,15 @@ void checkResources(const Resources& resources, FieldErrors& errors) {
   if (resources.gpusPerTrial < 1) {
     fail(errors, "spec.resources.gpusPerTrial", "must be at least 1");
   }
-  if (resources.nodesPerTrial > 1) {
-    fail(errors, "spec.resources.nodesPerTrial", "multi-node trials are not supported yet; use 1");
-  } else if (resources.nodesPerTrial < 1) {
+  if (resources.nodesPerTrial < 1) {
     fail(errors, "spec.resources.nodesPerTrial", "must be at least 1");
+  } else if (resources.nodesPerTrial > kMaxNodesPerTrial) {
+    fail(errors, "spec.resources.nodesPerTrial",
+         "must be at most " + std::to_string(kMaxNodesPerTrial));
+  } else if (resources.gpusPerTrial >= 1 && resources.gpusPerTrial % resources.nodesPerTrial != 0) {
+    fail(errors, "spec.resources.nodesPerTrial",
+         "must divide spec.resources.gpusPerTrial (" + std::to_string(resources.gpusPerTrial) +
+             "): each node of a trial gets the same number of GPUs");
   }
   if (resources.modelParallelSize < 1) {
     fail(errors, "spec.resources.modelParallelSize", "must be at least 1");
@@ -590,6 +595,14 @@ const json* checkContainers(const json& podTemplate, FieldErrors& errors) {
   return containers;
 }
 
+std::string unknownPlaceholder(const std::string& key) {
+  if (std::ranges::find(kRendezvousVariables, key) != kRendezvousVariables.end()) {
+    return "${" + key +
+           "} is set only for multi-node trials (spec.resources.nodesPerTrial above 1)";
+  }
+  return "unknown placeholder ${" + key + "}";
+}
+
 // `known` is nullptr when the config is unusable: every placeholder would look unknown, and the
 // config's own error says enough.
 void checkPlaceholdersIn(std::string_view text, const std::string& path,
@@ -606,7 +619,7 @@ void checkPlaceholdersIn(std::string_view text, const std::string& path,
     }
     const std::string key(text.substr(start + 2, end - start - 2));
     if (!known->contains(key)) {
-      fail(errors, path, "unknown placeholder ${" + key + "}");
+      fail(errors, path, unknownPlaceholder(key));
     }
     start = text.find("${", end + 1);
   }
@@ -684,6 +697,9 @@ void checkTemplate(const Spec& spec, FieldErrors& errors) {
   std::set<std::string> known = keyPathSet(spec.deepspeedConfig);
   known.insert("trial");
   known.insert("job");
+  if (spec.resources.nodesPerTrial > 1) {
+    known.insert(kRendezvousVariables.begin(), kRendezvousVariables.end());
+  }
   const auto index = static_cast<std::size_t>(std::distance(containers->begin(), primary));
   checkPrimaryContainer(*primary, itemPath(kContainersPath, index),
                         spec.deepspeedConfig.is_object() ? &known : nullptr, errors);

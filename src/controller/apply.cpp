@@ -44,6 +44,7 @@ Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks&
       hooks_(hooks),
       context_(context),
       job_(job),
+      multiNode_(job.decoded && job.decoded->job.spec.resources.nodesPerTrial > 1),
       metadata_(job.metadata),
       written_(api::encode(job.status)) {}
 
@@ -115,13 +116,18 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
       break;
     }
     const std::string podName = k8s::text(k8s::metadataOf(launch.pod), "name");
-    auto created = client_.create(k8s::kPods, job.namespaceName(), launch.pod);
-    if (!created && !alreadyExists(created)) {
+    if (launch.service) {
+      if (!createTrialJob(launch)) {
+        continue;  // not created, or there already
+      }
+    } else if (auto created = client_.create(k8s::kPods, job.namespaceName(), launch.pod);
+               created) {
+      cluster_.wrotePod(*created);
+    } else if (!alreadyExists(created)) {
       context_.log.warn("could not launch a trial",
                         {{"trial", launch.trial}, {"error", k8s::describe(created.error())}});
       continue;
-    }
-    if (!created) {
+    } else {
       // Ours from an earlier reconcile the cache has not caught up with, or someone else's.
       auto existing = client_.get(k8s::kPods, job.namespaceName(), podName);
       if (existing && !k8s::controlledBy(*existing, job.uid())) {
@@ -129,7 +135,6 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
       }
       continue;
     }
-    cluster_.wrotePod(*created);
     if (!launch.replaces.empty()) {
       report({"TrialRelaunched", "Warning", launch.trial + launch.replaces,
               "Trial " + launch.trial +
@@ -141,7 +146,7 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
       remove(launch.replaces);
       continue;
     }
-    launched.emplace_back(launch.trial, "Pod " + podName);
+    launched.emplace_back(launch.trial, (launch.service ? "Job " : "Pod ") + podName);
     context_.log.info("trial launched", {{"trial", launch.trial}});
     if (hooks_.trialLaunched) {
       hooks_.trialLaunched(job, launch.trial);
@@ -151,6 +156,30 @@ std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) 
     report(aboutTrials("TrialLaunched", "Normal", "launched", launched));
   }
   return taken;
+}
+
+// A multi-node trial's Service, then its batch Job. A Job of that name already there is left as
+// it is: when it is not this job's, its Pods do not name this job, so the trial is never seen
+// running and runs again under another name.
+bool Apply::createTrialJob(const PodLaunch& launch) {
+  const std::string ns = k8s::text(metadata_, "namespace");
+  const std::string name = k8s::text(k8s::metadataOf(launch.pod), "name");
+  auto service = client_.create(k8s::kServices, ns, *launch.service);
+  if (!service && !alreadyExists(service)) {
+    context_.log.warn("could not create a multi-node trial's Service",
+                      {{"trial", launch.trial}, {"error", k8s::describe(service.error())}});
+    return false;
+  }
+  auto created = client_.create(k8s::kBatchJobs, ns, launch.pod);
+  if (!created) {
+    if (!alreadyExists(created)) {
+      context_.log.warn("could not launch a trial",
+                        {{"trial", launch.trial}, {"error", k8s::describe(created.error())}});
+    }
+    return false;
+  }
+  cluster_.createdTrialJob(ns + "/" + name, context_.now);
+  return true;
 }
 
 runtime::ReconcileResult Apply::finish(const Snapshot& snapshot, const Plan& plan) {
@@ -232,6 +261,10 @@ void Apply::lookUpNode(const std::string& name) {
 
 void Apply::remove(const std::string& name) {
   const std::string ns = k8s::text(metadata_, "namespace");
+  if (multiNode_) {
+    removeTrialJob(name);
+    return;
+  }
   auto removed = client_.remove(k8s::kPods, ns, name);
   if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound) {
     context_.log.warn("could not delete a Pod",
@@ -240,6 +273,28 @@ void Apply::remove(const std::string& name) {
   }
   if (const auto cached = cluster_.pod(ns + "/" + name)) {
     cluster_.deletingPod(*cached);
+  }
+}
+
+// A multi-node trial's batch Job, whose Pods garbage collection deletes with it, and its Service.
+void Apply::removeTrialJob(const std::string& name) {
+  const std::string ns = k8s::text(metadata_, "namespace");
+  for (const auto* resource : {&k8s::kBatchJobs, &k8s::kServices}) {
+    auto removed = client_.remove(*resource, ns, name, k8s::Propagation::kBackground);
+    if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound) {
+      context_.log.warn("could not delete a multi-node trial",
+                        {{"name", name},
+                         {"resource", resource->plural},
+                         {"error", k8s::describe(removed.error())}});
+      return;
+    }
+  }
+  cluster_.deletedTrialJob(ns + "/" + name);
+  // So that the reconciles before garbage collection reaches them do not delete the Job again.
+  for (const auto& pod : cluster_.podsLabelled(ns, jobLabelValue(k8s::text(metadata_, "name")))) {
+    if (pod->trialJob == name && !pod->deleting) {
+      cluster_.deletingPod(*pod);
+    }
   }
 }
 

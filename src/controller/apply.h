@@ -74,7 +74,11 @@ class Apply {
   bool writeStatus(const api::Status& status, const api::AutotuneJob* job);
   // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
   void lookUpNode(const std::string& name);
+  // A trial's Pod, or a multi-node trial's batch Job and Service.
   void remove(const std::string& name);
+  void removeTrialJob(const std::string& name);
+  // Returns false when the Job was not created, or was there already.
+  bool createTrialJob(const PodLaunch& launch);
   void report(const JobEvent& reported);
 
   const k8s::Client& client_;
@@ -82,6 +86,7 @@ class Apply {
   const ReconcilerHooks& hooks_;
   const Context& context_;
   const Job& job_;
+  const bool multiNode_;     // its trials are batch Jobs
   nlohmann::json metadata_;  // the job's, with the resourceVersion of the last write
   nlohmann::json written_;   // the status the API server holds, encoded
 };

@@ -213,6 +213,25 @@ void Cluster::wrotePod(const nlohmann::json& object) {
   }
 }
 
+void Cluster::createdTrialJob(const std::string& key, Timestamp at) {
+  constexpr auto kRemembered = std::chrono::hours(24);
+  const std::scoped_lock lock(mutex_);
+  std::erase_if(trialJobsCreated_,
+                [&](const auto& entry) { return entry.second + kRemembered < at; });
+  trialJobsCreated_[key] = at;
+}
+
+void Cluster::deletedTrialJob(const std::string& key) {
+  const std::scoped_lock lock(mutex_);
+  trialJobsCreated_.erase(key);
+}
+
+std::optional<Timestamp> Cluster::trialJobCreated(const std::string& key) const {
+  const std::scoped_lock lock(mutex_);
+  const auto found = trialJobsCreated_.find(key);
+  return found == trialJobsCreated_.end() ? std::nullopt : std::optional(found->second);
+}
+
 void Cluster::deletingPod(const Pod& pod) {
   if (auto* store = storeFor(pods_, pod.ns)) {
     Pod deleting = pod;

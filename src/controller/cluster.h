@@ -80,6 +80,12 @@ class Cluster {
   void wroteStatus(const nlohmann::json& object, Timestamp at);
   void wrotePod(const nlohmann::json& object);
   void deletingPod(const Pod& pod);
+  // A multi-node trial's batch Job this process created ("namespace/name"), whose Pods the Job
+  // controller makes a moment later: until then the trial is pending, not gone. Forgotten once
+  // deleted, or a day on.
+  void createdTrialJob(const std::string& key, Timestamp at);
+  void deletedTrialJob(const std::string& key);
+  std::optional<Timestamp> trialJobCreated(const std::string& key) const;
 
  private:
   void jobChanged(const Job* before, const Job* after);
@@ -103,6 +109,7 @@ class Cluster {
     std::optional<Timestamp> absentSince;  // the first of the 404s since it was last found
   };
   std::map<std::string, NodeLookup, std::less<>> nodeLookups_;  // of nodes the cache lacks
+  std::map<std::string, Timestamp, std::less<>> trialJobsCreated_;
 };
 
 // The job a trial Pod belongs to ("namespace/name" of its controlling AutotuneJob), if any.

@@ -115,24 +115,48 @@ GpuCapacity GpuLedger::capacity() const {
   return capacity;
 }
 
-int freeSlotsFor(const GpuCapacity& capacity, int gpusPerTrial) {
-  if (gpusPerTrial <= 0) {
+int TrialShape::gpusPerNode() const { return nodes > 0 ? gpus / nodes : 0; }
+
+int freeSlotsFor(const GpuCapacity& capacity, TrialShape trial) {
+  const int perNode = trial.gpusPerNode();
+  if (perNode <= 0) {
     return 0;
   }
-  return std::accumulate(
-      capacity.nodes.begin(), capacity.nodes.end(), 0,
-      [&](int sum, const NodeGpus& node) { return sum + node.free() / gpusPerTrial; });
+  // k trials fit when the nodes' shares, each node giving at most one per trial, add up to
+  // k * nodes: k is at most the sum of the shares divided by the nodes per trial.
+  std::vector<int> shares;
+  int total = 0;
+  for (const auto& node : capacity.nodes) {
+    if (const int share = node.free() / perNode; share > 0) {
+      shares.push_back(share);
+      total += share;
+    }
+  }
+  int trials = total / trial.nodes;
+  const auto fits = [&](int count) {
+    std::int64_t placed = 0;
+    for (const int share : shares) {
+      placed += std::min(share, count);
+    }
+    return placed >= std::int64_t{count} * trial.nodes;
+  };
+  while (trials > 0 && !fits(trials)) {
+    --trials;
+  }
+  return trials;
 }
 
-bool fitsSomeNode(const GpuCapacity& capacity, int gpusPerTrial) {
-  return std::ranges::any_of(
-      capacity.nodes, [&](const NodeGpus& node) { return node.allocatable >= gpusPerTrial; });
+bool fitsSomeNodes(const GpuCapacity& capacity, TrialShape trial) {
+  const auto holding = std::ranges::count_if(capacity.nodes, [&](const NodeGpus& node) {
+    return node.allocatable >= trial.gpusPerNode();
+  });
+  return trial.gpusPerNode() > 0 && holding >= trial.nodes;
 }
 
-std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, int gpusPerTrial) {
+std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, TrialShape trial) {
   std::optional<std::int64_t> smallest;
   for (const auto& node : capacity.nodes) {
-    if (node.allocatable >= gpusPerTrial && node.memoryBytes) {
+    if (node.allocatable >= trial.gpusPerNode() && node.memoryBytes) {
       smallest = std::min(smallest.value_or(*node.memoryBytes), *node.memoryBytes);
     }
   }

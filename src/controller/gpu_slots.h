@@ -67,14 +67,24 @@ class GpuLedger {
   std::map<std::string, int, std::less<>> unbound_;  // Pod key -> GPUs
 };
 
-// How many trials of `gpusPerTrial` GPUs can start now: a trial needs all its GPUs on one node.
-int freeSlotsFor(const GpuCapacity& capacity, int gpusPerTrial);
+// What one trial takes: `gpus` over `nodes` distinct nodes, the same number on each.
+struct TrialShape {
+  int gpus = 1;
+  int nodes = 1;
 
-// Whether some node could hold a trial of `gpusPerTrial` GPUs once it is idle.
-bool fitsSomeNode(const GpuCapacity& capacity, int gpusPerTrial);
+  int gpusPerNode() const;
+};
+
+// How many trials of this shape can start now, all or nothing: each needs its share of GPUs free
+// on each of `nodes` distinct nodes, so that no trial is launched half placed, to hold GPUs while
+// it waits for others that another half-placed trial holds.
+int freeSlotsFor(const GpuCapacity& capacity, TrialShape trial);
+
+// Whether enough nodes could hold a trial of this shape once they are idle.
+bool fitsSomeNodes(const GpuCapacity& capacity, TrialShape trial);
 
 // The per-GPU memory a trial can count on when spec.resources.gpuMemory is absent: the smallest
-// labelled among the nodes that could hold it. Nothing when none of them is labelled.
-std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, int gpusPerTrial);
+// labelled among the nodes that could hold its share. Nothing when none of them is labelled.
+std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, TrialShape trial);
 
 }  // namespace autotune::controller

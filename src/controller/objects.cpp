@@ -135,14 +135,24 @@ ContainerStatus containerStatusOf(const json& status) {
   return container;
 }
 
-// The controlling owner, when it is an AutotuneJob.
+// The controlling owner, when it is an AutotuneJob, or a multi-node trial's batch Job: that Job's
+// Pods name their AutotuneJob in annotations, as the Job controller sets their owner.
 void readOwner(const json& metadata, Pod& pod) {
   for (const auto& owner : member(metadata, "ownerReferences")) {
-    if (text(owner, "kind") == api::kKind && member(owner, "controller") == true) {
+    if (member(owner, "controller") != true) {
+      continue;
+    }
+    if (text(owner, "kind") == api::kKind) {
       pod.ownerJobName = text(owner, "name");
       pod.ownerJobUid = text(owner, "uid");
-      return;
+    } else if (text(owner, "kind") == "Job" && text(owner, "apiVersion") == "batch/v1") {
+      const json& annotations = member(metadata, "annotations");
+      pod.trialJob = text(owner, "name");
+      pod.ownerJobName = text(annotations, kOwnerNameAnnotation);
+      pod.ownerJobUid = text(annotations, kOwnerUidAnnotation);
+      pod.completionIndex = text(annotations, kCompletionIndexAnnotation);
     }
+    return;
   }
 }
 

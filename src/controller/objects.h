@@ -58,13 +58,16 @@ struct Pod {
   std::string ns;
   std::string name;
   std::string resourceVersion;
-  // The AutotuneJob that controls it, if one does.
+  // The AutotuneJob that controls it, if one does, directly or through a multi-node trial's
+  // batch Job.
   std::string ownerJobName;
   std::string ownerJobUid;
-  std::string jobLabel;     // labels[autotune.io/job]
-  std::string space;        // labels[autotune.io/space]
-  std::string trialName;    // annotations[autotune.io/trial-name]
-  std::string attemptText;  // annotations[autotune.io/attempt]
+  std::string trialJob;         // that batch Job's name: the Pod is one node of its trial
+  std::string completionIndex;  // of that Job: "0" is the trial's rank 0
+  std::string jobLabel;         // labels[autotune.io/job]
+  std::string space;            // labels[autotune.io/space]
+  std::string trialName;        // annotations[autotune.io/trial-name]
+  std::string attemptText;      // annotations[autotune.io/attempt]
   std::optional<Timestamp> created;
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::optional<Timestamp> deletionTimestamp;

@@ -31,6 +31,14 @@ constexpr auto kConclusionBatch = std::chrono::seconds(5);
 constexpr std::size_t kEventMessageBytes = 1024;
 constexpr std::size_t kConditionMessageBytes = 32768;  // metav1.Condition's bound
 
+bool multiNode(const api::Spec& spec) { return spec.resources.nodesPerTrial > 1; }
+
+// What a trial's attempt runs as: its Pod, or a multi-node trial's batch Job.
+std::string trialObjectName(const api::AutotuneJob& job, const std::string& trial, int attempt) {
+  return multiNode(job.spec) ? trialJobName(job.name(), trial, attempt)
+                             : trialPodName(job.name(), trial, attempt);
+}
+
 bool isTerminal(api::Phase phase) {
   return phase == api::Phase::kSucceeded || phase == api::Phase::kFailed;
 }
@@ -103,8 +111,10 @@ bool removable(const TrialPodState& state, const api::Spec& spec) {
 // Trials the written status counts in flight whose Pods are nowhere: deleted before any
 // reconcile saw them go, or never created (the API refused the create). Not measured, and nothing
 // says it was the config's doing: they run again as their next attempt, never under a Pod name
-// already used.
-void addVanished(const api::AutotuneJob& job, const std::set<std::string>& recorded,
+// already used. A multi-node trial's batch Job that this process created, whose Pods the Job
+// controller has yet to make, is pending rather than gone, until its scheduling timeout.
+void addVanished(const Cluster& cluster, const api::AutotuneJob& job, Timestamp now,
+                 const std::set<std::string>& recorded,
                  std::map<std::string, TrialPodState>& newest) {
   for (const auto& launched : job.status.inFlight) {
     if (recorded.contains(launched.name) || newest.contains(launched.name)) {
@@ -114,11 +124,28 @@ void addVanished(const api::AutotuneJob& job, const std::set<std::string>& recor
     state.phase = TrialPodState::Phase::kNotMeasured;
     state.trialName = launched.name;
     state.attempt = launched.attempt;
-    state.podName = trialPodName(job.name(), launched.name, launched.attempt);
+    state.podName = trialObjectName(job, launched.name, launched.attempt);
     state.message = "its Pod " + state.podName + " is gone: deleted, or never created";
+    if (multiNode(job.spec)) {
+      state.created = cluster.trialJobCreated(job.namespaceName() + "/" + state.podName);
+      state.phase = state.created ? TrialPodState::Phase::kPending : state.phase;
+      state.message = state.created
+                          ? "its Pods are not created yet"
+                          : "its Job " + state.podName + " is gone: deleted, or never created";
+      if (auto why = notMeasured(state, job.spec, now)) {
+        state.phase = TrialPodState::Phase::kNotMeasured;
+        state.message = std::move(*why);
+      }
+    }
     newest.emplace(launched.name, std::move(state));
   }
 }
+
+// A trial's Pods, each as observed, or a multi-node trial's Pods as one state (combineRanks).
+struct Observed {
+  TrialPodState state;
+  bool deleting = false;  // all its Pods are being deleted
+};
 
 void observePods(const Cluster& cluster, Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
@@ -135,37 +162,51 @@ void observePods(const Cluster& cluster, Snapshot& snapshot) {
     }
   }
   snapshot.missingNodes = cluster.missingNodes(bound, snapshot.now);
-  std::map<std::string, TrialPodState> newest;
+  std::vector<Observed> observed;
+  std::map<std::string, Observed> groups;  // by batch Job
+  std::map<std::string, std::vector<TrialPodState>> ranks;
   for (const auto& pod : pods) {
     if (pod->ownerJobUid != job.uid()) {
-      snapshot.podNamesTaken.insert(pod->name);
+      snapshot.podNamesTaken.insert(pod->trialJob.empty() ? pod->name : pod->trialJob);
       continue;
     }
     auto state = observe(*pod, job.spec, snapshot.missingNodes.gone);
     if (!state) {
       snapshot.unreadable.push_back(state.error());
-      continue;
+    } else if (pod->trialJob.empty()) {
+      observed.push_back({std::move(*state), pod->deleting});
+    } else {
+      auto& group = groups.try_emplace(pod->trialJob, Observed{{}, pod->deleting}).first->second;
+      group.deleting = group.deleting && pod->deleting;
+      ranks[pod->trialJob].push_back(std::move(*state));
     }
-    if (auto why = notMeasured(*state, job.spec, snapshot.now)) {
-      state->phase = TrialPodState::Phase::kNotMeasured;
-      state->message = std::move(*why);
+  }
+  for (auto& [name, group] : groups) {
+    group.state = combineRanks(ranks[name], job.spec.resources.nodesPerTrial);
+    observed.push_back(std::move(group));
+  }
+  std::map<std::string, TrialPodState> newest;
+  for (auto& [state, deleting] : observed) {
+    if (auto why = notMeasured(state, job.spec, snapshot.now)) {
+      state.phase = TrialPodState::Phase::kNotMeasured;
+      state.message = std::move(*why);
     }
-    if (recorded.contains(state->trialName) || terminal) {
-      if (removable(*state, job.spec) && !pod->deleting) {
-        snapshot.stalePods.push_back(state->podName);
+    if (recorded.contains(state.trialName) || terminal) {
+      if (removable(state, job.spec) && !deleting) {
+        snapshot.stalePods.push_back(state.podName);
       }
       continue;
     }
-    auto [entry, inserted] = newest.try_emplace(state->trialName, *state);
-    if (!inserted && entry->second.attempt < state->attempt) {
+    auto [entry, inserted] = newest.try_emplace(state.trialName, state);
+    if (!inserted && entry->second.attempt < state.attempt) {
       snapshot.stalePods.push_back(entry->second.podName);
-      entry->second = std::move(*state);
+      entry->second = std::move(state);
     } else if (!inserted) {
-      snapshot.stalePods.push_back(state->podName);
+      snapshot.stalePods.push_back(state.podName);
     }
   }
   if (!terminal) {
-    addVanished(job, recorded, newest);
+    addVanished(cluster, job, snapshot.now, recorded, newest);
   }
   for (auto& [trial, state] : newest) {
     if (auto conclusion = conclude(state, job.spec, snapshot.now)) {
@@ -295,12 +336,27 @@ class Planner {
       if (trial == decision_.trials.end()) {
         continue;
       }
-      plan_.launches.push_back(
-          {trial->name, trialPod(snapshot_.job, *trial, state.attempt + 1), state.podName,
-           state.message,
-           state.phase == TrialPodState::Phase::kLost ? Relaunch::kLost : Relaunch::kNotMeasured});
+      PodLaunch relaunch = launchOf(*trial, state.attempt + 1);
+      relaunch.replaces = state.podName;
+      relaunch.relaunchedBecause = state.message;
+      relaunch.relaunch =
+          state.phase == TrialPodState::Phase::kLost ? Relaunch::kLost : Relaunch::kNotMeasured;
+      plan_.launches.push_back(std::move(relaunch));
       state = pendingAttempt(trial->name, state.attempt + 1);
     }
+  }
+
+  // What runs a trial's attempt: its Pod, or a multi-node trial's batch Job and Service.
+  PodLaunch launchOf(const tuning::Trial& trial, int attempt) const {
+    if (!multiNode(spec_)) {
+      return {trial.name, trialPod(snapshot_.job, trial, attempt), std::nullopt, "", "", {}};
+    }
+    return {trial.name,
+            trialJob(snapshot_.job, trial, attempt),
+            trialService(snapshot_.job, trial, attempt),
+            "",
+            "",
+            {}};
   }
 
   // The Pod of a trial's attempt as created now, before any watch reports it.
@@ -308,7 +364,7 @@ class Planner {
     TrialPodState state;
     state.trialName = trial;
     state.attempt = attempt;
-    state.podName = trialPodName(snapshot_.job.name(), trial, attempt);
+    state.podName = trialObjectName(snapshot_.job, trial, attempt);
     state.created = snapshot_.now;
     return state;
   }
@@ -340,12 +396,12 @@ class Planner {
 
   void launch() {
     for (const auto& trial : decision_.launch) {
-      const std::string podName = trialPodName(snapshot_.job.name(), trial.name);
+      const std::string podName = trialObjectName(snapshot_.job, trial.name, 0);
       if (snapshot_.podNamesTaken.contains(podName)) {
         recordTaken(trial, podName);
         continue;
       }
-      plan_.launches.push_back({trial.name, trialPod(snapshot_.job, trial), "", "", {}});
+      plan_.launches.push_back(launchOf(trial, 0));
       inFlight_.push_back(pendingAttempt(trial.name, 0));
     }
   }
@@ -357,7 +413,7 @@ class Planner {
     record.name = trial.name;
     record.space = trial.space;
     record.outcome = api::Outcome::kFailed;
-    record.reason = "Pod " + podName +
+    record.reason = (multiNode(spec_) ? "Job " : "Pod ") + podName +
                     " exists and is not this job's; it is neither adopted nor deleted: delete it "
                     "to run this trial";
     record.startTime = formatTime(snapshot_.now);
@@ -396,14 +452,7 @@ class Planner {
     }
 
     if (!slots_.schedulable) {
-      int largest = 0;
-      for (const auto& node : snapshot_.capacity.nodes) {
-        largest = std::max(largest, node.allocatable);
-      }
-      status().message =
-          "no schedulable node has " + std::to_string(spec_.resources.gpusPerTrial) +
-          " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial); the largest has " +
-          std::to_string(largest);
+      status().message = unschedulableBecause();
       setRunning(false, "Unschedulable", status().message);
       plan_.requeueAfter = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
       return;
@@ -428,6 +477,28 @@ class Planner {
       requeueWithin(kWaitingRecheck);
     }
     holdBackLiveCounts();
+  }
+
+  std::string unschedulableBecause() const {
+    const int gpus = spec_.resources.gpusPerTrial;
+    const int nodes = spec_.resources.nodesPerTrial;
+    if (nodes > 1) {
+      const auto enough = std::ranges::count_if(
+          snapshot_.capacity.nodes,
+          [&](const NodeGpus& node) { return node.allocatable >= gpus / nodes; });
+      return "fewer than " + std::to_string(nodes) +
+             " schedulable nodes (spec.resources.nodesPerTrial) have " +
+             std::to_string(gpus / nodes) +
+             " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial / nodesPerTrial); " +
+             std::to_string(enough) + " have";
+    }
+    int largest = 0;
+    for (const auto& node : snapshot_.capacity.nodes) {
+      largest = std::max(largest, node.allocatable);
+    }
+    return "no schedulable node has " + std::to_string(gpus) +
+           " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial); the largest has " +
+           std::to_string(largest);
   }
 
   void requeueWithin(std::chrono::system_clock::duration limit) {
@@ -512,7 +583,7 @@ class Planner {
     const std::string previousBest = written.best ? written.best->trial : "";
     if (decision_.best && decision_.bestValue) {
       written.best = tuning::bestTrial(*decision_.best, *decision_.bestValue, spec_.search.metric,
-                                       tuning::baselineValue(written.results));
+                                       tuning::baselineValue(written.results), spec_.resources);
       if (written.best->trial != previousBest) {
         plan_.events.push_back({"BestImproved", "Normal", written.best->trial,
                                 "Best so far: " + written.best->trial + " with " +
@@ -627,12 +698,13 @@ Snapshot observe(const Cluster& cluster, const Job& job, Timestamp now) {
 int Slots::free() const { return std::max(0, std::min(byParallelism, byGpus)); }
 
 Slots slotsOf(const Snapshot& snapshot) {
-  const int gpus = snapshot.job.spec.resources.gpusPerTrial;
+  const api::Resources& resources = snapshot.job.spec.resources;
+  const TrialShape shape{resources.gpusPerTrial, resources.nodesPerTrial};
   const int lost = static_cast<int>(std::ranges::count_if(snapshot.inFlight, shouldRelaunch));
   Slots slots;
   slots.byParallelism = snapshot.job.spec.parallelism - static_cast<int>(snapshot.inFlight.size());
-  slots.byGpus = freeSlotsFor(snapshot.capacity, gpus) - lost - snapshot.slotsHeldForOlderJobs;
-  slots.schedulable = fitsSomeNode(snapshot.capacity, gpus);
+  slots.byGpus = freeSlotsFor(snapshot.capacity, shape) - lost - snapshot.slotsHeldForOlderJobs;
+  slots.schedulable = fitsSomeNodes(snapshot.capacity, shape);
   return slots;
 }
 
@@ -647,7 +719,8 @@ tuning::EngineInput question(const Snapshot& snapshot) {
       input.measured = concluded.conclusion.measured;
     }
   }
-  input.gpuMemoryBytes = gpuMemoryBytes(snapshot.capacity, spec.resources.gpusPerTrial);
+  input.gpuMemoryBytes = gpuMemoryBytes(
+      snapshot.capacity, TrialShape{spec.resources.gpusPerTrial, spec.resources.nodesPerTrial});
   input.finished = snapshot.job.status.results;
   for (const auto& concluded : snapshot.concluded) {
     input.finished.push_back(concluded.conclusion.record);
@@ -667,7 +740,8 @@ JobEvent aboutTrials(const std::string& reason, const std::string& type, const s
   }
   if (trials.size() == 1) {
     const auto& [name, detail] = trials.front();
-    const std::string joint = detail.starts_with("Pod ") ? " as " : ": ";
+    const bool object = detail.starts_with("Pod ") || detail.starts_with("Job ");
+    const std::string joint = object ? " as " : ": ";
     return {reason, type, subject,
             "Trial " + name + " " + verb + (detail.empty() ? "" : joint + detail)};
   }

@@ -84,9 +84,10 @@ enum class Relaunch { kLost, kNotMeasured };
 
 struct PodLaunch {
   std::string trial;
-  nlohmann::json pod;
-  // A relaunch: the Pod to delete once its successor exists, what happened to it, and whether
-  // that makes it lost or not measured.
+  nlohmann::json pod;                     // a multi-node trial's batch Job
+  std::optional<nlohmann::json> service;  // a multi-node trial's, created first
+  // A relaunch: the Pod (or batch Job) to delete once its successor exists, what happened to it,
+  // and whether that makes it lost or not measured.
   std::string replaces;
   std::string relaunchedBecause;
   Relaunch relaunch = Relaunch::kLost;
@@ -104,10 +105,12 @@ struct Plan {
   std::vector<PodLaunch> launches;            // before the status
   std::optional<Output> output;               // before the final status
   std::optional<nlohmann::json> afterTuning;  // the afterTuning Job, after the output
-  std::vector<std::string> deletions;         // Pods to delete once the status is written
-  NodeNames nodesToLookUp;                    // nodes the Node cache lacks, to ask the API about
-  std::vector<JobEvent> events;               // once the status is written
-  std::vector<api::TrialRecord> finished;     // newly recorded, for metrics
+  // Pods to delete once the status is written; a multi-node job's batch Jobs, with their Pods
+  // and Services.
+  std::vector<std::string> deletions;
+  NodeNames nodesToLookUp;                 // nodes the Node cache lacks, to ask the API about
+  std::vector<JobEvent> events;            // once the status is written
+  std::vector<api::TrialRecord> finished;  // newly recorded, for metrics
   std::vector<std::chrono::duration<double>> pendingWaits;  // of those, each Pod's wait to start
   std::optional<runtime::Duration> requeueAfter;
 };

@@ -1,6 +1,7 @@
 #include "controller/trial_pod.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <utility>
 #include <vector>
@@ -73,13 +74,20 @@ void setCommand(json& container, const json& templateContainer, std::vector<std:
   container["args"] = std::vector<std::string>(middle, argv.end());
 }
 
+// The protocol's variables, then `rendezvous` (a multi-node trial's), then the template's, which
+// may refer to both.
 json environment(const json& templateContainer, const api::AutotuneJob& job,
-                 const tuning::Trial& trial, const tuning::TrialFiles& files) {
+                 const tuning::Trial& trial, const tuning::TrialFiles& files,
+                 const json& rendezvous) {
   json env = json::array();
   std::set<std::string, std::less<>> protocolNames;
   for (auto& [name, value] : tuning::protocolEnvironment(job.name(), trial, files)) {
     protocolNames.insert(name);
     env.push_back({{"name", std::move(name)}, {"value", std::move(value)}});
+  }
+  for (const auto& variable : rendezvous) {
+    protocolNames.insert(variable.at("name").get<std::string>());
+    env.push_back(variable);
   }
   for (json variable : arrayAt(templateContainer, "env")) {
     if (!variable.is_object() || protocolNames.contains(variable.value("name", ""))) {
@@ -152,7 +160,36 @@ std::string trialPodName(std::string_view jobName, std::string_view trialName, i
   return tuning::podName(jobName, std::string(trialName) + "_r" + std::to_string(attempt));
 }
 
-json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+// The environment a multi-node trial's Pods rendezvous with.
+json rendezvousEnvironment(const api::AutotuneJob& job, const std::string& name) {
+  const std::string rankPath =
+      "metadata.annotations['" + std::string(kCompletionIndexAnnotation) + "']";
+  return json::array(
+      {{{"name", "AUTOTUNE_NUM_NODES"},
+        {"value", std::to_string(job.spec.resources.nodesPerTrial)}},
+       {{"name", "AUTOTUNE_NODE_RANK"}, {"valueFrom", {{"fieldRef", {{"fieldPath", rankPath}}}}}},
+       {{"name", "AUTOTUNE_MASTER_ADDR"}, {"value", name + "-0." + name}},
+       {{"name", "AUTOTUNE_MASTER_PORT"}, {"value", std::to_string(api::kMasterPort)}}});
+}
+
+int gpusPerPod(const api::Spec& spec) {
+  return spec.resources.gpusPerTrial / std::max(1, spec.resources.nodesPerTrial);
+}
+
+// Keeps each of a trial's Pods off the nodes of its others.
+void spreadOverNodes(json& podSpec, const std::string& name) {
+  json affinity = objectAt(podSpec, "affinity");
+  json antiAffinity = objectAt(affinity, "podAntiAffinity");
+  json required = arrayAt(antiAffinity, "requiredDuringSchedulingIgnoredDuringExecution");
+  required.push_back({{"labelSelector", {{"matchLabels", {{std::string(kJobNameLabel), name}}}}},
+                      {"topologyKey", "kubernetes.io/hostname"}});
+  antiAffinity["requiredDuringSchedulingIgnoredDuringExecution"] = std::move(required);
+  affinity["podAntiAffinity"] = std::move(antiAffinity);
+  podSpec["affinity"] = std::move(affinity);
+}
+
+json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
+              const json& rendezvous) {
   const api::Spec& spec = job.spec;
   const json templateMetadata = objectAt(spec.podTemplate, "metadata");
   json podSpec = objectAt(spec.podTemplate, "spec");
@@ -168,8 +205,8 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
     json& container = *found;
     setCommand(container, templateContainer,
                tuning::trialCommand(spec, job.name(), trial, tuning::kTrialConfigPath));
-    container["env"] = environment(templateContainer, job, trial, files);
-    setGpus(container, spec.resources.gpusPerTrial);
+    container["env"] = environment(templateContainer, job, trial, files, rendezvous);
+    setGpus(container, gpusPerPod(spec));
     container["terminationMessagePath"] = messagePath;
     container["terminationMessagePolicy"] = "FallbackToLogsOnError";
     mountConfig(container);
@@ -199,6 +236,79 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
             {"annotations", std::move(annotations)},
             {"ownerReferences", json::array({ownerReference(job)})}}},
           {"spec", std::move(podSpec)}};
+}
+
+json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+  return buildPod(job, trial, attempt, json::array());
+}
+
+std::string trialJobName(std::string_view jobName, std::string_view trialName, int attempt) {
+  constexpr std::size_t kMaxLength = 56;  // room for "-<index>" in a 63-character host name
+  constexpr std::size_t kHashDigits = 10;
+  std::string name = trialPodName(jobName, trialName, attempt);
+  if (name.empty() || std::isalpha(static_cast<unsigned char>(name.front())) == 0) {
+    name.insert(0, "t");
+  }
+  if (name.size() <= kMaxLength) {
+    return name;
+  }
+  std::string kept = name.substr(0, kMaxLength - kHashDigits - 1);
+  while (!kept.empty() && kept.back() == '-') {
+    kept.pop_back();
+  }
+  return kept + "-" + tuning::fnv1aHex(name).substr(0, kHashDigits);
+}
+
+json trialJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+  const std::string name = trialJobName(job.name(), trial.name, attempt);
+  json pod = buildPod(job, trial, attempt, rendezvousEnvironment(job, name));
+  json& metadata = pod["metadata"];
+  json& podSpec = pod["spec"];
+  podSpec["subdomain"] = name;
+  spreadOverNodes(podSpec, name);
+  json labels = metadata["labels"];
+  json annotations = metadata["annotations"];
+  annotations[std::string(kOwnerNameAnnotation)] = job.name();
+  annotations[std::string(kOwnerUidAnnotation)] = job.uid();
+  const int nodes = job.spec.resources.nodesPerTrial;
+  return {
+      {"apiVersion", "batch/v1"},
+      {"kind", "Job"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", job.namespaceName()},
+        {"labels", labels},
+        {"annotations",
+         {{std::string(kTrialNameAnnotation), trial.name},
+          {std::string(kAttemptAnnotation), std::to_string(std::max(0, attempt))}}},
+        {"ownerReferences", json::array({ownerReference(job)})}}},
+      {"spec",
+       {{"completionMode", "Indexed"},
+        {"completions", nodes},
+        {"parallelism", nodes},
+        {"backoffLimit", 0},
+        {"podReplacementPolicy", "Failed"},
+        {"template",
+         {{"metadata", {{"labels", std::move(labels)}, {"annotations", std::move(annotations)}}},
+          {"spec", std::move(podSpec)}}}}}};
+}
+
+json trialService(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+  const std::string name = trialJobName(job.name(), trial.name, attempt);
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", job.namespaceName()},
+            {"labels",
+             {{std::string(kJobLabel), jobLabelValue(job.name())},
+              {std::string(kTrialLabel), tuning::trialLabel(trial.name)}}},
+            {"ownerReferences", json::array({ownerReference(job)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"selector", {{std::string(kJobNameLabel), name}}},
+            // Ranks look each other up before they are ready: they are what makes each other ready.
+            {"publishNotReadyAddresses", true}}}};
 }
 
 std::string afterTuningJobName(std::string_view jobName) {

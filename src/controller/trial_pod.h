@@ -24,6 +24,13 @@ inline constexpr std::string_view kConfigAnnotation = "autotune.io/ds-config";
 inline constexpr std::string_view kTrialNameAnnotation = "autotune.io/trial-name";
 // How many times the trial was launched before this Pod, after its earlier Pods were lost.
 inline constexpr std::string_view kAttemptAnnotation = "autotune.io/attempt";
+// On the Pods of a multi-node trial, whose controller is its batch Job: the AutotuneJob's.
+inline constexpr std::string_view kOwnerNameAnnotation = "autotune.io/owner-name";
+inline constexpr std::string_view kOwnerUidAnnotation = "autotune.io/owner-uid";
+// Set by the Job controller on each Pod of an Indexed Job.
+inline constexpr std::string_view kCompletionIndexAnnotation =
+    "batch.kubernetes.io/job-completion-index";
+inline constexpr std::string_view kJobNameLabel = "batch.kubernetes.io/job-name";
 
 inline constexpr std::string_view kConfigVolume = "autotune-config";
 inline constexpr std::string_view kConfigMountPath = "/etc/autotune";
@@ -48,12 +55,33 @@ std::string trialPodName(std::string_view jobName, std::string_view trialName, i
 // - env: the protocol's AUTOTUNE_* variables first (so the template's own variables may refer to
 //   them as $(AUTOTUNE_TRIAL)), then the template's, placeholders filled in, minus any that the
 //   protocol sets;
-// - nvidia.com/gpu = gpusPerTrial in limits and requests, other resources kept;
+// - nvidia.com/gpu = gpusPerTrial / nodesPerTrial in limits and requests, other resources kept;
 // - terminationMessagePath (the template's, or /dev/termination-log) as the metrics path, with
 //   terminationMessagePolicy FallbackToLogsOnError;
 // - the read-only autotune-config volume at /etc/autotune: ds_config.json from the annotation
 //   autotune.io/ds-config, which holds tuning::launchConfig.
 nlohmann::json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt = 0);
+
+// The name of a multi-node trial's batch Job and of its headless Service: short enough that each
+// Pod's host name, `<name>-<index>`, is a DNS label, and starting with a letter, as a Service
+// name must.
+std::string trialJobName(std::string_view jobName, std::string_view trialName, int attempt = 0);
+
+// A trial with spec.resources.nodesPerTrial N above 1: a batch/v1 Job, completionMode Indexed,
+// of N Pods (completions and parallelism N, backoffLimit 0: a rank that fails ends the trial),
+// each the Pod trialPod builds, with gpusPerTrial / N GPUs, and
+// - the rendezvous in its environment after the protocol's: AUTOTUNE_NUM_NODES,
+//   AUTOTUNE_NODE_RANK (its completion index), AUTOTUNE_MASTER_ADDR (index 0's host name,
+//   `<name>-0.<name>`) and AUTOTUNE_MASTER_PORT;
+// - spec.subdomain naming the trial's Service, so that each Pod has that host name;
+// - a required anti-affinity to the trial's other Pods on kubernetes.io/hostname, so that each
+//   runs on a node of its own;
+// - the AutotuneJob's name and UID in annotations, as the Job controller owns the Pods.
+nlohmann::json trialJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt = 0);
+
+// The headless Service that gives a multi-node trial's Pods their host names.
+nlohmann::json trialService(const api::AutotuneJob& job, const tuning::Trial& trial,
+                            int attempt = 0);
 
 // The controller reference every object made for a job carries, so that deleting the job
 // deletes them.

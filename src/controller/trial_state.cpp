@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <utility>
 
 #include "controller/trial_pod.h"
 #include "tuning/naming.h"
@@ -128,6 +129,8 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
                                std::string(kTrialNameAnnotation) + " annotation");
   }
   state.space = pod.space;
+  state.trialJob = pod.trialJob;
+  state.rank = pod.completionIndex;
   state.attempt = attemptOf(pod.attemptText);
   state.created = pod.created;
   state.started = pod.started;
@@ -169,6 +172,84 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
     state.message = joined(primary->waiting->reason, primary->waiting->message);
   }
   return state;
+}
+
+TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, int nodes) {
+  using Phase = TrialPodState::Phase;
+  if (ranks.empty()) {
+    return {};
+  }
+  const auto renamed = [&](TrialPodState state) {
+    state.podName = state.trialJob;
+    return state;
+  };
+  const auto endedBadly = [](const TrialPodState& state) {
+    return state.phase == Phase::kFinished && state.exit.exitCode != 0;
+  };
+  const TrialPodState* failed = nullptr;
+  for (const auto& state : ranks) {
+    if (!endedBadly(state)) {
+      continue;
+    }
+    const bool outOfMemory =
+        state.exit.oomKilled || tuning::mentionsOutOfMemory(state.exit.message);
+    if (outOfMemory) {
+      return renamed(state);
+    }
+    if (failed == nullptr || state.containerFinished < failed->containerFinished) {
+      failed = &state;
+    }
+  }
+  if (failed != nullptr) {
+    return renamed(*failed);
+  }
+  const auto rankZero = std::ranges::find(ranks, std::string("0"), &TrialPodState::rank);
+  if (rankZero != ranks.end() && rankZero->phase == Phase::kFinished) {
+    return renamed(*rankZero);
+  }
+  if (const auto lost = std::ranges::find(ranks, Phase::kLost, &TrialPodState::phase);
+      lost != ranks.end()) {
+    TrialPodState state = renamed(*lost);
+    state.message = "its Pod " + lost->podName + " was lost: " + lost->message;
+    return state;
+  }
+  TrialPodState group = renamed(rankZero != ranks.end() ? *rankZero : ranks.front());
+  group.phase = Phase::kRunning;
+  group.scheduled = true;
+  group.message.clear();
+  group.waitingReason.clear();
+  const auto earliest = [](std::optional<Timestamp>& kept, const std::optional<Timestamp>& time) {
+    if (time && (!kept || *time < *kept)) {
+      kept = time;
+    }
+  };
+  for (const auto& state : ranks) {
+    earliest(group.created, state.created);
+    group.scheduled = group.scheduled && state.scheduled;
+    group.unschedulable = group.unschedulable || state.unschedulable;
+    if (group.message.empty() && !state.message.empty()) {
+      group.message = state.podName + ": " + state.message;
+      group.waitingReason = state.waitingReason;
+    }
+    if (state.phase == Phase::kPending) {
+      group.phase = Phase::kPending;
+    }
+    if (!state.started || (group.started && *state.started > *group.started)) {
+      group.started = state.started;  // the last to start; none while one has not
+    }
+  }
+  if (std::cmp_less(ranks.size(), nodes)) {
+    group.phase = Phase::kPending;
+    group.started.reset();
+    if (group.message.empty()) {
+      group.message = std::to_string(ranks.size()) + " of its " + std::to_string(nodes) +
+                      " Pods created so far";
+    }
+  }
+  if (group.phase == Phase::kPending) {
+    group.started.reset();
+  }
+  return group;
 }
 
 bool containerCannotStart(const TrialPodState& state) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
+#include <vector>
 
 #include "api/job.h"
 #include "controller/objects.h"
@@ -47,6 +48,9 @@ struct TrialPodState {
   tuning::TrialExit exit;
   std::optional<Timestamp> containerStarted;   // state.terminated.startedAt
   std::optional<Timestamp> containerFinished;  // state.terminated.finishedAt
+  // A multi-node trial's Pod: its batch Job (trialJobName) and completion index.
+  std::string trialJob;
+  std::string rank;
 };
 
 // Reads a trial Pod. `spec` names the primary container. A Pod bound to one of `goneNodes` is
@@ -56,6 +60,16 @@ struct TrialPodState {
 // The error names a Pod that lacks the trial-name annotation (not made by trialPod).
 tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec& spec,
                                                  const NodeNames& goneNodes = {});
+
+// A multi-node trial as one state, named podName = its batch Job, from the states of its Pods (of
+// one attempt), of which there are `nodes` once the Job controller has made them all:
+// - a rank that ended otherwise than in success ends the trial as it did, an out-of-memory first,
+//   else the first to end: the others fail with it or are stopped by the Job controller;
+// - else rank 0, which writes the metrics, ends it when it finishes;
+// - else a lost rank loses it, to be run again whole;
+// - else it runs once every rank runs, since the last of them started, and is pending until then,
+//   since the first was created: a trial partly placed at spec.schedulingTimeout is not measured.
+TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, int nodes);
 
 // Whether the trial's container waits for something no retry of the kubelet's will bring: an
 // image that cannot be pulled, or a ConfigMap, Secret or setting the container cannot be made with.

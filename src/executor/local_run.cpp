@@ -282,8 +282,9 @@ class LocalRun {
       out << "Could not write the outcome: " << written.error() << "\n";
       return kExitSearchFailed;
     }
-    const auto record = tuning::bestTrial(best, decision.bestValue.value_or(0), metric,
-                                          tuning::baselineValue(results_.records()));
+    const auto record =
+        tuning::bestTrial(best, decision.bestValue.value_or(0), metric,
+                          tuning::baselineValue(results_.records()), job_.spec.resources);
     out << "Best trial: " << best.name << " (" << api::toString(metric) << " "
         << tuning::formatMetricValue(record.value);
     if (record.speedup) {
@@ -375,6 +376,12 @@ int runLocally(const RunOptions& options, std::ostream& out, std::ostream& err) 
     err << "note: " << api::format(warning) << "\n";
   }
   api::AutotuneJob job = std::move(decoded->job);
+  if (job.spec.resources.nodesPerTrial > 1) {
+    err << "spec.resources.nodesPerTrial is " << job.spec.resources.nodesPerTrial
+        << ": autotune run runs every trial on this one machine; multi-node trials run on "
+           "Kubernetes (kubectl apply the job for the operator), or set it to 1\n";
+    return kExitBadInput;
+  }
   // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up; nothing here sets variables
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string gpuText = options.gpus.value_or(visible != nullptr ? visible : "");

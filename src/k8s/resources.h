@@ -12,5 +12,6 @@ inline const Resource kConfigMaps{"", "v1", "configmaps", true};
 inline const Resource kEvents{"", "v1", "events", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 inline const Resource kBatchJobs{"batch", "v1", "jobs", true};
+inline const Resource kServices{"", "v1", "services", true};
 
 }  // namespace autotune::k8s

@@ -111,6 +111,9 @@ std::string fillPlaceholders(std::string text, const nlohmann::json& config,
       replacement = trialName;
     } else if (key == "job") {
       replacement = jobName;
+    } else if (std::ranges::find(api::kRendezvousVariables, key) !=
+               api::kRendezvousVariables.end()) {
+      replacement = "$(" + key + ")";  // each Pod of the trial has its own
     } else if (const auto* value = findKey(config, key)) {
       replacement = value->is_string() ? value->get<std::string>() : value->dump();
     } else {

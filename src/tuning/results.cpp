@@ -48,6 +48,55 @@ std::string resultsFile(const std::vector<api::TrialRecord>& finished, const jso
   return text + "\n]\n";
 }
 
+// One word of a multi-node launch for a shell: each $(AUTOTUNE_NODE_RANK) and the like, which
+// the kubelet expands in a trial Pod, as "${AUTOTUNE_NODE_RANK}" from the node's environment,
+// the rest quoted as it is.
+std::string shellWord(const std::string& word) {
+  std::string quoted;
+  std::size_t from = 0;
+  while (from < word.size()) {
+    std::size_t next = std::string::npos;
+    std::string_view variable;
+    for (const auto name : api::kRendezvousVariables) {
+      const std::size_t at = word.find("$(" + std::string(name) + ")", from);
+      if (at < next) {
+        next = at;
+        variable = name;
+      }
+    }
+    if (next == std::string::npos) {
+      quoted += shellJoin({word.substr(from)});
+      break;
+    }
+    if (next > from) {
+      quoted += shellJoin({word.substr(from, next - from)});
+    }
+    quoted += "\"${" + std::string(variable) + "}\"";
+    from = next + variable.size() + 3;
+  }
+  return quoted.empty() ? shellJoin({word}) : quoted;
+}
+
+// The command that runs the best config: on each node, for a multi-node trial.
+std::string launchCommand(const api::Spec& spec, std::string_view jobName, const Trial& best,
+                          const std::string& configPath) {
+  const auto argv = trialCommand(spec, jobName, best, configPath);
+  const int nodes = spec.resources.nodesPerTrial;
+  if (nodes <= 1) {
+    return shellJoin(argv);
+  }
+  std::string command = "# On each of " + std::to_string(nodes) + " nodes with " +
+                        std::to_string(spec.resources.gpusPerTrial / nodes) +
+                        " GPUs each, with AUTOTUNE_NUM_NODES=" + std::to_string(nodes) +
+                        ", AUTOTUNE_NODE_RANK the node's rank (0 to " + std::to_string(nodes - 1) +
+                        "), AUTOTUNE_MASTER_ADDR rank 0's address and AUTOTUNE_MASTER_PORT=" +
+                        std::to_string(api::kMasterPort) + "\n";
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    command += (i == 0 ? "" : " ") + shellWord(argv[i]);
+  }
+  return command;
+}
+
 }  // namespace
 
 std::string formatMetricValue(double value) {
@@ -144,7 +193,7 @@ std::optional<double> baselineValue(const std::vector<api::TrialRecord>& finishe
 }
 
 api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
-                         std::optional<double> baseline) {
+                         std::optional<double> baseline, const api::Resources& resources) {
   api::BestTrial best;
   best.trial = trial.name;
   best.metric = metric;
@@ -152,6 +201,8 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
   best.zeroStage = trial.stage;
   best.microBatchSize = trial.microBatch;
   best.gradientAccumulationSteps = trial.gradientAccumulation;
+  best.nodes = resources.nodesPerTrial;
+  best.gpus = resources.gpusPerTrial;
   if (baseline && *baseline > 0 && value > 0) {
     best.speedup = api::higherIsBetter(metric) ? value / *baseline : *baseline / value;
   }
@@ -192,7 +243,7 @@ Report report(const api::Spec& spec, std::string_view jobName,
               const std::vector<Trial>& trials, double elapsedSeconds,
               const std::string& configPath) {
   const json bestConfig = optimalConfig(best);
-  return {configFile(bestConfig), shellJoin(trialCommand(spec, jobName, best, configPath)),
+  return {configFile(bestConfig), launchCommand(spec, jobName, best, configPath),
           summaryTable(summarizeSpaces(finished, spec.search.metric), spec.search.metric,
                        elapsedSeconds),
           resultsFile(finished, bestConfig, trials)};

@@ -28,8 +28,9 @@ std::string summaryTable(const std::vector<api::SpaceSummary>& spaces, api::Metr
 // The first trial that succeeded, in launch order: the baseline at the user's own settings.
 std::optional<double> baselineValue(const std::vector<api::TrialRecord>& finished);
 
+// The best trial, for the resources it ran on (its config is for that many GPUs and nodes).
 api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
-                         std::optional<double> baseline);
+                         std::optional<double> baseline, const api::Resources& resources);
 
 // The best trial's DeepSpeed config as the real training job should use it.
 nlohmann::json optimalConfig(const Trial& best);
@@ -42,8 +43,11 @@ nlohmann::json mergePatch(const nlohmann::json& from, const nlohmann::json& to);
 // What a search that found its best reports, as files: the output ConfigMap and a local run's
 // results directory both hold them.
 struct Report {
-  std::string config;   // the best trial's config, indented unless that would pass 128 KiB
-  std::string command;  // the command that runs it, reading the config at the given path
+  std::string config;  // the best trial's config, indented unless that would pass 128 KiB
+  // The command that runs it, reading the config at the given path; for a multi-node trial, a
+  // comment line on how to run it on each node, then the command that reads the rendezvous from
+  // the node's environment.
+  std::string command;
   std::string summary;  // DeepSpeed's summary table
   // Every finished trial, one compact record per line: its status.results entry plus
   // configPatch, the merge patch that turns `config` into the config it ran ({} for the best).

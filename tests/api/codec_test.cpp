@@ -508,8 +508,9 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
        "must be an integer, not a list"},
       {"spec: {resources: {gpusPerTrial: eight}}", "spec.resources.gpusPerTrial",
        "must be an integer"},
-      {"spec: {resources: {nodesPerTrial: 2}}", "spec.resources.nodesPerTrial",
-       "multi-node trials are not supported yet; use 1"},
+      {"spec: {resources: {nodesPerTrial: 3}}", "spec.resources.nodesPerTrial",
+       "must divide spec.resources.gpusPerTrial (8): each node of a trial gets the same number of "
+       "GPUs"},
       {"spec: {resources: {modelParallelSize: 3}}", "spec.resources.modelParallelSize",
        "must divide spec.resources.gpusPerTrial (8)"},
       {"spec: {resources: {gpuMemory: 32GB}}", "spec.resources.gpuMemory",
@@ -618,7 +619,7 @@ spec:
   deepspeedConfig:
     train_micro_batch_size_per_gpu: [0, 2]
     zero_optimization: {stage: [1, 4]}
-  resources: {gpusPerTrial: [8, 16], nodesPerTrial: 2}
+  resources: {gpusPerTrial: [8, 16], nodesPerTrial: 0}
   search: {metric: speed, maxTrials: 0, fast: sometimes}
   trialTimeout: soon
   argMappings: {unknown_key: --x}

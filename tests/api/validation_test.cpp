@@ -191,12 +191,44 @@ TEST(Validate, RangesAreCheckedAtTheirBounds) {
                           "spec.search.numTuningMicroBatchSizes", "spec.trialTimeout"));
 }
 
-TEST(Validate, MultiNodeTrialsAreRejectedWithAClearReason) {
+TEST(Validate, NodesPerTrialMustDivideTheGpus) {
   AutotuneJob job = validJob();
+  job.spec.resources.gpusPerTrial = 16;
   job.spec.resources.nodesPerTrial = 4;
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.resources.nodesPerTrial = 3;
   EXPECT_THAT(validate(job),
               ElementsAre(FieldError{"spec.resources.nodesPerTrial",
-                                     "multi-node trials are not supported yet; use 1"}));
+                                     "must divide spec.resources.gpusPerTrial (16): each node of a "
+                                     "trial gets the same number of GPUs"}));
+  job.spec.resources.nodesPerTrial = 0;
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.resources.nodesPerTrial", "must be at least 1"}));
+  job.spec.resources.gpusPerTrial = 65;
+  job.spec.resources.nodesPerTrial = 65;
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.resources.nodesPerTrial", "must be at most 64"}));
+}
+
+TEST(Validate, RendezvousPlaceholdersNeedAMultiNodeJob) {
+  AutotuneJob job = validJob();
+  job.spec.resources.gpusPerTrial = 16;
+  job.spec.podTemplate["spec"]["containers"][1]["command"] =
+      nlohmann::json{"torchrun",
+                     "--nnodes",
+                     "${AUTOTUNE_NUM_NODES}",
+                     "--node_rank",
+                     "${AUTOTUNE_NODE_RANK}",
+                     "--master_addr=${AUTOTUNE_MASTER_ADDR}",
+                     "--master_port=${AUTOTUNE_MASTER_PORT}",
+                     "train.py"};
+  const auto errors = validate(job);
+  ASSERT_EQ(errors.size(), 4U);
+  EXPECT_EQ(errors[1], (FieldError{"spec.template.spec.containers[1].command[4]",
+                                   "${AUTOTUNE_NODE_RANK} is set only for multi-node trials "
+                                   "(spec.resources.nodesPerTrial above 1)"}));
+  job.spec.resources.nodesPerTrial = 2;
+  EXPECT_THAT(validate(job), IsEmpty());
 }
 
 TEST(Validate, NamesFollowKubernetesRules) {

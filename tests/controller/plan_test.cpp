@@ -223,6 +223,52 @@ TEST(Plan, AJobShortOfGpusLaunchesWhatFitsAndLooksAgain) {
   EXPECT_LE(*plan.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(30)));
 }
 
+api::AutotuneJob twoNodeJob(int parallelism) {
+  api::AutotuneJob job = gridJob(parallelism);
+  job.spec.resources.gpusPerTrial = 16;
+  job.spec.resources.nodesPerTrial = 2;
+  return job;
+}
+
+// Each trial of a two-node job is an Indexed Job with its Service, launched only where two nodes
+// have its share free: three nodes of 8 hold one such trial, not one and a half.
+TEST(Plan, AMultiNodeJobLaunchesWholeTrialsAsIndexedJobs) {
+  const Plan plan = planned(snapshotOf(twoNodeJob(2), nodesOf({8, 8, 8})));
+  ASSERT_EQ(plan.launches.size(), 1U);
+  const PodLaunch& launch = plan.launches[0];
+  EXPECT_EQ(launch.pod["kind"], "Job");
+  EXPECT_EQ(launch.pod["metadata"]["name"], trialJobName("gpt2", launch.trial));
+  ASSERT_TRUE(launch.service.has_value());
+  EXPECT_EQ((*launch.service)["metadata"]["name"], trialJobName("gpt2", launch.trial));
+  EXPECT_EQ(plan.status.trials.pending, 1);
+  EXPECT_EQ(conditionOf(plan.status, "Running")->reason, "WaitingForGPUs");
+}
+
+TEST(Plan, AMultiNodeJobWithoutEnoughNodesSaysHowManyItNeeds) {
+  const Plan plan = planned(snapshotOf(twoNodeJob(1), nodesOf({16, 4})));
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_EQ(conditionOf(plan.status, "Running")->reason, "Unschedulable");
+  EXPECT_EQ(plan.status.message,
+            "fewer than 2 schedulable nodes (spec.resources.nodesPerTrial) have 8 allocatable "
+            "nvidia.com/gpu (spec.resources.gpusPerTrial / nodesPerTrial); 1 have");
+}
+
+// A lost rank loses the trial: its Job goes, and a Job of its own runs the next attempt.
+TEST(Plan, ALostMultiNodeTrialIsRelaunchedAsANewJob) {
+  Snapshot snapshot = snapshotOf(twoNodeJob(1), nodesOf({8, 8}));
+  const std::string trial = planned(snapshot).launches.at(0).trial;
+  TrialPodState lost = running(trial);
+  lost.podName = trialJobName("gpt2", trial);
+  lost.phase = TrialPodState::Phase::kLost;
+  lost.message = "its Pod x was lost: Evicted";
+  snapshot.inFlight.push_back(lost);
+  const Plan plan = planned(snapshot);
+  ASSERT_EQ(plan.launches.size(), 1U);
+  EXPECT_EQ(plan.launches[0].pod["metadata"]["name"], trialJobName("gpt2", trial, 1));
+  EXPECT_EQ(plan.launches[0].replaces, trialJobName("gpt2", trial));
+  EXPECT_EQ(plan.status.inFlight.at(0).attempt, 1);
+}
+
 TEST(Plan, GpusOlderWaitingJobsHoldAreNotHandedToThisOne) {
   Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16}));
   snapshot.slotsHeldForOlderJobs = 2;

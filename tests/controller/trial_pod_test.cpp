@@ -17,8 +17,11 @@ namespace {
 
 using autotune::api::AutotuneJob;
 using autotune::controller::jobLabelValue;
+using autotune::controller::trialJob;
+using autotune::controller::trialJobName;
 using autotune::controller::trialPod;
 using autotune::controller::trialPodName;
+using autotune::controller::trialService;
 using autotune::tuning::describeSpace;
 using autotune::tuning::launchConfig;
 using autotune::tuning::makeFastTrial;
@@ -428,6 +431,123 @@ TEST(TrialPod, ARelaunchHasANameOfItsOwnAndCountsItsAttempt) {
   EXPECT_EQ(second["metadata"]["annotations"]["autotune.io/attempt"], "1");
   EXPECT_EQ(second["metadata"]["labels"], first["metadata"]["labels"]);
   EXPECT_EQ(second["spec"], first["spec"]);
+}
+
+// The design example on two nodes, launching DeepSpeed without ssh on each.
+AutotuneJob twoNodes() {
+  json document = designDocument();
+  document["spec"]["resources"]["nodesPerTrial"] = 2;
+  document["spec"]["template"]["spec"]["containers"][0]["command"] =
+      json{"deepspeed",
+           "--no_ssh",
+           "--num_nodes",
+           "${AUTOTUNE_NUM_NODES}",
+           "--node_rank",
+           "${AUTOTUNE_NODE_RANK}",
+           "--master_addr",
+           "${AUTOTUNE_MASTER_ADDR}",
+           "--master_port=${AUTOTUNE_MASTER_PORT}",
+           "run_clm.py",
+           "--deepspeed",
+           "/etc/autotune/ds_config.json"};
+  return decode(document);
+}
+
+TEST(TrialJob, IsAnIndexedJobOfOnePodPerNodeWithItsShareOfTheGpus) {
+  const AutotuneJob job = twoNodes();
+  const Trial trial = z1Trial(job);
+  const json batchJob = trialJob(job, trial);
+  const std::string name = "gpt2-large-z1-gas1-tmbspg3";
+  EXPECT_EQ(batchJob["apiVersion"], "batch/v1");
+  EXPECT_EQ(batchJob["kind"], "Job");
+  EXPECT_EQ(batchJob["metadata"]["name"], name);
+  EXPECT_EQ(batchJob["metadata"]["ownerReferences"][0]["uid"], kUid);
+  EXPECT_EQ(batchJob["metadata"]["annotations"]["autotune.io/trial-name"], trial.name);
+  const json& spec = batchJob["spec"];
+  EXPECT_EQ(spec["completionMode"], "Indexed");
+  EXPECT_EQ(spec["completions"], 2);
+  EXPECT_EQ(spec["parallelism"], 2);
+  EXPECT_EQ(spec["backoffLimit"], 0);
+
+  // Each Pod is the single-node trial Pod with 8 of the 16 GPUs, named for its job by annotation.
+  const json& pod = spec["template"];
+  EXPECT_EQ(pod["metadata"]["labels"]["autotune.io/trial"], "z1-gas1-tmbspg3");
+  EXPECT_EQ(pod["metadata"]["annotations"]["autotune.io/owner-name"], "gpt2-large");
+  EXPECT_EQ(pod["metadata"]["annotations"]["autotune.io/owner-uid"], kUid);
+  EXPECT_EQ(pod["metadata"]["annotations"]["autotune.io/trial-name"], trial.name);
+  EXPECT_TRUE(pod["metadata"]["annotations"].contains("autotune.io/ds-config"));
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(pod["spec"]["subdomain"], name);
+  EXPECT_EQ(trainer(pod)["resources"]["limits"]["nvidia.com/gpu"], 8);
+  EXPECT_EQ(trainer(pod)["resources"]["requests"]["nvidia.com/gpu"], 8);
+  const json spread =
+      pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  ASSERT_EQ(spread.size(), 1U);
+  EXPECT_EQ(spread[0]["topologyKey"], "kubernetes.io/hostname");
+  EXPECT_EQ(spread[0]["labelSelector"]["matchLabels"]["batch.kubernetes.io/job-name"], name);
+}
+
+TEST(TrialJob, EachPodHasTheRendezvousAndThePlaceholdersReadIt) {
+  const AutotuneJob job = twoNodes();
+  const json pod = trialJob(job, z1Trial(job))["spec"]["template"];
+  const json container = trainer(pod);
+  EXPECT_EQ(env(container, "AUTOTUNE_NUM_NODES"), "2");
+  EXPECT_EQ(env(container, "AUTOTUNE_MASTER_ADDR"),
+            "gpt2-large-z1-gas1-tmbspg3-0.gpt2-large-z1-gas1-tmbspg3");
+  EXPECT_EQ(env(container, "AUTOTUNE_MASTER_PORT"), "29500");
+  json rank;
+  for (const auto& variable : container["env"]) {
+    if (variable["name"] == "AUTOTUNE_NODE_RANK") {
+      rank = variable;
+    }
+  }
+  EXPECT_EQ(rank["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+  // Kubernetes expands $(NAME) in the command from the container's own environment.
+  EXPECT_EQ(container["command"],
+            (json{"deepspeed", "--no_ssh", "--num_nodes", "$(AUTOTUNE_NUM_NODES)", "--node_rank",
+                  "$(AUTOTUNE_NODE_RANK)", "--master_addr", "$(AUTOTUNE_MASTER_ADDR)",
+                  "--master_port=$(AUTOTUNE_MASTER_PORT)", "run_clm.py", "--deepspeed",
+                  "/etc/autotune/ds_config.json", "--per_device_train_batch_size", "3"}));
+}
+
+TEST(TrialJob, TheServiceIsHeadlessAndSelectsTheJobsPods) {
+  const AutotuneJob job = twoNodes();
+  const json service = trialService(job, z1Trial(job));
+  EXPECT_EQ(service["kind"], "Service");
+  EXPECT_EQ(service["metadata"]["name"], "gpt2-large-z1-gas1-tmbspg3");
+  EXPECT_EQ(service["metadata"]["ownerReferences"][0]["uid"], kUid);
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(service["spec"]["selector"]["batch.kubernetes.io/job-name"],
+            "gpt2-large-z1-gas1-tmbspg3");
+  EXPECT_EQ(service["spec"]["publishNotReadyAddresses"], true);
+}
+
+TEST(TrialJob, ARelaunchIsAJobAndServiceOfItsOwn) {
+  const AutotuneJob job = twoNodes();
+  const json again = trialJob(job, z1Trial(job), 2);
+  EXPECT_EQ(again["metadata"]["name"], "gpt2-large-z1-gas1-tmbspg3-r2");
+  EXPECT_EQ(again["spec"]["template"]["metadata"]["annotations"]["autotune.io/attempt"], "2");
+  EXPECT_EQ(trialService(job, z1Trial(job), 2)["metadata"]["name"],
+            "gpt2-large-z1-gas1-tmbspg3-r2");
+}
+
+TEST(TrialJob, NamesLeaveRoomForTheIndexAndStartWithALetter) {
+  const std::string longJob(80, 'j');
+  for (const auto& name : {trialJobName(longJob, "z3_gas16_tmbspg128"),
+                           trialJobName("9lives", "z0_gas1_tmbspg1", 1)}) {
+    EXPECT_LE(name.size(), 56U) << name;
+    EXPECT_TRUE(std::isalpha(static_cast<unsigned char>(name.front()))) << name;
+    EXPECT_TRUE(isLabelValue(name + "-63")) << name;
+  }
+  EXPECT_NE(trialJobName(longJob, "z3_gas16_tmbspg128"),
+            trialJobName(longJob, "z3_gas16_tmbspg64"));
+}
+
+TEST(TrialJob, ASingleNodeJobKeepsAllItsGpusOnOnePod) {
+  const AutotuneJob job = gpt2Large();
+  EXPECT_EQ(trainer(trialPod(job, z1Trial(job)))["resources"]["limits"]["nvidia.com/gpu"], 16);
+  EXPECT_EQ(env(trainer(trialPod(job, z1Trial(job))), "AUTOTUNE_NODE_RANK"), "<unset>");
 }
 
 TEST(TrialPod, TheProfilingTrialWritesModelInfoToTheTerminationMessage) {

@@ -16,6 +16,7 @@ namespace {
 
 using autotune::api::AutotuneJob;
 using autotune::api::Outcome;
+using autotune::controller::combineRanks;
 using autotune::controller::conclude;
 using autotune::controller::deadline;
 using autotune::controller::decodePod;
@@ -527,6 +528,119 @@ TEST(ConcludeTrial, ALostTrialIsRelaunchedTwiceAndThenCountsAsFailed) {
 TEST(ConcludeTrial, OnlyLostTrialsAreRelaunched) {
   EXPECT_FALSE(shouldRelaunch(observed(runningPod())));
   EXPECT_FALSE(shouldRelaunch(observed(terminatedPod(1, "Error", ""))));
+}
+
+// --- multi-node trials ---------------------------------------------------------------------------
+
+// Rank `index` of a multi-node trial: the Pod as the Job controller makes it from the Job's
+// template.
+json rankOf(json pod, int index) {
+  const std::string job = "gpt2-large-z1-gas1-tmbspg3";
+  pod["metadata"]["name"] = job + "-" + std::to_string(index) + "-x7k2q";
+  pod["metadata"]["ownerReferences"] = json::parse(
+      R"([{"apiVersion": "batch/v1", "kind": "Job", "name": "gpt2-large-z1-gas1-tmbspg3",
+           "uid": "0b5e", "controller": true}])");
+  auto& annotations = pod["metadata"]["annotations"];
+  annotations["autotune.io/owner-name"] = "gpt2-large";
+  annotations["autotune.io/owner-uid"] = "6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10";
+  annotations["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+  return pod;
+}
+
+TrialPodState combined(const std::vector<json>& pods) {
+  std::vector<TrialPodState> ranks;
+  for (const auto& pod : pods) {
+    ranks.push_back(observed(pod));
+  }
+  return combineRanks(ranks, 2);
+}
+
+TEST(MultiNodeTrial, ARankPodNamesItsJobTrialAndRank) {
+  const auto pod = decodePod(rankOf(createdPod(), 1)).value();
+  EXPECT_EQ(pod.ownerJobName, "gpt2-large");
+  EXPECT_EQ(pod.ownerJobUid, "6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10");
+  EXPECT_EQ(pod.trialJob, "gpt2-large-z1-gas1-tmbspg3");
+  EXPECT_EQ(pod.completionIndex, "1");
+  EXPECT_EQ(observed(rankOf(createdPod(), 1)).trialName, "z1_gas1_tmbspg3");
+}
+
+TEST(MultiNodeTrial, RankZerosMetricsAreTheTrialsOnceItSucceeds) {
+  const TrialPodState state =
+      combined({rankOf(terminatedPod(0, "Completed", kMetrics), 0), rankOf(runningPod(), 1)});
+  EXPECT_EQ(state.phase, Phase::kFinished);
+  EXPECT_EQ(state.podName, "gpt2-large-z1-gas1-tmbspg3");
+  const auto conclusion = conclude(state, job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(conclusion->record.value, 87.3);
+}
+
+TEST(MultiNodeTrial, AnyRankOutOfMemoryMakesTheTrialOom) {
+  // Rank 0 failed too, as the collective with a dead peer does, and ended first.
+  json rankZero = rankOf(terminatedPod(1, "Error", "RuntimeError: Connection closed by peer"), 0);
+  rankZero["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] =
+      "2026-11-22T12:01:00Z";
+  const TrialPodState state =
+      combined({rankZero, rankOf(terminatedPod(1, "Error", kCudaOutOfMemory), 1)});
+  const auto conclusion = conclude(state, job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kOOM);
+  EXPECT_EQ(state.podName, "gpt2-large-z1-gas1-tmbspg3");
+}
+
+TEST(MultiNodeTrial, AnotherFailureIsTheFirstRankToFailWithItsMessage) {
+  json later = rankOf(terminatedPod(137, "Error", "Terminated by the Job controller"), 0);
+  later["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] =
+      "2026-11-22T12:04:00Z";
+  const TrialPodState state =
+      combined({later, rankOf(terminatedPod(1, "Error", "ValueError: bad config"), 1)});
+  const auto conclusion = conclude(state, job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
+  EXPECT_NE(conclusion->record.reason.find("ValueError: bad config"), std::string::npos);
+}
+
+TEST(MultiNodeTrial, ARankThatEndedCleanlyLeavesTheTrialRunningUntilRankZeroEnds) {
+  const TrialPodState state =
+      combined({rankOf(runningPod(), 0), rankOf(terminatedPod(0, "Completed", ""), 1)});
+  EXPECT_EQ(state.phase, Phase::kRunning);
+  EXPECT_FALSE(conclude(state, job().spec, at(kContainerFinished)).has_value());
+}
+
+TEST(MultiNodeTrial, ALostRankLosesTheWholeTrial) {
+  json evicted = rankOf(boundPod(), 1);
+  evicted["status"]["phase"] = "Failed";
+  evicted["status"]["reason"] = "Evicted";
+  evicted["status"]["message"] = "The node was low on resource: memory.";
+  const TrialPodState state = combined({rankOf(runningPod(), 0), evicted});
+  EXPECT_EQ(state.phase, Phase::kLost);
+  EXPECT_TRUE(shouldRelaunch(state));
+  EXPECT_NE(state.message.find("gpt2-large-z1-gas1-tmbspg3-1-x7k2q"), std::string::npos);
+}
+
+TEST(MultiNodeTrial, RunsOnlyOnceEveryRankRunsAndFromTheLastStart) {
+  json late = rankOf(runningPod(), 1);
+  late["status"]["startTime"] = "2026-11-22T12:00:09Z";
+  const TrialPodState running = combined({rankOf(runningPod(), 0), late});
+  EXPECT_EQ(running.phase, Phase::kRunning);
+  EXPECT_EQ(running.started, at("2026-11-22T12:00:09Z"));
+  EXPECT_EQ(deadline(running, job().spec), at("2026-11-22T12:00:09Z") + minutes(30));
+
+  const TrialPodState one = combineRanks({observed(rankOf(runningPod(), 0))}, 2);
+  EXPECT_EQ(one.phase, Phase::kPending);
+  EXPECT_EQ(one.message, "1 of its 2 Pods created so far");
+}
+
+TEST(MultiNodeTrial, APartlyPlacedTrialIsNotMeasuredAtTheSchedulingTimeout) {
+  const TrialPodState state = combined({rankOf(runningPod(), 0), rankOf(unschedulablePod(), 1)});
+  EXPECT_EQ(state.phase, Phase::kPending);
+  EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15));
+  EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(14)).has_value());
+  const auto why = notMeasured(state, job().spec, at(kCreated) + minutes(15));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("not scheduled within spec.schedulingTimeout"), std::string::npos) << *why;
+  EXPECT_NE(why->find("Insufficient nvidia.com/gpu"), std::string::npos) << *why;
+  EXPECT_FALSE(conclude(state, job().spec, at(kCreated) + minutes(15)).has_value());
 }
 
 }  // namespace

@@ -112,21 +112,24 @@ throughout() {
 # An AutotuneJob of GPT2-large on 16 V100-32GB GPUs per trial, its trials running trial-sim, in the
 # case's namespace. Settings as key=value override the defaults below (startup: trial-sim's
 # --startup-seconds; command replaces the whole command; after_tuning is spec.afterTuning, none by
-# default; scheduling_timeout is spec.schedulingTimeout, its default when empty); YAML flow values are written as they go into the manifest. Every trial appends its
-# name to launches/<ns>-<name>.log.
+# default; scheduling_timeout is spec.schedulingTimeout, its default when empty; nodes is
+# spec.resources.nodesPerTrial; log_suffix is appended to the launch log's path; extra_env is one
+# more env entry); YAML flow values are written as they go into the manifest. Every trial appends
+# its name to launches/<ns>-<name>.log.
 job_manifest() {
   local name=$1
   shift
   local strategy=deepspeed stages='[0, 1, 2, 3]' micro=auto gpus=16 parallelism=2 timeout=2m
   local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
-  local scheduling_timeout=''
+  local scheduling_timeout='' nodes=1 log_suffix='' extra_env=''
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
   local setting
   for setting in "$@"; do
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
-        startup | command | arg_mappings | model | after_tuning | scheduling_timeout)
+        startup | command | arg_mappings | model | after_tuning | scheduling_timeout | nodes | \
+        log_suffix | extra_env)
           local "$setting"
           ;;
       *)
@@ -152,7 +155,7 @@ spec:
     fp16: {enabled: true}
     zero_optimization: {stage: $stages}
   model: $model
-  resources: {gpusPerTrial: $gpus, gpuMemory: 32Gi}
+  resources: {gpusPerTrial: $gpus, nodesPerTrial: $nodes, gpuMemory: 32Gi}
   search:
     strategy: $strategy
     metric: throughput
@@ -173,7 +176,8 @@ spec:
           command: $command
           args: [--deepspeed, /etc/autotune/ds_config.json]
           env:
-            - {name: AUTOTUNE_SIM_LAUNCH_LOG, value: "$(launch_log "$name")"}
+            - {name: AUTOTUNE_SIM_LAUNCH_LOG, value: "$(launch_log "$name")$log_suffix"}${extra_env:+
+            - $extra_env}
 JOB
 }
 
@@ -268,9 +272,9 @@ no_running_pods() { [[ -z $(running_pods "$1") ]]; }
 some_running_pod() { [[ -n $(running_pods "$1") ]]; }
 
 # Every trial of the job started exactly once, and the launches are exactly the recorded results.
+# Every trial of job $1 was launched once and recorded; $2 names another launch log than the job's.
 launched_once() {
-  local job=$1 log
-  log=$(launch_log "$job")
+  local job=$1 log=${2:-$(launch_log "$1")}
   [[ -s $log ]] || { echo "nothing in $log"; return 1; }
   local twice
   twice=$(sort "$log" | uniq -d)
@@ -310,6 +314,13 @@ apply_example() {
 
 configmap_data() {
   kubectl get configmap "$1" -n "$case_ns" -o jsonpath="{.data.${2//./\\.}}"
+}
+
+# ConfigMap $1's key $2 holds the text $3.
+configmap_holds() {
+  grep -qF -- "$3" <(configmap_data "$1" "$2") && return 0
+  configmap_data "$1" "$2"
+  return 1
 }
 
 configmap_has_keys() {
@@ -935,21 +946,21 @@ case_gpus_taken() {
   end_case
 }
 
-# No trial Pod name of the case's namespace was created twice: the API server's audit log holds
-# one successful create of each (a relaunch is a new name).
-pods_created_once() {
-  python3 - "$E2E_AUDIT_LOG" "$case_ns" <<'PY'
+# No name of resource $1 (pods, jobs) in the case's namespace was created twice: the API server's
+# audit log holds one successful create of each (a relaunch is a new name).
+created_once() {
+  python3 - "$E2E_AUDIT_LOG" "$case_ns" "$1" <<'PY'
 import collections, json, sys
 created = collections.Counter()
 for line in open(sys.argv[1], encoding="utf-8"):
     event = json.loads(line)
     ref = event.get("objectRef", {})
-    if (event["verb"] == "create" and ref.get("resource") == "pods" and not ref.get("subresource")
-            and ref.get("namespace") == sys.argv[2]
+    if (event["verb"] == "create" and ref.get("resource") == sys.argv[3]
+            and not ref.get("subresource") and ref.get("namespace") == sys.argv[2]
             and event.get("responseStatus", {}).get("code") == 201):
         created[ref.get("name")] += 1
 twice = sorted(name for name, count in created.items() if count > 1)
-print(f"{len(created)} Pods created" + (f"; more than once: {twice}" if twice else ""))
+print(f"{len(created)} {sys.argv[3]} created" + (f"; more than once: {twice}" if twice else ""))
 sys.exit(1 if twice or not created else 0)
 PY
 }
@@ -1024,7 +1035,7 @@ case_controlplane_restart() {
   expect "its best is $published_best" best_is "$job" "$published_best"
   expect "every trial was launched once, and each launch is recorded" launched_once "$job"
   expect "status.results has each trial once" results_once "$job"
-  expect "no trial Pod name was created twice (audit log)" pods_created_once
+  expect "no trial Pod name was created twice (audit log)" created_once pods
   end_case
 }
 
@@ -1111,7 +1122,7 @@ case_api_faults() {
     expect "its best is $published_best" best_is "$job" "$published_best"
     expect "every trial was launched once, and each launch is recorded" launched_once "$job"
     expect "status.results has each trial once" results_once "$job"
-    expect "no trial Pod name was created twice (audit log)" pods_created_once
+    expect "no trial Pod name was created twice (audit log)" created_once pods
     expect "the operator never restarted" same_operator "$pid"
     expect "it counted the 429s" counted_more "$throttled" 'autotune_kube_requests_total{code="429"'
     expect "it counted the 500s" counted_more "$failed" 'autotune_kube_requests_total{code="500"'
@@ -1162,7 +1173,7 @@ case_process_killed() {
   expect "the operator counts a Failed trial (autotune_trials_finished_total)" \
     job_counted autotune_trials_finished_total "$job" 1 'outcome="Failed"'
   expect "its best is $published_best" best_is "$job" "$published_best"
-  expect "no trial Pod name was created twice (audit log)" pods_created_once
+  expect "no trial Pod name was created twice (audit log)" created_once pods
   end_case
 }
 
@@ -1181,7 +1192,7 @@ case_pod_deleted() {
     job_counted autotune_trials_relaunched_total "$job" 1
   expect "both trials Succeeded, each recorded once" job_satisfies "$job" \
     'sorted(outcomes.values()) == ["Succeeded", "Succeeded"] and len(names) == 2'
-  expect "no trial Pod name was created twice (audit log)" pods_created_once
+  expect "no trial Pod name was created twice (audit log)" created_once pods
   expect "its best is $published_best" best_is "$job" "$published_best"
   end_case
 }
@@ -1276,6 +1287,82 @@ case_restart() {
   end_case
 }
 
+# --- multi-node trials ---------------------------------------------------------------------------
+
+# The launch log's path holds ${AUTOTUNE_NODE_RANK}, which each Pod expands to its completion
+# index; trial-sim's rank 0 writes it, once a trial.
+rank_log_suffix='.rank${AUTOTUNE_NODE_RANK}'
+
+# Every multi-node trial Pod of the case that the node simulator started ran on a node none of its
+# trial's other Pods ran on, and each trial had $1 of them.
+ranks_on_distinct_nodes() {
+  python3 - "$E2E_NODE_SIM_LOG" "$case_ns" "$1" <<'PY'
+import collections, re, sys
+log, namespace, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
+nodes = collections.defaultdict(list)
+started = re.compile(r"started pod " + re.escape(namespace) + r"/(\S+)-(\d+)-[a-z0-9]{5} on (\S+) ")
+for line in open(log, encoding="utf-8", errors="replace"):
+    found = started.search(line)
+    if found:
+        nodes[found.group(1)].append(found.group(3))
+print({trial: places for trial, places in sorted(nodes.items())})
+sys.exit(0 if nodes and all(len(set(p)) == len(p) == ranks for p in nodes.values()) else 1)
+PY
+}
+
+# No batch Job or Service of job $1 is left.
+no_trial_jobs() {
+  [[ -z $(kubectl get jobs,services -n "$case_ns" -l "autotune.io/job=$1" -o name) ]]
+}
+
+two_ranks_running() {
+  [[ $(kubectl get pods -n "$case_ns" -l "autotune.io/job=$1" \
+    --field-selector=status.phase=Running -o name | wc -l) -ge 2 ]]
+}
+
+# GPT2-large with 16 GPUs per trial over 2 nodes of 8: each trial an Indexed Job whose two Pods
+# run trial-sim on the two simulated nodes and meet over TCP. The operator is killed with SIGKILL
+# while both ranks of a trial run.
+case_multinode() {
+  begin_case multinode
+  local job=gpt2-large
+  check "a job with nodesPerTrial 2 is created" create_job "$job" nodes=2 startup=2 \
+    log_suffix="$rank_log_suffix" || return 0
+  check "both ranks of a trial run" eventually 120 two_ranks_running "$job" || return 0
+  check "the operator is killed (SIGKILL) with a multi-node trial in flight and restarted" \
+    crash_operator || return 0
+  check "it Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "status.best names 2 nodes and 16 GPUs" job_satisfies "$job" \
+    'status["best"]["nodes"] == 2 and status["best"]["gpus"] == 16'
+  expect "each trial's two Pods ran on different nodes" ranks_on_distinct_nodes 2
+  expect "every trial was launched exactly once, and each launch is recorded (rank 0's log)" \
+    launched_once "$job" "$(launch_log "$job").rank0"
+  expect "status.results has each trial once" results_once "$job"
+  expect "no trial's Job was created twice (audit log)" created_once jobs
+  expect "cmd.txt says how to run the best config on each of the 2 nodes" \
+    configmap_holds "$job-optimal" cmd.txt '# On each of 2 nodes with 8 GPUs each'
+  expect "no trial Job, Service or Pod remains" eventually 60 no_trial_jobs "$job"
+  expect "no trial Pod remains" eventually 60 no_trial_pods "$job"
+  end_case
+}
+
+# One rank of each trial runs out of memory; the other sees its peer fail.
+case_multinode_oom() {
+  begin_case multinode-oom
+  local job=rank-oom
+  check "a two-node job whose rank 1 runs out of memory is created" create_job "$job" nodes=2 \
+    stages='[1]' micro='[2]' parallelism=1 max_failed=1 \
+    extra_env='{name: AUTOTUNE_SIM_OOM_RANK, value: "1"}' || return 0
+  check "it ends Failed within 120s" ends_in "$job" Failed 120 || return 0
+  expect "its one trial is OOM with the CUDA out-of-memory message" job_satisfies "$job" \
+    'len(results) == 1 and results[0]["outcome"] == "OOM"
+     and "out of memory" in results[0]["reason"]'
+  expect "a TrialOOM Event" events_include "$job" TrialOOM
+  expect "no trial Job, Service or Pod remains" eventually 60 no_trial_jobs "$job"
+  end_case
+}
+
 # The operator's requests as the API server's audit log recorded them over the whole run, against
 # the rules the chart grants: none refused, and no verb granted that the operator never used.
 read_rbac() { kubectl get -f "$E2E_STATE/rbac/rbac.yaml" -o json >"$1"; }
@@ -1308,7 +1395,8 @@ ENV
 }
 
 # Every Succeeded trial's recorded metrics are those of the file DeepSpeed's engine wrote from
-# rank 0, as its Pod's termination message (kept by the node simulator).
+# rank 0, as its Pod's termination message (kept by the node simulator). $2 is what follows the
+# trial in the name of the Pod that holds it: "-0-*" for rank 0 of a multi-node trial.
 metrics_from_deepspeed() {
   kubectl get atj "$1" -n "$case_ns" -o json | python3 -c '
 import glob, json, sys
@@ -1320,12 +1408,12 @@ measured = [r for r in results if r["outcome"] == "Succeeded" and r["name"] != "
 assert measured, "no trial was measured"
 for record in measured:
     pod = record["name"].replace("_", "-")
-    files = glob.glob(sys.argv[1] + "/" + sys.argv[2] + "_*" + pod + "_*/termination-log")
+    files = glob.glob(sys.argv[1] + "/" + sys.argv[2] + "_*" + pod + sys.argv[4] + "_*/termination-log")
     assert files, "no termination message for " + record["name"]
     check_run.expect_deepspeed_metrics(record["name"], record, json.load(open(files[0])))
 assert not check_run.findings, check_run.findings
 print(len(measured), "trials measured by DeepSpeed")
-' "$E2E_STATE/node-sim" "$case_ns" "$source_dir/tests/deepspeed"
+' "$E2E_STATE/node-sim" "$case_ns" "$source_dir/tests/deepspeed" "${2:-}"
 }
 
 # The ConfigMap's ds_config.json, given to the training script as the user's job would give it.
@@ -1356,6 +1444,63 @@ case_deepspeed() {
     metrics_from_deepspeed "$job"
   expect "DeepSpeed trains tiny_lm.py with the ConfigMap's ds_config.json on two ranks" \
     deepspeed_trains_with "$venv" "$job-optimal"
+  end_case
+}
+
+# tiny_lm.py on two simulated nodes, one rank each: each trial is DeepSpeed's own launcher run in
+# both Pods of an Indexed Job without ssh, meeting at rank 0's host name over gloo. The launcher
+# reads the world from a hostfile of one line a node, which each Pod writes first.
+deepspeed_two_node_manifest() {
+  local venv=$1
+  cat <<JOB
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata:
+  name: tiny-lm-two-nodes
+  namespace: $case_ns
+spec:
+  deepspeedConfig:
+    train_micro_batch_size_per_gpu: [2, 4]
+    gradient_accumulation_steps: 1
+    optimizer: {type: AdamW, params: {lr: 0.0001}}
+    zero_optimization: {stage: 1}
+  model: {numParameters: 536320, activationMemoryPerSample: 1000000}
+  resources: {gpusPerTrial: 2, nodesPerTrial: 2, gpuMemory: 1184Mi}
+  search: {strategy: grid, metric: throughput}
+  parallelism: 1
+  trialTimeout: 5m
+  template:
+    spec:
+      containers:
+        - name: trainer
+          image: deepspeed
+          command:
+            - sh
+            - -c
+            - >-
+              seq 1 "\$AUTOTUNE_NUM_NODES" | sed 's/^/node-/; s/\$/ slots=1/' >hostfile &&
+              exec deepspeed --hostfile hostfile --no_ssh --node_rank \${AUTOTUNE_NODE_RANK}
+              --master_addr \${AUTOTUNE_MASTER_ADDR} --master_port \${AUTOTUNE_MASTER_PORT}
+              $source_dir/tests/deepspeed/tiny_lm.py --deepspeed "\$AUTOTUNE_DS_CONFIG"
+          env:
+            - {name: PATH, value: "$venv/bin:/usr/local/bin:/usr/bin:/bin"}
+            - {name: DS_ACCELERATOR, value: cpu}
+            - {name: TORCH_EXTENSIONS_DIR, value: "$venv/torch-extensions"}
+JOB
+}
+
+case_deepspeed_two_nodes() {
+  begin_case deepspeed-two-nodes
+  local job=tiny-lm-two-nodes venv
+  venv=$("$source_dir/scripts/deepspeed-env" newest)
+  check "a job whose trials are real DeepSpeed launches on two nodes is created" \
+    kubectl apply -f <(deepspeed_two_node_manifest "$venv") || return 0
+  check "it Succeeds within 600s" ends_in "$job" Succeeded 600 || return 0
+  expect "both trials were measured" job_satisfies "$job" \
+    'len(results) == 2 and all(r["outcome"] == "Succeeded" for r in results)'
+  expect "every recorded metric is DeepSpeed's own, read from rank 0's termination message" \
+    metrics_from_deepspeed "$job" "-0-*"
+  expect "each trial's two Pods ran on different nodes" ranks_on_distinct_nodes 2
   end_case
 }
 
@@ -1392,7 +1537,7 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
   invalid configs sharing deletion hostile foreign node_return gpus_taken pod_deleted process_killed \
-  controlplane_restart api_faults restart rights_used no_secrets_in_logs}; do
+  controlplane_restart api_faults restart multinode multinode_oom rights_used no_secrets_in_logs}; do
   "case_$name"
 done
 

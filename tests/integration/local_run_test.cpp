@@ -34,6 +34,7 @@ struct JobOptions {
   int parallelism = 1;
   std::string trialTimeout = "5m";
   int maxFailedTrials = 10;
+  int nodesPerTrial = 1;
   std::vector<std::string> simulatorFlags = {"--startup-seconds", "0.1"};
   // A shell starts each trial after leaving a child running, its pid appended to this file.
   std::string childrenFile;
@@ -95,7 +96,8 @@ class LocalRun : public ::testing::Test {
                         << "    zero_optimization: {stage: " << options.stages << "}\n"
                         << "  model: {numParameters: 774000000, "
                            "activationMemoryPerSample: 9600000000}\n"
-                        << "  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}\n"
+                        << "  resources: {gpusPerTrial: 16, nodesPerTrial: "
+                        << options.nodesPerTrial << ", gpuMemory: 32Gi}\n"
                         << "  parallelism: " << options.parallelism << "\n"
                         << "  trialTimeout: " << options.trialTimeout << "\n"
                         << "  maxFailedTrials: " << options.maxFailedTrials << "\n"
@@ -350,6 +352,18 @@ TEST_F(LocalRun, FewerGpusThanOneTrialNeedsIsRefused) {
   const Finished finished = run(runArguments(writeJob({}), results(), "0-7"));
   EXPECT_EQ(finished.exitCode, 2);
   EXPECT_NE(finished.err.find("a trial needs 16 GPUs"), std::string::npos) << finished.err;
+}
+
+TEST_F(LocalRun, AMultiNodeJobIsRefusedAsSingleMachine) {
+  JobOptions options;
+  options.nodesPerTrial = 2;
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  EXPECT_EQ(finished.exitCode, 2);
+  EXPECT_NE(finished.err.find("spec.resources.nodesPerTrial is 2: autotune run runs every trial "
+                              "on this one machine"),
+            std::string::npos)
+      << finished.err;
+  EXPECT_FALSE(fs::exists(launchLog()));
 }
 
 TEST_F(LocalRun, AnUnwritableResultsDirectoryIsRefused) {

@@ -24,6 +24,7 @@ using autotune::tuning::describeSpace;
 using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::optimalConfig;
+using autotune::tuning::report;
 using autotune::tuning::summarizeSpaces;
 using autotune::tuning::summaryTable;
 using autotune::tuning::Trial;
@@ -207,7 +208,8 @@ TEST(BaselineValue, IsUnknownWhenNothingSucceeded) {
 
 TEST(BestTrial, ThroughputSpeedupIsValueOverBaseline) {
   const Spec spec = specWithArgs(json::array());
-  const auto best = bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, 58);
+  const auto best =
+      bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, 58, spec.resources);
   EXPECT_EQ(best.trial, "z1_gas1_tmbspg3");
   EXPECT_EQ(best.zeroStage, 1);
   EXPECT_EQ(best.microBatchSize, 3);
@@ -217,9 +219,46 @@ TEST(BestTrial, ThroughputSpeedupIsValueOverBaseline) {
   EXPECT_DOUBLE_EQ(*best.speedup, 1.5);
 }
 
+TEST(BestTrial, NamesTheNodesAndGpusItsConfigIsFor) {
+  Spec spec = specWithArgs(json::array(), 16);
+  spec.resources.nodesPerTrial = 2;
+  const auto best =
+      bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, 58, spec.resources);
+  EXPECT_EQ(best.nodes, 2);
+  EXPECT_EQ(best.gpus, 16);
+}
+
+// cmd.txt of a multi-node search: how to run it on each node, and the command reading the
+// rendezvous from the node's environment where the trial Pods had Kubernetes expand it.
+TEST(Report, AMultiNodeCommandRunsOnEachNodeFromItsEnvironment) {
+  Spec spec = specWithArgs(
+      json{"--num_nodes", "${AUTOTUNE_NUM_NODES}", "--node_rank", "${AUTOTUNE_NODE_RANK}",
+           "--master_addr=${AUTOTUNE_MASTER_ADDR}", "--deepspeed", "x.json"},
+      16);
+  spec.resources.nodesPerTrial = 2;
+  const Trial best = fastTrial(spec, 1, 3, 1);
+  const auto written = report(spec, "gpt2", {succeeded(best.name, "z1", 87)}, best, {best}, 60,
+                              "/etc/autotune/ds_config.json");
+  EXPECT_EQ(written.command,
+            "# On each of 2 nodes with 8 GPUs each, with AUTOTUNE_NUM_NODES=2, AUTOTUNE_NODE_RANK "
+            "the node's rank (0 to 1), AUTOTUNE_MASTER_ADDR rank 0's address and "
+            "AUTOTUNE_MASTER_PORT=29500\n"
+            "deepspeed train.py --num_nodes \"${AUTOTUNE_NUM_NODES}\" --node_rank "
+            "\"${AUTOTUNE_NODE_RANK}\" --master_addr=\"${AUTOTUNE_MASTER_ADDR}\" --deepspeed "
+            "/etc/autotune/ds_config.json");
+}
+
+TEST(Report, ASingleNodeCommandIsOneLine) {
+  const Spec spec = specWithArgs(json{"--deepspeed", "x.json"});
+  const Trial best = fastTrial(spec, 1, 3, 1);
+  EXPECT_EQ(report(spec, "gpt2", {}, best, {best}, 60, "/c.json").command,
+            "deepspeed train.py --deepspeed /c.json");
+}
+
 TEST(BestTrial, LatencySpeedupIsBaselineOverValue) {
   const Spec spec = specWithArgs(json::array());
-  const auto best = bestTrial(fastTrial(spec, 2, 4, 1), 0.25, Metric::kLatency, 0.5);
+  const auto best =
+      bestTrial(fastTrial(spec, 2, 4, 1), 0.25, Metric::kLatency, 0.5, spec.resources);
   ASSERT_TRUE(best.speedup.has_value());
   EXPECT_DOUBLE_EQ(*best.speedup, 2.0);
   EXPECT_EQ(best.metric, Metric::kLatency);
@@ -227,8 +266,10 @@ TEST(BestTrial, LatencySpeedupIsBaselineOverValue) {
 
 TEST(BestTrial, NoBaselineMeansNoSpeedup) {
   const Spec spec = specWithArgs(json::array());
-  EXPECT_EQ(bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, std::nullopt).speedup,
-            std::nullopt);
+  EXPECT_EQ(
+      bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, std::nullopt, spec.resources)
+          .speedup,
+      std::nullopt);
 }
 
 // --- optimalConfig ------------------------------------------------------------------------------

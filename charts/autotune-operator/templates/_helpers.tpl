@@ -102,10 +102,15 @@ log of a whole run. AutotuneJobs are read through a watch and written through th
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
-# The afterTuning Job, created once the search succeeds.
+# The afterTuning Job, created once the search succeeds; a multi-node trial's Indexed Job,
+# created at launch and deleted, with its Pods, once the trial is recorded.
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["create"]
+  verbs: ["create", "delete"]
+# A multi-node trial's headless Service, which gives its Pods their host names.
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["create", "delete"]
 {{- end }}
 
 {{/*
