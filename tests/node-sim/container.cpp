@@ -22,6 +22,8 @@ constexpr int kMaxLogTailLines = 80;
 constexpr int kSignalExitBase = 128;
 
 const json kEmptyObject = json::object();
+// A fallback that outlives every reference member() returns to it.
+const json kNull;
 const json kEmptyArray = json::array();
 
 const json& member(const json& object, const char* name, const json& fallback = kEmptyObject) {
@@ -33,7 +35,7 @@ const json& member(const json& object, const char* name, const json& fallback = 
 }
 
 std::string text(const json& object, const char* name) {
-  const json& value = member(object, name, json());
+  const json& value = member(object, name, kNull);
   return value.is_string() ? value.get<std::string>() : std::string();
 }
 
@@ -410,7 +412,7 @@ tl::expected<Environment, std::string> containerEnvironment(const json& pod,
 
 Environment deviceEnvironment(const json& container, const Environment& environment) {
   const json& limit =
-      member(member(member(container, "resources"), "limits"), "nvidia.com/gpu", json());
+      member(member(member(container, "resources"), "limits"), "nvidia.com/gpu", kNull);
   int gpus = 0;
   if (limit.is_number_integer()) {
     gpus = limit.get<int>();
