@@ -1386,6 +1386,12 @@ deepspeed_job_manifest() {
   sed -e "s|@SCRIPT@|$source_dir/tests/deepspeed/tiny_lm.py|" -e 's|@RANKS@|2|' \
     -e "s|^  name: tiny-lm$|  name: tiny-lm\n  namespace: $case_ns|" \
     "$source_dir/tests/deepspeed/tiny-lm.yaml"
+  deepspeed_env "$venv"
+}
+
+# The trainer container's env that runs DeepSpeed from the environment $1 on the CPU accelerator.
+deepspeed_env() {
+  local venv=$1
   cat <<ENV
           env:
             - {name: PATH, value: "$venv/bin:/usr/local/bin:/usr/bin:/bin"}
@@ -1482,11 +1488,8 @@ spec:
               exec deepspeed --hostfile hostfile --no_ssh --node_rank \${AUTOTUNE_NODE_RANK}
               --master_addr \${AUTOTUNE_MASTER_ADDR} --master_port \${AUTOTUNE_MASTER_PORT}
               $source_dir/tests/deepspeed/tiny_lm.py --deepspeed "\$AUTOTUNE_DS_CONFIG"
-          env:
-            - {name: PATH, value: "$venv/bin:/usr/local/bin:/usr/bin:/bin"}
-            - {name: DS_ACCELERATOR, value: cpu}
-            - {name: TORCH_EXTENSIONS_DIR, value: "$venv/torch-extensions"}
 JOB
+  deepspeed_env "$venv"
 }
 
 case_deepspeed_two_nodes() {
