@@ -125,13 +125,14 @@ void addVanished(const Cluster& cluster, const api::AutotuneJob& job, Timestamp 
     state.trialName = launched.name;
     state.attempt = launched.attempt;
     state.podName = trialObjectName(job, launched.name, launched.attempt);
-    state.message = "its Pod " + state.podName + " is gone: deleted, or never created";
-    if (multiNode(job.spec)) {
-      state.created = cluster.trialJobCreated(job.namespaceName() + "/" + state.podName);
-      state.phase = state.created ? TrialPodState::Phase::kPending : state.phase;
-      state.message = state.created
-                          ? "its Pods are not created yet"
-                          : "its Job " + state.podName + " is gone: deleted, or never created";
+    const bool multi = multiNode(job.spec);
+    state.message =
+        (multi ? "its Job " : "its Pod ") + state.podName + " is gone: deleted, or never created";
+    state.created =
+        multi ? cluster.trialJobCreated(job.namespaceName() + "/" + state.podName) : std::nullopt;
+    if (state.created) {
+      state.phase = TrialPodState::Phase::kPending;
+      state.message = "its Pods are not created yet";
       if (auto why = notMeasured(state, job.spec, now)) {
         state.phase = TrialPodState::Phase::kNotMeasured;
         state.message = std::move(*why);
@@ -182,7 +183,7 @@ void observePods(const Cluster& cluster, Snapshot& snapshot) {
     }
   }
   for (auto& [name, group] : groups) {
-    group.state = combineRanks(ranks[name], job.spec.resources.nodesPerTrial);
+    group.state = combineRanks(ranks[name], job.spec);
     observed.push_back(std::move(group));
   }
   std::map<std::string, TrialPodState> newest;

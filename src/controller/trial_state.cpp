@@ -174,7 +174,7 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
   return state;
 }
 
-TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, int nodes) {
+TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, const api::Spec& spec) {
   using Phase = TrialPodState::Phase;
   if (ranks.empty()) {
     return {};
@@ -191,9 +191,8 @@ TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, int nodes) {
     if (!endedBadly(state)) {
       continue;
     }
-    const bool outOfMemory =
-        state.exit.oomKilled || tuning::mentionsOutOfMemory(state.exit.message);
-    if (outOfMemory) {
+    const bool profiling = state.trialName == tuning::kProfileTrialName;
+    if (tuning::classify(state.exit, spec.search.metric, profiling).outcome == api::Outcome::kOOM) {
       return renamed(state);
     }
     if (failed == nullptr || state.containerFinished < failed->containerFinished) {
@@ -238,6 +237,7 @@ TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, int nodes) {
       group.started = state.started;  // the last to start; none while one has not
     }
   }
+  const int nodes = spec.resources.nodesPerTrial;
   if (std::cmp_less(ranks.size(), nodes)) {
     group.phase = Phase::kPending;
     group.started.reset();

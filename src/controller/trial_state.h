@@ -62,14 +62,16 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
                                                  const NodeNames& goneNodes = {});
 
 // A multi-node trial as one state, named podName = its batch Job, from the states of its Pods (of
-// one attempt), of which there are `nodes` once the Job controller has made them all:
-// - a rank that ended otherwise than in success ends the trial as it did, an out-of-memory first,
-//   else the first to end: the others fail with it or are stopped by the Job controller;
+// one attempt), of which there are spec.resources.nodesPerTrial once the Job controller has made
+// them all:
+// - a rank that ended otherwise than in success ends the trial as it did, one tuning::classify
+//   finds out of memory first, else the first to end: the others fail with it or are stopped by
+//   the Job controller;
 // - else rank 0, which writes the metrics, ends it when it finishes;
 // - else a lost rank loses it, to be run again whole;
 // - else it runs once every rank runs, since the last of them started, and is pending until then,
 //   since the first was created: a trial partly placed at spec.schedulingTimeout is not measured.
-TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, int nodes);
+TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, const api::Spec& spec);
 
 // Whether the trial's container waits for something no retry of the kubelet's will bring: an
 // image that cannot be pulled, or a ConfigMap, Secret or setting the container cannot be made with.

@@ -547,12 +547,22 @@ json rankOf(json pod, int index) {
   return pod;
 }
 
+// The example job on two nodes.
+const autotune::api::Spec& twoNodes() {
+  static const autotune::api::Spec kSpec = [] {
+    autotune::api::Spec spec = job().spec;
+    spec.resources.nodesPerTrial = 2;
+    return spec;
+  }();
+  return kSpec;
+}
+
 TrialPodState combined(const std::vector<json>& pods) {
   std::vector<TrialPodState> ranks;
   for (const auto& pod : pods) {
     ranks.push_back(observed(pod));
   }
-  return combineRanks(ranks, 2);
+  return combineRanks(ranks, twoNodes());
 }
 
 TEST(MultiNodeTrial, ARankPodNamesItsJobTrialAndRank) {
@@ -626,7 +636,7 @@ TEST(MultiNodeTrial, RunsOnlyOnceEveryRankRunsAndFromTheLastStart) {
   EXPECT_EQ(running.started, at("2026-11-22T12:00:09Z"));
   EXPECT_EQ(deadline(running, job().spec), at("2026-11-22T12:00:09Z") + minutes(30));
 
-  const TrialPodState one = combineRanks({observed(rankOf(runningPod(), 0))}, 2);
+  const TrialPodState one = combineRanks({observed(rankOf(runningPod(), 0))}, twoNodes());
   EXPECT_EQ(one.phase, Phase::kPending);
   EXPECT_EQ(one.message, "1 of its 2 Pods created so far");
 }

@@ -15,8 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "support/lines.h"
+
 namespace autotune::nodesim {
 namespace {
+
+using testing::linesOf;
 
 using nlohmann::json;
 
@@ -49,15 +53,6 @@ json indexedJobPod(const std::string& job, const std::string& uid, int index,
 json plainPod() {
   return {{"metadata", {{"name", "trial-1"}, {"namespace", "team-a"}}},
           {"spec", {{"containers", json::array({{{"name", "trial"}}})}}}};
-}
-
-std::vector<std::string> linesOf(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 bool isLoopbackForAJob(const std::string& address) {

@@ -22,6 +22,7 @@
 #include "k8s/client.h"
 #include "k8s/resources.h"
 #include "support/control_plane.h"
+#include "support/lines.h"
 
 namespace autotune::nodesim {
 namespace {
@@ -30,6 +31,7 @@ using k8s::kLeases;
 using k8s::kNodes;
 using k8s::kPods;
 using nlohmann::json;
+using testing::linesOf;
 using namespace std::chrono_literals;
 
 [[maybe_unused]] const auto* const kControlPlane =
@@ -191,15 +193,6 @@ json indexedPod(json base, const json& job, int index, const std::string& node) 
        {"valueFrom",
         {{"fieldRef", {{"fieldPath", "metadata.labels['" + std::string(kIndexKey) + "']"}}}}}});
   return base;
-}
-
-std::vector<std::string> linesOf(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 class NodeSim : public testing::ApiServerTest {
