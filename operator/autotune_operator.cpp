@@ -212,17 +212,20 @@ void publishClusterGauges(const controller::Cluster& cluster, observability::Met
   metrics.gpuSlots(capacity.used(), capacity.total());
 }
 
-// One watch of jobs and one of trial Pods per namespace (or for all), and one of Nodes; each
-// change enqueues the jobs it concerns.
+// One watch of jobs, one of trial Pods and one of multi-node trials' batch Jobs per namespace (or
+// for all), and one of Nodes; each change enqueues the jobs it concerns.
 void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched,
               controller::Cluster& cluster) {
   const std::vector<std::string> namespaces =
       watched.empty() ? std::vector<std::string>{""} : watched;
   for (const auto& ns : namespaces) {
-    manager.watch<controller::Job>({controller::kAutotuneJobs, ns, ""}, cluster.addJobs(ns),
-                                   controller::jobKeysOfJob);
+    manager.watch<controller::CachedAutotuneJob>({controller::kAutotuneJobs, ns, ""},
+                                                 cluster.addAutotuneJobs(ns),
+                                                 controller::jobKeysOfAutotuneJob);
     manager.watch<controller::Pod>({k8s::kPods, ns, std::string(controller::kJobLabel)},
                                    cluster.addPods(ns), controller::jobKeysOfPod, kPodBatch);
+    manager.watch<controller::BatchJob>({k8s::kBatchJobs, ns, std::string(controller::kJobLabel)},
+                                        cluster.addBatchJobs(ns), controller::jobKeysOfBatchJob);
   }
   // A Node's GPUs may let a waiting job go on, and its loss concerns the jobs with Pods on it.
   manager.watch<controller::Node>(
@@ -304,7 +307,7 @@ runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
 
 // Every watch's restart series, at 0 until a restart happens, so that dashboards show them.
 void declareWatches(observability::Metrics& metrics) {
-  for (const auto* plural : {"autotunejobs", "pods", "nodes"}) {
+  for (const auto* plural : {"autotunejobs", "pods", "jobs", "nodes"}) {
     for (const auto reason : {runtime::RestartReason::kExpired, runtime::RestartReason::kGone,
                               runtime::RestartReason::kDropped, runtime::RestartReason::kListFailed,
                               runtime::RestartReason::kWatchFailed}) {

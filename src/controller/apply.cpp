@@ -1,14 +1,13 @@
 #include "controller/apply.h"
 
 #include <utility>
+#include <vector>
 
 #include "api/codec.h"
-#include "api/text.h"
 #include "controller/output.h"
 #include "controller/trial_pod.h"
 #include "k8s/object.h"
 #include "k8s/resources.h"
-#include "tuning/naming.h"
 
 namespace autotune::controller {
 namespace {
@@ -16,10 +15,13 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kFieldManager = "autotune-operator";
-constexpr std::size_t kEventMessageBytes = 1024;
 
 bool alreadyExists(const k8s::Result<json>& result) {
   return !result && result.error().kind == k8s::ErrorKind::kAlreadyExists;
+}
+
+bool failedBut(const k8s::Result<json>& result, k8s::ErrorKind allowed) {
+  return !result && result.error().kind != allowed;
 }
 
 // The job's identity for a write of its status subresource: the API server keeps everything
@@ -38,54 +40,53 @@ json statusUpdate(const json& metadata, const json& status) {
 }  // namespace
 
 Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks& hooks,
-             const Context& context, const Job& job)
+             const Context& context, const CachedAutotuneJob& job)
     : client_(client),
       cluster_(cluster),
       hooks_(hooks),
       context_(context),
       job_(job),
-      multiNode_(job.decoded && job.decoded->job.spec.resources.nodesPerTrial > 1),
+      namespace_(k8s::text(job.metadata, "namespace")),
       metadata_(job.metadata),
       written_(api::encode(job.status)) {}
 
-bool Apply::write(const Snapshot& snapshot, const Plan& plan) {
-  const api::AutotuneJob& job = snapshot.job;
+std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan) {
   if (plan.output) {
-    if (const auto refused = writeOutput(job, *plan.output)) {
+    if (auto refused = writeOutput(job, *plan.output)) {
       context_.log.warn("could not write the output", {{"configMap", job.spec.output.configMapName},
                                                        {"reason", refused->reason},
                                                        {"error", refused->message}});
-      const OutputFailure failure = outputNotWritten(snapshot, *plan.output, *refused);
-      if (writeStatus(failure.status, &job) && failure.event) {
-        report(*failure.event);
-      }
-      return false;
+      return Learned{{}, std::move(refused)};
     }
   }
   if (plan.afterTuning) {
-    auto created = client_.create(k8s::kBatchJobs, job.namespaceName(), *plan.afterTuning);
-    if (!created && !alreadyExists(created)) {
+    auto created = client_.create(k8s::kBatchJobs, namespace_, *plan.afterTuning);
+    if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
       context_.log.warn("could not create the afterTuning Job",
                         {{"error", k8s::describe(created.error())}});
-      return false;
+      return std::nullopt;
     }
   }
-  return writeStatus(plan.status, &job);
+  if (!writeStatus(plan.status, &job)) {
+    return std::nullopt;
+  }
+  return Learned{};
 }
 
-std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job, const Output& output) {
+std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job,
+                                                const json& configMap) {
   const std::string& name = job.spec.output.configMapName;
   const auto failed = [](const k8s::Error& error) {
     return OutputRefusal{"OutputWriteFailed", k8s::describe(error)};
   };
-  auto created = client_.create(k8s::kConfigMaps, job.namespaceName(), output.configMap);
+  auto created = client_.create(k8s::kConfigMaps, namespace_, configMap);
   if (created) {
     return std::nullopt;
   }
   if (!alreadyExists(created)) {
     return failed(created.error());
   }
-  auto existing = client_.get(k8s::kConfigMaps, job.namespaceName(), name);
+  auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
   if (!existing) {
     return failed(existing.error());
   }
@@ -96,81 +97,83 @@ std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job, con
                                                "the job again with another "
                                                "spec.output.configMapName"};
   }
-  auto applied = client_.patch(k8s::kConfigMaps, job.namespaceName(), name, k8s::PatchType::kApply,
-                               output.configMap, {std::string(kFieldManager), true});
+  auto applied = client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kApply,
+                               configMap, {std::string(kFieldManager), true});
   if (!applied) {
     return failed(applied.error());
   }
   return std::nullopt;
 }
 
-std::set<std::string> Apply::launch(const Snapshot& snapshot, const Plan& plan) {
-  const api::AutotuneJob& job = snapshot.job;
-  std::set<std::string> taken;
-  std::vector<std::pair<std::string, std::string>> launched;
+Learned Apply::launch(const api::AutotuneJob& job, const Plan& plan) {
+  Learned learned;
+  std::vector<std::pair<std::string, TrialRun>> launched;
   for (const auto& launch : plan.launches) {
     // The status written a moment ago counts these trials as launched; a new leader reads it and
-    // may have recorded and deleted one since. Creating its Pod now would run it twice.
+    // may have recorded and deleted one since. Creating its run now would run it twice.
     if (context_.leadership.stop_requested()) {
       context_.log.info("leadership in doubt: no more trial launches");
       break;
     }
-    const std::string podName = k8s::text(k8s::metadataOf(launch.pod), "name");
-    if (launch.service) {
-      if (!createTrialJob(launch)) {
-        continue;  // not created, or there already
-      }
-    } else if (auto created = client_.create(k8s::kPods, job.namespaceName(), launch.pod);
-               created) {
-      cluster_.wrotePod(*created);
-    } else if (!alreadyExists(created)) {
-      context_.log.warn("could not launch a trial",
-                        {{"trial", launch.trial}, {"error", k8s::describe(created.error())}});
-      continue;
-    } else {
-      // Ours from an earlier reconcile the cache has not caught up with, or someone else's.
-      auto existing = client_.get(k8s::kPods, job.namespaceName(), podName);
-      if (existing && !k8s::controlledBy(*existing, job.uid())) {
-        taken.insert(podName);
-      }
+    if (!createRun(launch, learned)) {
       continue;
     }
-    if (!launch.replaces.empty()) {
-      report({"TrialRelaunched", "Warning", launch.trial + launch.replaces,
-              "Trial " + launch.trial +
-                  (launch.relaunch == Relaunch::kLost ? " was lost (" : " was not measured (") +
-                  launch.relaunchedBecause + "); launched again"});
+    if (launch.replaces) {
+      report(launch.replaces->event);
       if (hooks_.trialRelaunched) {
-        hooks_.trialRelaunched(job, launch.relaunch);
+        hooks_.trialRelaunched(job, launch.replaces->why);
       }
-      remove(launch.replaces);
+      remove(launch.replaces->run);
       continue;
     }
-    launched.emplace_back(launch.trial, (launch.service ? "Job " : "Pod ") + podName);
+    launched.emplace_back(launch.trial, launch.run);
     context_.log.info("trial launched", {{"trial", launch.trial}});
     if (hooks_.trialLaunched) {
       hooks_.trialLaunched(job, launch.trial);
     }
   }
   if (!launched.empty()) {
-    report(aboutTrials("TrialLaunched", "Normal", "launched", launched));
+    report(trialsLaunched(launched));
   }
-  return taken;
+  return learned;
+}
+
+bool Apply::createRun(const RunLaunch& launch, Learned& learned) {
+  const bool created = launch.run.carrier == TrialRun::Carrier::kPod ? createPod(launch, learned)
+                                                                     : createBatchJob(launch);
+  return created;
+}
+
+bool Apply::createPod(const RunLaunch& launch, Learned& learned) {
+  auto created = client_.create(k8s::kPods, namespace_, launch.object);
+  if (created) {
+    cluster_.wrotePod(*created);
+    return true;
+  }
+  if (!alreadyExists(created)) {
+    context_.log.warn("could not launch a trial",
+                      {{"trial", launch.trial}, {"error", k8s::describe(created.error())}});
+    return false;
+  }
+  // Ours from an earlier reconcile the cache has not caught up with, or someone else's.
+  auto existing = client_.get(k8s::kPods, namespace_, launch.run.name);
+  if (existing && !k8s::controlledBy(*existing, k8s::text(metadata_, "uid"))) {
+    learned.namesTaken.insert(launch.run.name);
+  }
+  return false;
 }
 
 // A multi-node trial's Service, then its batch Job. A Job of that name already there is left as
 // it is: when it is not this job's, its Pods do not name this job, so the trial is never seen
 // running and runs again under another name.
-bool Apply::createTrialJob(const PodLaunch& launch) {
-  const std::string ns = k8s::text(metadata_, "namespace");
-  const std::string name = k8s::text(k8s::metadataOf(launch.pod), "name");
-  auto service = client_.create(k8s::kServices, ns, *launch.service);
-  if (!service && !alreadyExists(service)) {
+bool Apply::createBatchJob(const RunLaunch& launch) {
+  auto service = client_.create(k8s::kServices, namespace_, launch.service.value_or(json()));
+  if (failedBut(service, k8s::ErrorKind::kAlreadyExists)) {
     context_.log.warn("could not create a multi-node trial's Service",
                       {{"trial", launch.trial}, {"error", k8s::describe(service.error())}});
     return false;
   }
-  auto created = client_.create(k8s::kBatchJobs, ns, launch.pod);
+  auto created = client_.create(k8s::kBatchJobs, namespace_, launch.object);
   if (!created) {
     if (!alreadyExists(created)) {
       context_.log.warn("could not launch a trial",
@@ -178,15 +181,15 @@ bool Apply::createTrialJob(const PodLaunch& launch) {
     }
     return false;
   }
-  cluster_.createdTrialJob(ns + "/" + name, context_.now);
+  cluster_.wroteBatchJob(*created);
   return true;
 }
 
-runtime::ReconcileResult Apply::finish(const Snapshot& snapshot, const Plan& plan) {
-  // The finished trials are recorded in the status written before; only now may their Pods go,
+runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& plan) {
+  // The finished trials are recorded in the status written before; only now may their runs go,
   // so a crash in between loses nothing.
-  for (const auto& name : plan.deletions) {
-    remove(name);
+  for (const auto& run : plan.deletions) {
+    remove(run);
   }
   for (const auto& name : plan.nodesToLookUp) {
     lookUpNode(name);
@@ -200,7 +203,7 @@ runtime::ReconcileResult Apply::finish(const Snapshot& snapshot, const Plan& pla
                        {"outcome", std::string(api::toString(finished.outcome))},
                        {"value", finished.value ? json(*finished.value) : json()}});
     if (hooks_.trialFinished) {
-      hooks_.trialFinished(snapshot.job, finished);
+      hooks_.trialFinished(job, finished);
     }
   }
   if (hooks_.trialPending) {
@@ -223,7 +226,7 @@ runtime::ReconcileResult Apply::refused(const Plan& plan) {
 
 void Apply::reportException(const std::string& message) {
   writeStatus(reconcileThrew(job_, message, context_.now), nullptr);
-  report({"ReconcileException", "Warning", message, message});
+  report(reconcileException(message));
 }
 
 // Writes `status` when it differs from what the API server holds. A Conflict (the cache was
@@ -233,8 +236,7 @@ bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) 
   if (encoded == written_) {
     return true;
   }
-  auto written = client_.updateStatus(kAutotuneJobs, k8s::text(metadata_, "namespace"),
-                                      statusUpdate(metadata_, encoded));
+  auto written = client_.updateStatus(kAutotuneJobs, namespace_, statusUpdate(metadata_, encoded));
   if (!written) {
     context_.log.warn("could not write the status", {{"error", k8s::describe(written.error())}});
     return false;
@@ -259,40 +261,34 @@ void Apply::lookUpNode(const std::string& name) {
                     {{"node", name}, {"error", k8s::describe(node.error())}});
 }
 
-void Apply::remove(const std::string& name) {
-  const std::string ns = k8s::text(metadata_, "namespace");
-  if (multiNode_) {
-    removeTrialJob(name);
+// A Pod; or a batch Job, whose Pods garbage collection deletes with it, and its Service.
+void Apply::remove(const TrialRun& run) {
+  if (run.carrier == TrialRun::Carrier::kPod) {
+    auto removed = client_.remove(k8s::kPods, namespace_, run.name);
+    if (failedBut(removed, k8s::ErrorKind::kNotFound)) {
+      context_.log.warn("could not delete a Pod",
+                        {{"pod", run.name}, {"error", k8s::describe(removed.error())}});
+      return;
+    }
+    if (const auto cached = cluster_.pod(namespace_ + "/" + run.name)) {
+      cluster_.deletingPod(*cached);
+    }
     return;
   }
-  auto removed = client_.remove(k8s::kPods, ns, name);
-  if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound) {
-    context_.log.warn("could not delete a Pod",
-                      {{"pod", name}, {"error", k8s::describe(removed.error())}});
-    return;
-  }
-  if (const auto cached = cluster_.pod(ns + "/" + name)) {
-    cluster_.deletingPod(*cached);
-  }
-}
-
-// A multi-node trial's batch Job, whose Pods garbage collection deletes with it, and its Service.
-void Apply::removeTrialJob(const std::string& name) {
-  const std::string ns = k8s::text(metadata_, "namespace");
   for (const auto* resource : {&k8s::kBatchJobs, &k8s::kServices}) {
-    auto removed = client_.remove(*resource, ns, name, k8s::Propagation::kBackground);
-    if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound) {
+    auto removed = client_.remove(*resource, namespace_, run.name, k8s::Propagation::kBackground);
+    if (failedBut(removed, k8s::ErrorKind::kNotFound)) {
       context_.log.warn("could not delete a multi-node trial",
-                        {{"name", name},
+                        {{"name", run.name},
                          {"resource", resource->plural},
                          {"error", k8s::describe(removed.error())}});
       return;
     }
   }
-  cluster_.deletedTrialJob(ns + "/" + name);
   // So that the reconciles before garbage collection reaches them do not delete the Job again.
-  for (const auto& pod : cluster_.podsLabelled(ns, jobLabelValue(k8s::text(metadata_, "name")))) {
-    if (pod->trialJob == name && !pod->deleting) {
+  for (const auto& pod :
+       cluster_.podsLabelled(namespace_, jobLabelValue(k8s::text(metadata_, "name")))) {
+    if (pod->batchJob == run.name && !pod->deleting) {
       cluster_.deletingPod(*pod);
     }
   }
@@ -301,32 +297,9 @@ void Apply::removeTrialJob(const std::string& name) {
 // Creates an Event on the job. Its name derives from what it reports, so a reconcile that runs
 // again after a restart does not report the same thing twice.
 void Apply::report(const JobEvent& reported) {
-  const std::string jobName = k8s::text(metadata_, "name");
-  const std::string ns = k8s::text(metadata_, "namespace");
-  const std::string uid = k8s::text(metadata_, "uid");
-  const std::string now = formatTime(context_.now);
-  const json event = {{"apiVersion", "v1"},
-                      {"kind", "Event"},
-                      {"metadata",
-                       {{"name", jobName.substr(0, 200) + "." +
-                                     tuning::fnv1aHex(uid + reported.reason + reported.subject)},
-                        {"namespace", ns}}},
-                      {"involvedObject",
-                       {{"apiVersion", api::kApiVersion},
-                        {"kind", api::kKind},
-                        {"name", jobName},
-                        {"namespace", ns},
-                        {"uid", uid}}},
-                      {"reason", reported.reason},
-                      {"message", api::headOf(reported.message, kEventMessageBytes)},
-                      {"type", reported.type},
-                      {"source", {{"component", kFieldManager}}},
-                      {"reportingComponent", kFieldManager},
-                      {"firstTimestamp", now},
-                      {"lastTimestamp", now},
-                      {"count", 1}};
-  auto created = client_.create(k8s::kEvents, ns, event);
-  if (!created && !alreadyExists(created)) {
+  auto created =
+      client_.create(k8s::kEvents, namespace_, eventObject(metadata_, reported, context_.now));
+  if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
     context_.log.warn("could not record an Event",
                       {{"reason", reported.reason}, {"error", k8s::describe(created.error())}});
   }

@@ -1,8 +1,9 @@
 #pragma once
 // The one step of a reconcile with effects (DESIGN §5): a Plan carried out against the API
 // server in the order that makes a crash at any point harmless: the output before the final
-// status; the status (with new results, and counting the trials about to start) before any Pod
-// is created or deleted; Events last. What each write returns goes into the cache at once.
+// status; the status (with new results, and counting the trials about to start) before any run
+// is created or deleted; Events last. What each write returns goes into the cache at once. Apply
+// performs and reports what it learned; it decides nothing and words no message.
 
 #include <chrono>
 #include <functional>
@@ -36,10 +37,19 @@ struct ReconcilerHooks {
   std::function<void(const api::AutotuneJob& job, const std::string& trial)> trialLaunched;
   std::function<void(const api::AutotuneJob& job, Relaunch why)> trialRelaunched;
   std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialFinished;
-  // How long a finished trial's Pod waited for a node and its container's start.
+  // How long a finished trial's run waited for a node and its container's start.
   std::function<void(std::chrono::duration<double> waited)> trialPending;
   std::function<void(const api::AutotuneJob& job, const api::Status& status)> statusWritten;
   std::function<void(const std::string& ns, const std::string& name)> jobGone;
+};
+
+// What carrying out a plan taught the reconcile that the plan could not know: the plan is made
+// again knowing it (Snapshot::namesTaken, Snapshot::outputRefused) and written.
+struct Learned {
+  std::set<std::string> namesTaken;  // runs whose names objects the job does not own hold
+  std::optional<OutputRefusal> outputRefused;
+
+  bool empty() const { return namesTaken.empty() && !outputRefused; }
 };
 
 // One reconcile's effects on one job, each step only after the one before went through.
@@ -48,18 +58,18 @@ class Apply {
   // `job` as the reconcile read it: the status it holds is what the first write compares with,
   // and its resourceVersion what that write is conditional on.
   Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks& hooks,
-        const Context& context, const Job& job);
+        const Context& context, const CachedAutotuneJob& job);
 
   // The output and the afterTuning Job when the search is over, then the status. The status
   // write is conditional on the resourceVersion read, so a reconcile that read a stale job stops
-  // here, before it can launch anything twice. Returns false when the reconcile is to stop and be
-  // retried.
-  bool write(const Snapshot& snapshot, const Plan& plan);
-  // Creates the plan's Pods, after write(). Returns the names of those taken by Pods the job does
-  // not own: the plan is to be made again knowing them (Snapshot::podNamesTaken) and written.
-  std::set<std::string> launch(const Snapshot& snapshot, const Plan& plan);
+  // here, before it can launch anything twice. Returns what it learned (the output refused: then
+  // nothing else is written), or nothing when the reconcile is to stop and be retried.
+  std::optional<Learned> write(const api::AutotuneJob& job, const Plan& plan);
+  // Creates the plan's runs, after write(). Learns the names taken by objects the job does not
+  // own.
+  Learned launch(const api::AutotuneJob& job, const Plan& plan);
   // Deletes what the recorded status no longer needs, then the Events and the metrics.
-  runtime::ReconcileResult finish(const Snapshot& snapshot, const Plan& plan);
+  runtime::ReconcileResult finish(const api::AutotuneJob& job, const Plan& plan);
 
   // The plan of an invalid job: its status and Event.
   runtime::ReconcileResult refused(const Plan& plan);
@@ -70,23 +80,24 @@ class Apply {
   // Creates the output ConfigMap, or applies it over one this job controls. Anyone else's is left
   // alone: server-side apply with force would take it over, and garbage collection would then
   // delete it with the job.
-  std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job, const Output& output);
+  std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
+                                           const nlohmann::json& configMap);
   bool writeStatus(const api::Status& status, const api::AutotuneJob* job);
+  // Returns false when the run was not created by this call; a name taken goes into `learned`.
+  bool createRun(const RunLaunch& launch, Learned& learned);
+  bool createPod(const RunLaunch& launch, Learned& learned);
+  bool createBatchJob(const RunLaunch& launch);
+  void remove(const TrialRun& run);
   // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
   void lookUpNode(const std::string& name);
-  // A trial's Pod, or a multi-node trial's batch Job and Service.
-  void remove(const std::string& name);
-  void removeTrialJob(const std::string& name);
-  // Returns false when the Job was not created, or was there already.
-  bool createTrialJob(const PodLaunch& launch);
   void report(const JobEvent& reported);
 
   const k8s::Client& client_;
   Cluster& cluster_;
   const ReconcilerHooks& hooks_;
   const Context& context_;
-  const Job& job_;
-  const bool multiNode_;     // its trials are batch Jobs
+  const CachedAutotuneJob& job_;
+  const std::string namespace_;
   nlohmann::json metadata_;  // the job's, with the resourceVersion of the last write
   nlohmann::json written_;   // the status the API server holds, encoded
 };

@@ -1,6 +1,7 @@
 #include "controller/cluster.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "api/job.h"
@@ -10,13 +11,14 @@ namespace {
 
 constexpr std::string_view kByJobLabel = "job";
 constexpr std::string_view kByNode = "node";
-constexpr std::chrono::hours kForgetLookup{1};
 
 std::string labelled(const std::string& ns, const std::string& jobLabel) {
   return ns + "/" + jobLabel;
 }
 
-std::string phaseOf(const Job& job) { return std::string(api::toString(job.status.phase)); }
+std::string phaseOf(const CachedAutotuneJob& job) {
+  return std::string(api::toString(job.status.phase));
+}
 
 // The store of a namespace: the one for it, or the one for every namespace.
 template <class Store>
@@ -40,8 +42,17 @@ std::vector<std::string> jobKeysOfPod(const Pod* before, const Pod* after) {
   return {pod->ns + "/" + pod->ownerJobName};
 }
 
-std::vector<std::string> jobKeysOfJob(const Job* before, const Job* after) {
-  const Job* job = after != nullptr ? after : before;
+std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after) {
+  const BatchJob* job = after != nullptr ? after : before;
+  if (job == nullptr || job->ownerJobName.empty()) {
+    return {};
+  }
+  return {job->ns + "/" + job->ownerJobName};
+}
+
+std::vector<std::string> jobKeysOfAutotuneJob(const CachedAutotuneJob* before,
+                                              const CachedAutotuneJob* after) {
+  const CachedAutotuneJob* job = after != nullptr ? after : before;
   if (job == nullptr ||
       (before != nullptr && after != nullptr && before->generation == after->generation)) {
     return {};
@@ -53,14 +64,23 @@ Cluster::Cluster()
     : nodes_(std::make_unique<NodeStore>(
           decodeNode, [](const Node& node) { return node.name; },
           [](const Node& node) { return node.resourceVersion; })) {
-  nodes_->listen([this](const Node* before, const Node* after) { nodeChanged(before, after); });
+  nodes_->listen([this](const Node* before, const Node* after) {
+    if (after == nullptr) {
+      gpus_.removeNode(before->name);
+      return;
+    }
+    gpus_.setNode(*after);
+    nodeLookups_.cached(after->name);  // the watch caught up
+  });
 }
 
-JobStore& Cluster::addJobs(const std::string& ns) {
-  auto store = std::make_unique<JobStore>(
-      decodeJob, [](const Job& job) { return job.key; },
-      [](const Job& job) { return job.resourceVersion; });
-  store->listen([this](const Job* before, const Job* after) { jobChanged(before, after); });
+AutotuneJobStore& Cluster::addAutotuneJobs(const std::string& ns) {
+  auto store = std::make_unique<AutotuneJobStore>(
+      decodeAutotuneJob, [](const CachedAutotuneJob& job) { return job.key; },
+      [](const CachedAutotuneJob& job) { return job.resourceVersion; });
+  store->listen([this](const CachedAutotuneJob* before, const CachedAutotuneJob* after) {
+    jobChanged(before, after);
+  });
   jobs_.emplace_back(ns, std::move(store));
   return *jobs_.back().second;
 }
@@ -77,12 +97,25 @@ PodStore& Cluster::addPods(const std::string& ns) {
     return pod.nodeName.empty() ? std::vector<std::string>{}
                                 : std::vector<std::string>{pod.nodeName};
   });
-  store->listen([this](const Pod* before, const Pod* after) { podChanged(before, after); });
+  store->listen([this](const Pod* before, const Pod* after) {
+    if (after == nullptr) {
+      gpus_.removePod(before->key);
+    } else {
+      gpus_.setPod(*after);
+    }
+  });
   pods_.emplace_back(ns, std::move(store));
   return *pods_.back().second;
 }
 
-runtime::Shared<Job> Cluster::job(const std::string& key) const {
+BatchJobStore& Cluster::addBatchJobs(const std::string& ns) {
+  batchJobs_.emplace_back(ns, std::make_unique<BatchJobStore>(
+                                  decodeBatchJob, [](const BatchJob& job) { return job.key; },
+                                  [](const BatchJob& job) { return job.resourceVersion; }));
+  return *batchJobs_.back().second;
+}
+
+runtime::Shared<CachedAutotuneJob> Cluster::job(const std::string& key) const {
   const std::string ns = key.substr(0, key.find('/'));
   const auto* store = storeFor(jobs_, ns);
   return store == nullptr ? nullptr : store->get(key);
@@ -90,6 +123,11 @@ runtime::Shared<Job> Cluster::job(const std::string& key) const {
 
 runtime::Shared<Pod> Cluster::pod(const std::string& key) const {
   const auto* store = storeFor(pods_, key.substr(0, key.find('/')));
+  return store == nullptr ? nullptr : store->get(key);
+}
+
+runtime::Shared<BatchJob> Cluster::batchJob(const std::string& key) const {
+  const auto* store = storeFor(batchJobs_, key.substr(0, key.find('/')));
   return store == nullptr ? nullptr : store->get(key);
 }
 
@@ -109,51 +147,15 @@ MissingNodes Cluster::missingNodes(const NodeNames& named, Timestamp now) const 
       absent.insert(name);
     }
   }
-  MissingNodes missing;
-  const std::scoped_lock lock(mutex_);
-  for (const auto& name : absent) {
-    const auto lookup = nodeLookups_.find(name);
-    if (lookup == nodeLookups_.end()) {
-      missing.awaited.insert(name);
-      missing.toLookUp.insert(name);
-      continue;
-    }
-    const auto& [at, absentSince] = lookup->second;
-    if (absentSince && now - *absentSince >= kNodeGoneGrace) {
-      missing.gone.insert(name);
-      continue;
-    }
-    missing.awaited.insert(name);
-    if (now - at >= kNodeRecheck) {
-      missing.toLookUp.insert(name);
-    }
-  }
-  return missing;
+  return nodeLookups_.missing(absent, now);
 }
 
 void Cluster::nodeLookedUp(const std::string& name, bool found, Timestamp at) {
-  const std::scoped_lock lock(mutex_);
-  // Lookups of nodes long gone, whose Pods are long lost, are of no more use.
-  std::erase_if(nodeLookups_,
-                [at](const auto& entry) { return at - entry.second.at > kForgetLookup; });
-  NodeLookup& lookup = nodeLookups_[name];
-  lookup.at = at;
-  if (found) {
-    lookup.absentSince.reset();
-  } else if (!lookup.absentSince) {
-    lookup.absentSince = at;
-  }
+  nodeLookups_.lookedUp(name, found, at);
 }
 
-int Cluster::slotsHeldForOlderJobs(const Job& job, int gpusPerTrial) const {
-  const std::scoped_lock lock(mutex_);
-  const auto own = std::make_tuple(job.creationTimestamp, job.key);
-  int held = 0;
-  for (auto waiting = waiting_.begin(); waiting != waiting_.end() && waiting->first < own;
-       ++waiting) {
-    held += (waiting->second + gpusPerTrial - 1) / gpusPerTrial;
-  }
-  return held;
+int Cluster::slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const {
+  return waiting_.slotsHeldBefore(job, gpusPerTrial);
 }
 
 std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node* after) const {
@@ -162,11 +164,8 @@ std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node
     return {};
   }
   std::set<std::string> keys;
-  {
-    const std::scoped_lock lock(mutex_);
-    for (const auto& [order, gpus] : waiting_) {
-      keys.insert(std::get<1>(order));
-    }
+  for (auto& key : waiting_.keys()) {
+    keys.insert(std::move(key));
   }
   for (const auto& [ns, store] : pods_) {
     for (const auto& pod : store->byIndex(std::string(kByNode), node->name)) {
@@ -190,7 +189,7 @@ std::optional<Timestamp> Cluster::statusWrittenAt(const std::string& key) const 
 }
 
 void Cluster::wroteStatus(const nlohmann::json& object, Timestamp at) {
-  auto decoded = decodeJob(object);
+  auto decoded = decodeAutotuneJob(object);
   if (!decoded) {
     return;
   }
@@ -199,7 +198,7 @@ void Cluster::wroteStatus(const nlohmann::json& object, Timestamp at) {
     statusWrittenAt_[decoded->key] = at;
   }
   if (auto* store = storeFor(jobs_, k8s::text(k8s::metadataOf(object), "namespace"))) {
-    store->put(std::make_shared<const Job>(std::move(*decoded)));
+    store->put(std::make_shared<const CachedAutotuneJob>(std::move(*decoded)));
   }
 }
 
@@ -213,23 +212,14 @@ void Cluster::wrotePod(const nlohmann::json& object) {
   }
 }
 
-void Cluster::createdTrialJob(const std::string& key, Timestamp at) {
-  constexpr auto kRemembered = std::chrono::hours(24);
-  const std::scoped_lock lock(mutex_);
-  std::erase_if(trialJobsCreated_,
-                [&](const auto& entry) { return entry.second + kRemembered < at; });
-  trialJobsCreated_[key] = at;
-}
-
-void Cluster::deletedTrialJob(const std::string& key) {
-  const std::scoped_lock lock(mutex_);
-  trialJobsCreated_.erase(key);
-}
-
-std::optional<Timestamp> Cluster::trialJobCreated(const std::string& key) const {
-  const std::scoped_lock lock(mutex_);
-  const auto found = trialJobsCreated_.find(key);
-  return found == trialJobsCreated_.end() ? std::nullopt : std::optional(found->second);
+void Cluster::wroteBatchJob(const nlohmann::json& object) {
+  auto decoded = decodeBatchJob(object);
+  if (!decoded) {
+    return;
+  }
+  if (auto* store = storeFor(batchJobs_, decoded->ns)) {
+    store->put(std::make_shared<const BatchJob>(std::move(*decoded)));
+  }
 }
 
 void Cluster::deletingPod(const Pod& pod) {
@@ -240,13 +230,10 @@ void Cluster::deletingPod(const Pod& pod) {
   }
 }
 
-void Cluster::jobChanged(const Job* before, const Job* after) {
-  const std::scoped_lock lock(mutex_);
+void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJob* after) {
   const std::string& key = after != nullptr ? after->key : before->key;
-  if (const auto found = waitingKey_.find(key); found != waitingKey_.end()) {
-    waiting_.erase(found->second);
-    waitingKey_.erase(found);
-  }
+  waiting_.update(key, after);
+  const std::scoped_lock lock(mutex_);
   if (const auto found = phaseOf_.find(key); found != phaseOf_.end()) {
     if (--phaseCounts_[found->second] == 0) {
       phaseCounts_.erase(found->second);
@@ -260,29 +247,6 @@ void Cluster::jobChanged(const Job* before, const Job* after) {
   const std::string phase = phaseOf(*after);
   ++phaseCounts_[phase];
   phaseOf_.emplace(key, phase);
-  if (after->gpusWanted > 0) {
-    auto order = std::make_tuple(after->creationTimestamp, key);
-    waiting_.insert_or_assign(order, after->gpusWanted);
-    waitingKey_.insert_or_assign(key, std::move(order));
-  }
-}
-
-void Cluster::podChanged(const Pod* before, const Pod* after) {
-  if (after == nullptr) {
-    gpus_.removePod(before->key);
-  } else {
-    gpus_.setPod(*after);
-  }
-}
-
-void Cluster::nodeChanged(const Node* before, const Node* after) {
-  if (after == nullptr) {
-    gpus_.removeNode(before->name);
-    return;
-  }
-  gpus_.setNode(*after);
-  const std::scoped_lock lock(mutex_);
-  nodeLookups_.erase(after->name);  // the watch caught up
 }
 
 }  // namespace autotune::controller

@@ -147,25 +147,13 @@ void readOwner(const json& metadata, Pod& pod) {
       pod.ownerJobUid = text(owner, "uid");
     } else if (text(owner, "kind") == "Job" && text(owner, "apiVersion") == "batch/v1") {
       const json& annotations = member(metadata, "annotations");
-      pod.trialJob = text(owner, "name");
+      pod.batchJob = text(owner, "name");
       pod.ownerJobName = text(annotations, kOwnerNameAnnotation);
       pod.ownerJobUid = text(annotations, kOwnerUidAnnotation);
       pod.completionIndex = text(annotations, kCompletionIndexAnnotation);
     }
     return;
   }
-}
-
-// What a job's status says it waits for (see Job::gpusWanted).
-int gpusWantedBy(const api::Status& status, const api::Spec& spec) {
-  const bool waiting = std::ranges::any_of(status.conditions, [](const api::Condition& c) {
-    return c.type == "Running" && c.reason == "WaitingForGPUs";
-  });
-  if (!waiting) {
-    return 0;
-  }
-  const int trials = spec.parallelism - status.trials.pending - status.trials.running;
-  return std::max(0, trials) * spec.resources.gpusPerTrial;
 }
 
 }  // namespace
@@ -226,7 +214,7 @@ std::optional<Node> decodeNode(const json& object) {
   return node;
 }
 
-std::optional<Job> decodeJob(const json& object) {
+std::optional<CachedAutotuneJob> decodeAutotuneJob(const json& object) {
   json slim = object;
   if (auto metadata = slim.find("metadata"); metadata != slim.end() && metadata->is_object()) {
     metadata->erase("managedFields");
@@ -236,7 +224,7 @@ std::optional<Job> decodeJob(const json& object) {
     }
   }
   const json& metadata = k8s::metadataOf(slim);
-  Job job;
+  CachedAutotuneJob job;
   job.key = k8s::keyOf(slim);
   if (text(metadata, "name").empty()) {
     return std::nullopt;
@@ -249,10 +237,30 @@ std::optional<Job> decodeJob(const json& object) {
   if (job.decoded) {
     job.status = std::move(job.decoded->job.status);
     job.decoded->job.status = {};
-    job.gpusWanted = gpusWantedBy(job.status, job.decoded->job.spec);
   } else if (const json& status = member(slim, "status"); status.is_object()) {
     job.status = api::decodeStatus(status).value_or(api::Status{});
   }
+  return job;
+}
+
+std::optional<BatchJob> decodeBatchJob(const json& object) {
+  const json& metadata = k8s::metadataOf(object);
+  BatchJob job;
+  job.ns = text(metadata, "namespace");
+  job.name = text(metadata, "name");
+  if (job.name.empty()) {
+    return std::nullopt;
+  }
+  job.key = k8s::keyOf(object);
+  job.resourceVersion = text(metadata, "resourceVersion");
+  job.jobLabel = text(member(metadata, "labels"), kJobLabel);
+  if (const json* owner = k8s::controllerOf(object);
+      owner != nullptr && text(*owner, "kind") == api::kKind) {
+    job.ownerJobName = text(*owner, "name");
+    job.ownerJobUid = text(*owner, "uid");
+  }
+  job.created = timeAt(metadata, "creationTimestamp");
+  job.deleting = member(metadata, "deletionTimestamp").is_string();
   return job;
 }
 

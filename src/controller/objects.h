@@ -62,7 +62,7 @@ struct Pod {
   // batch Job.
   std::string ownerJobName;
   std::string ownerJobUid;
-  std::string trialJob;         // that batch Job's name: the Pod is one node of its trial
+  std::string batchJob;         // that batch Job's name: the Pod is one node of its trial
   std::string completionIndex;  // of that Job: "0" is the trial's rank 0
   std::string jobLabel;         // labels[autotune.io/job]
   std::string space;            // labels[autotune.io/space]
@@ -103,7 +103,8 @@ struct Node {
   }
 };
 
-struct Job {
+// An AutotuneJob as the cache holds it.
+struct CachedAutotuneJob {
   std::string key;  // namespace/name
   std::string resourceVersion;
   std::int64_t generation = 0;
@@ -114,9 +115,20 @@ struct Job {
   // `status`), or why it is not valid.
   tl::expected<api::Decoded, api::FieldErrors> decoded;
   api::Status status;  // as written; empty when it cannot be read
-  // GPUs the job waits for, while its Running condition's reason is WaitingForGPUs: those of the
-  // trials it would launch now. Older jobs' waits hold GPUs back from younger jobs.
-  int gpusWanted = 0;
+};
+
+// A multi-node trial's batch/v1 Job, as far as telling whose it is and since when it exists.
+struct BatchJob {
+  std::string key;  // namespace/name
+  std::string ns;
+  std::string name;
+  std::string resourceVersion;
+  std::string jobLabel;  // labels[autotune.io/job]
+  // The AutotuneJob that controls it, if one does.
+  std::string ownerJobName;
+  std::string ownerJobUid;
+  std::optional<Timestamp> created;
+  bool deleting = false;  // metadata.deletionTimestamp is set
 };
 
 // The names of the cluster's Nodes.
@@ -124,7 +136,8 @@ using NodeNames = std::set<std::string, std::less<>>;
 
 std::optional<Pod> decodePod(const nlohmann::json& object);
 std::optional<Node> decodeNode(const nlohmann::json& object);
-std::optional<Job> decodeJob(const nlohmann::json& object);
+std::optional<CachedAutotuneJob> decodeAutotuneJob(const nlohmann::json& object);
+std::optional<BatchJob> decodeBatchJob(const nlohmann::json& object);
 
 using observability::parseTime;
 

@@ -3,16 +3,11 @@
 #include <utility>
 
 #include "api/text.h"
+#include "controller/observe.h"
 #include "controller/plan.h"
 #include "tuning/engine.h"
 
 namespace autotune::controller {
-namespace {
-
-constexpr std::size_t kExceptionMessageBytes = 1024;
-
-}  // namespace
-
 Reconciler::Reconciler(const k8s::Client& client, Cluster& cluster, ReconcilerHooks hooks)
     : client_(client), cluster_(cluster), hooks_(std::move(hooks)) {}
 
@@ -43,31 +38,40 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   }
   const tuning::Decision decision = tuning::decide(question(snapshot));
   Plan planned = plan(snapshot, decision);
-  if (!apply.write(snapshot, planned)) {
+  auto learned = apply.write(snapshot.job, planned);
+  if (learned && learned->empty()) {
+    learned = apply.launch(snapshot.job, planned);
+  }
+  if (!learned) {
     return runtime::ReconcileResult::retry();
   }
-  if (auto taken = apply.launch(snapshot, planned); !taken.empty()) {
-    snapshot.podNamesTaken.merge(taken);
+  // What apply learned, the plan could not know: made again knowing it, it is written, and its
+  // runs were launched already.
+  if (!learned->empty()) {
+    snapshot.namesTaken.merge(learned->namesTaken);
+    snapshot.outputRefused = learned->outputRefused;
     planned = plan(snapshot, decision);
-    if (!apply.write(snapshot, planned)) {
+    if (!apply.write(snapshot.job, planned)) {
       return runtime::ReconcileResult::retry();
     }
   }
-  return apply.finish(snapshot, planned);
+  const auto result = apply.finish(snapshot.job, planned);
+  // An output not written is tried again with the work queue's backoff.
+  return snapshot.outputRefused ? runtime::ReconcileResult::retry() : result;
 }
 
 // A reconcile that threw is the job's problem alone: the job says so in a condition and a
 // Warning Event, and the manager retries it with backoff. Nothing here may throw in turn.
 runtime::ReconcileResult Reconciler::reportException(const std::string& key, const Context& context,
                                                      std::string_view what) {
-  const std::string message = "the reconcile failed: " + api::headOf(what, kExceptionMessageBytes);
+  const std::string message = "the reconcile failed: " + api::headOf(what, kEventMessageBytes);
   try {
     if (const auto job = cluster_.job(key)) {
       Apply(client_, cluster_, hooks_, context, *job).reportException(message);
     }
   } catch (const std::exception& error) {
     context.log.warn("could not report the exception on the job",
-                     {{"error", api::headOf(error.what(), kExceptionMessageBytes)}});
+                     {{"error", api::headOf(error.what(), kEventMessageBytes)}});
   }
   return runtime::ReconcileResult::threw(message);
 }

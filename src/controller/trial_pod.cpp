@@ -242,7 +242,7 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
   return buildPod(job, trial, attempt, json::array());
 }
 
-std::string trialJobName(std::string_view jobName, std::string_view trialName, int attempt) {
+std::string trialBatchJobName(std::string_view jobName, std::string_view trialName, int attempt) {
   constexpr std::size_t kMaxLength = 56;  // room for "-<index>" in a 63-character host name
   constexpr std::size_t kHashDigits = 10;
   std::string name = trialPodName(jobName, trialName, attempt);
@@ -259,8 +259,8 @@ std::string trialJobName(std::string_view jobName, std::string_view trialName, i
   return kept + "-" + tuning::fnv1aHex(name).substr(0, kHashDigits);
 }
 
-json trialJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
-  const std::string name = trialJobName(job.name(), trial.name, attempt);
+json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+  const std::string name = trialBatchJobName(job.name(), trial.name, attempt);
   json pod = buildPod(job, trial, attempt, rendezvousEnvironment(job, name));
   json& metadata = pod["metadata"];
   json& podSpec = pod["spec"];
@@ -294,7 +294,7 @@ json trialJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
 }
 
 json trialService(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
-  const std::string name = trialJobName(job.name(), trial.name, attempt);
+  const std::string name = trialBatchJobName(job.name(), trial.name, attempt);
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
           {"metadata",

@@ -65,7 +65,8 @@ nlohmann::json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial,
 // The name of a multi-node trial's batch Job and of its headless Service: short enough that each
 // Pod's host name, `<name>-<index>`, is a DNS label, and starting with a letter, as a Service
 // name must.
-std::string trialJobName(std::string_view jobName, std::string_view trialName, int attempt = 0);
+std::string trialBatchJobName(std::string_view jobName, std::string_view trialName,
+                              int attempt = 0);
 
 // A trial with spec.resources.nodesPerTrial N above 1: a batch/v1 Job, completionMode Indexed,
 // of N Pods (completions and parallelism N, backoffLimit 0: a rank that fails ends the trial),
@@ -77,7 +78,8 @@ std::string trialJobName(std::string_view jobName, std::string_view trialName, i
 // - a required anti-affinity to the trial's other Pods on kubernetes.io/hostname, so that each
 //   runs on a node of its own;
 // - the AutotuneJob's name and UID in annotations, as the Job controller owns the Pods.
-nlohmann::json trialJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt = 0);
+nlohmann::json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial,
+                             int attempt = 0);
 
 // The headless Service that gives a multi-node trial's Pods their host names.
 nlohmann::json trialService(const api::AutotuneJob& job, const tuning::Trial& trial,

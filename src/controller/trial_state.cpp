@@ -111,7 +111,7 @@ double secondsBetween(Timestamp from, Timestamp to) {
   return std::max(0.0, std::chrono::duration<double>(to - from).count());
 }
 
-api::TrialRecord recordOf(const TrialPodState& state, api::Outcome outcome, std::string_view reason,
+api::TrialRecord recordOf(const TrialRunState& state, api::Outcome outcome, std::string_view reason,
                           Timestamp start, double seconds) {
   return {state.trialName,   state.space, outcome, std::nullopt, tuning::boundedReason(reason),
           formatTime(start), seconds,     {}};
@@ -119,17 +119,17 @@ api::TrialRecord recordOf(const TrialPodState& state, api::Outcome outcome, std:
 
 }  // namespace
 
-tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec& spec,
-                                                 const NodeNames& goneNodes) {
-  TrialPodState state;
-  state.podName = pod.name;
+tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api::Spec& spec,
+                                                      const NodeNames& goneNodes) {
+  TrialRunState state;
+  state.run = {TrialRun::Carrier::kPod, pod.name};
   state.trialName = pod.trialName;
   if (state.trialName.empty()) {
-    return tl::make_unexpected("pod " + state.podName + " has no " +
-                               std::string(kTrialNameAnnotation) + " annotation");
+    return tl::make_unexpected("pod " + pod.name + " has no " + std::string(kTrialNameAnnotation) +
+                               " annotation");
   }
   state.space = pod.space;
-  state.trialJob = pod.trialJob;
+  state.batchJob = pod.batchJob;
   state.rank = pod.completionIndex;
   state.attempt = attemptOf(pod.attemptText);
   state.created = pod.created;
@@ -150,23 +150,23 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
   const bool endedCleanly = terminated != nullptr && terminated->exitCode == 0;
   if (!endedCleanly) {
     if (auto reason = lostReason(pod, terminated, goneNodes)) {
-      state.phase = TrialPodState::Phase::kLost;
+      state.phase = TrialRunState::Phase::kLost;
       state.message = std::move(*reason);
       return state;
     }
   }
   if (terminated != nullptr) {
-    state.phase = TrialPodState::Phase::kFinished;
+    state.phase = TrialRunState::Phase::kFinished;
     state.exit = trialExit(*terminated);
     state.containerStarted = terminated->startedAt;
     state.containerFinished = terminated->finishedAt;
     return state;
   }
   if (pod.phase == "Running") {
-    state.phase = TrialPodState::Phase::kRunning;
+    state.phase = TrialRunState::Phase::kRunning;
     return state;
   }
-  state.phase = TrialPodState::Phase::kPending;
+  state.phase = TrialRunState::Phase::kPending;
   if (primary != nullptr && primary->waiting) {
     state.waitingReason = primary->waiting->reason;
     state.message = joined(primary->waiting->reason, primary->waiting->message);
@@ -174,19 +174,19 @@ tl::expected<TrialPodState, std::string> observe(const Pod& pod, const api::Spec
   return state;
 }
 
-TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, const api::Spec& spec) {
-  using Phase = TrialPodState::Phase;
+TrialRunState combineRanks(const std::vector<TrialRunState>& ranks, const api::Spec& spec) {
+  using Phase = TrialRunState::Phase;
   if (ranks.empty()) {
     return {};
   }
-  const auto renamed = [&](TrialPodState state) {
-    state.podName = state.trialJob;
+  const auto renamed = [&](TrialRunState state) {
+    state.run = {TrialRun::Carrier::kBatchJob, state.batchJob};
     return state;
   };
-  const auto endedBadly = [](const TrialPodState& state) {
+  const auto endedBadly = [](const TrialRunState& state) {
     return state.phase == Phase::kFinished && state.exit.exitCode != 0;
   };
-  const TrialPodState* failed = nullptr;
+  const TrialRunState* failed = nullptr;
   for (const auto& state : ranks) {
     if (!endedBadly(state)) {
       continue;
@@ -202,17 +202,17 @@ TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, const api::S
   if (failed != nullptr) {
     return renamed(*failed);
   }
-  const auto rankZero = std::ranges::find(ranks, std::string("0"), &TrialPodState::rank);
+  const auto rankZero = std::ranges::find(ranks, std::string("0"), &TrialRunState::rank);
   if (rankZero != ranks.end() && rankZero->phase == Phase::kFinished) {
     return renamed(*rankZero);
   }
-  if (const auto lost = std::ranges::find(ranks, Phase::kLost, &TrialPodState::phase);
+  if (const auto lost = std::ranges::find(ranks, Phase::kLost, &TrialRunState::phase);
       lost != ranks.end()) {
-    TrialPodState state = renamed(*lost);
-    state.message = "its Pod " + lost->podName + " was lost: " + lost->message;
+    TrialRunState state = renamed(*lost);
+    state.message = "its Pod " + lost->run.name + " was lost: " + lost->message;
     return state;
   }
-  TrialPodState group = renamed(rankZero != ranks.end() ? *rankZero : ranks.front());
+  TrialRunState group = renamed(rankZero != ranks.end() ? *rankZero : ranks.front());
   group.phase = Phase::kRunning;
   group.scheduled = true;
   group.message.clear();
@@ -227,7 +227,7 @@ TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, const api::S
     group.scheduled = group.scheduled && state.scheduled;
     group.unschedulable = group.unschedulable || state.unschedulable;
     if (group.message.empty() && !state.message.empty()) {
-      group.message = state.podName + ": " + state.message;
+      group.message = state.run.name + ": " + state.message;
       group.waitingReason = state.waitingReason;
     }
     if (state.phase == Phase::kPending) {
@@ -252,13 +252,13 @@ TrialPodState combineRanks(const std::vector<TrialPodState>& ranks, const api::S
   return group;
 }
 
-bool containerCannotStart(const TrialPodState& state) {
+bool containerCannotStart(const TrialRunState& state) {
   return std::ranges::find(kCannotStartReasons, state.waitingReason) != kCannotStartReasons.end();
 }
 
-std::optional<Timestamp> deadline(const TrialPodState& state, const api::Spec& spec) {
-  if (state.phase != TrialPodState::Phase::kPending &&
-      state.phase != TrialPodState::Phase::kRunning) {
+std::optional<Timestamp> deadline(const TrialRunState& state, const api::Spec& spec) {
+  if (state.phase != TrialRunState::Phase::kPending &&
+      state.phase != TrialRunState::Phase::kRunning) {
     return std::nullopt;
   }
   if (state.created && (!state.started || containerCannotStart(state))) {
@@ -270,12 +270,12 @@ std::optional<Timestamp> deadline(const TrialPodState& state, const api::Spec& s
   return std::nullopt;
 }
 
-std::optional<std::string> notMeasured(const TrialPodState& state, const api::Spec& spec,
+std::optional<std::string> notMeasured(const TrialRunState& state, const api::Spec& spec,
                                        Timestamp now) {
   // Until it starts, or while its container cannot start, a pending trial's deadline is its
   // scheduling timeout.
   const auto due = deadline(state, spec);
-  if (state.phase != TrialPodState::Phase::kPending ||
+  if (state.phase != TrialRunState::Phase::kPending ||
       (state.started && !containerCannotStart(state)) || !due || now < *due) {
     return std::nullopt;
   }
@@ -287,15 +287,19 @@ std::optional<std::string> notMeasured(const TrialPodState& state, const api::Sp
   return reason;
 }
 
-bool shouldRelaunch(const TrialPodState& state) {
-  return (state.phase == TrialPodState::Phase::kLost ||
-          state.phase == TrialPodState::Phase::kNotMeasured) &&
+bool shouldRelaunch(const TrialRunState& state) {
+  return (state.phase == TrialRunState::Phase::kLost ||
+          state.phase == TrialRunState::Phase::kNotMeasured) &&
          state.attempt < kMaxRelaunches;
 }
 
-std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::Spec& spec,
-                                        Timestamp now) {
-  using Phase = TrialPodState::Phase;
+bool removable(const TrialRunState& state, const api::Spec& spec) {
+  return state.phase != TrialRunState::Phase::kFinished || spec.cleanup != api::Cleanup::kKeep;
+}
+
+std::optional<TrialResult> resultOf(const TrialRunState& state, const api::Spec& spec,
+                                    Timestamp now) {
+  using Phase = TrialRunState::Phase;
   const Timestamp started =
       state.containerStarted.value_or(state.started.value_or(state.created.value_or(now)));
   switch (state.phase) {
@@ -308,17 +312,17 @@ std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::S
                    state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
       record.value = result.value;
       record.metrics = tuning::recordedMetrics(state.exit, result);
-      return TrialConclusion{std::move(record), result.measured};
+      return TrialResult{std::move(record), result.measured};
     }
     case Phase::kLost:
       if (shouldRelaunch(state)) {
         return std::nullopt;
       }
-      return TrialConclusion{recordOf(state, api::Outcome::kFailed,
-                                      "lost on " + std::to_string(state.attempt + 1) +
-                                          " attempts, last: " + state.message,
-                                      started, 0),
-                             std::nullopt};
+      return TrialResult{recordOf(state, api::Outcome::kFailed,
+                                  "lost on " + std::to_string(state.attempt + 1) +
+                                      " attempts, last: " + state.message,
+                                  started, 0),
+                         std::nullopt};
     case Phase::kNotMeasured:
       return std::nullopt;
     case Phase::kPending:
@@ -335,7 +339,7 @@ std::optional<TrialConclusion> conclude(const TrialPodState& state, const api::S
   if (state.phase == Phase::kPending && !state.message.empty()) {
     reason += "; its container was waiting: " + state.message;
   }
-  return TrialConclusion{
+  return TrialResult{
       recordOf(state, api::Outcome::kTimedOut, reason, started, secondsBetween(started, now)),
       std::nullopt};
 }

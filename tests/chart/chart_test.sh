@@ -170,7 +170,7 @@ namespaced_grants() {
     "core configmaps create,get,patch" \
     "core events create" \
     "core services create,delete" \
-    "batch jobs create,delete"
+    "batch jobs create,delete,list,watch"
 }
 common_grants() {
   echo "cluster core nodes get,list,watch"
@@ -375,6 +375,7 @@ no create events.events.k8s.io -n $team_a
 yes create jobs.batch -n $team_a
 no get jobs.batch -n $team_a
 yes delete jobs.batch -n $team_a
+yes watch jobs.batch -n $team_b
 no update jobs.batch -n $team_a
 yes create services -n $team_a
 yes delete services -n $team_b

@@ -64,11 +64,11 @@ Snapshot snapshotOf(const api::AutotuneJob& job, GpuCapacity capacity) {
   return snapshot;
 }
 
-TrialPodState running(const std::string& trial) {
-  TrialPodState state;
-  state.phase = TrialPodState::Phase::kRunning;
+TrialRunState running(const std::string& trial) {
+  TrialRunState state;
+  state.phase = TrialRunState::Phase::kRunning;
   state.trialName = trial;
-  state.podName = trialPodName("gpt2", trial);
+  state.run = {TrialRun::Carrier::kPod, trialPodName("gpt2", trial)};
   state.created = kNow - seconds(60);
   state.started = kNow - seconds(50);
   return state;
@@ -77,14 +77,23 @@ TrialPodState running(const std::string& trial) {
 Concluded succeeded(const std::string& trial, double throughput, int startedSecondsAgo) {
   Concluded done;
   done.state = running(trial);
-  done.state.phase = TrialPodState::Phase::kFinished;
+  done.state.phase = TrialRunState::Phase::kFinished;
   done.state.containerStarted = kNow - seconds(startedSecondsAgo);
-  done.conclusion.record.name = trial;
-  done.conclusion.record.space = "z1";
-  done.conclusion.record.outcome = api::Outcome::kSucceeded;
-  done.conclusion.record.value = throughput;
-  done.conclusion.record.startTime = formatTime(kNow - seconds(startedSecondsAgo));
+  done.result.record.name = trial;
+  done.result.record.space = "z1";
+  done.result.record.outcome = api::Outcome::kSucceeded;
+  done.result.record.value = throughput;
+  done.result.record.startTime = formatTime(kNow - seconds(startedSecondsAgo));
   return done;
+}
+
+// Trials that ended since the status was written, as observe puts them in the snapshot.
+void conclude(Snapshot& snapshot, std::vector<Concluded> concluded) {
+  snapshot.concluded = std::move(concluded);
+  snapshot.results = snapshot.job.status.results;
+  for (const auto& ended : snapshot.concluded) {
+    snapshot.results.push_back(ended.result.record);
+  }
 }
 
 Plan planned(const Snapshot& snapshot) {
@@ -107,7 +116,8 @@ const api::Condition* conditionOf(const api::Status& status, const std::string& 
 TEST(Plan, AFreshJobLaunchesUpToItsParallelismAndCountsThemInTheStatus) {
   const Plan plan = planned(snapshotOf(gridJob(2), nodesOf({16, 16})));
   ASSERT_EQ(plan.launches.size(), 2U);
-  EXPECT_EQ(plan.launches[0].pod["metadata"]["name"], trialPodName("gpt2", plan.launches[0].trial));
+  EXPECT_EQ(plan.launches[0].object["metadata"]["name"],
+            trialPodName("gpt2", plan.launches[0].trial));
   EXPECT_EQ(plan.status.trials.launched, 2);
   EXPECT_EQ(plan.status.trials.pending, 2);
   EXPECT_EQ(plan.status.phase, api::Phase::kRunning);
@@ -149,7 +159,7 @@ TEST(Plan, ATrialThatEndedWaitsFiveSecondsForItsSiblingsWhenNothingNewWouldStart
   for (const auto* trial : {"z1_gas1_tmbspg2", "z1_gas1_tmbspg3", "z1_gas1_tmbspg4"}) {
     snapshot.inFlight.push_back(running(trial));
   }
-  snapshot.concluded = {succeeded("z1_gas1_tmbspg1", 30.0, 45)};
+  conclude(snapshot, {succeeded("z1_gas1_tmbspg1", 30.0, 45)});
   snapshot.concluded[0].state.containerFinished = kNow - seconds(2);
   const Plan held = planned(snapshot);
   EXPECT_EQ(held.status, snapshot.job.status);
@@ -162,7 +172,8 @@ TEST(Plan, ATrialThatEndedWaitsFiveSecondsForItsSiblingsWhenNothingNewWouldStart
   snapshot.concluded[0].state.containerFinished = kNow - seconds(5);
   const Plan recorded = planned(snapshot);
   ASSERT_EQ(recorded.status.results.size(), 1U);
-  EXPECT_EQ(recorded.deletions, std::vector<std::string>{trialPodName("gpt2", "z1_gas1_tmbspg1")});
+  const TrialRun recordedRun{TrialRun::Carrier::kPod, trialPodName("gpt2", "z1_gas1_tmbspg1")};
+  EXPECT_EQ(recorded.deletions, std::vector{recordedRun});
   EXPECT_EQ(std::ranges::count(reasons(recorded), "TrialSucceeded"), 1);
 
   // A node clock ahead of ours makes no trial wait on it.
@@ -179,8 +190,8 @@ TEST(Plan, ATrialThatEndedWaitsFiveSecondsForItsSiblingsWhenNothingNewWouldStart
 // recorded in that order, one Event names both, and both Pods go (after the status: apply's order).
 TEST(Plan, TrialsThatEndedTogetherAreRecordedInOrderUnderOneEvent) {
   Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16, 16}));
-  snapshot.concluded = {succeeded("z1_gas1_tmbspg1", 30.0, 45),
-                        succeeded("z1_gas1_tmbspg2", 50.0, 40)};
+  conclude(snapshot,
+           {succeeded("z1_gas1_tmbspg1", 30.0, 45), succeeded("z1_gas1_tmbspg2", 50.0, 40)});
   const Plan plan = planned(snapshot);
   ASSERT_GE(plan.status.results.size(), 2U);
   EXPECT_EQ(plan.status.results[0].name, "z1_gas1_tmbspg1");
@@ -235,11 +246,11 @@ api::AutotuneJob twoNodeJob(int parallelism) {
 TEST(Plan, AMultiNodeJobLaunchesWholeTrialsAsIndexedJobs) {
   const Plan plan = planned(snapshotOf(twoNodeJob(2), nodesOf({8, 8, 8})));
   ASSERT_EQ(plan.launches.size(), 1U);
-  const PodLaunch& launch = plan.launches[0];
-  EXPECT_EQ(launch.pod["kind"], "Job");
-  EXPECT_EQ(launch.pod["metadata"]["name"], trialJobName("gpt2", launch.trial));
+  const RunLaunch& launch = plan.launches[0];
+  EXPECT_EQ(launch.object["kind"], "Job");
+  EXPECT_EQ(launch.object["metadata"]["name"], trialBatchJobName("gpt2", launch.trial));
   ASSERT_TRUE(launch.service.has_value());
-  EXPECT_EQ((*launch.service)["metadata"]["name"], trialJobName("gpt2", launch.trial));
+  EXPECT_EQ((*launch.service)["metadata"]["name"], trialBatchJobName("gpt2", launch.trial));
   EXPECT_EQ(plan.status.trials.pending, 1);
   EXPECT_EQ(conditionOf(plan.status, "Running")->reason, "WaitingForGPUs");
 }
@@ -257,15 +268,16 @@ TEST(Plan, AMultiNodeJobWithoutEnoughNodesSaysHowManyItNeeds) {
 TEST(Plan, ALostMultiNodeTrialIsRelaunchedAsANewJob) {
   Snapshot snapshot = snapshotOf(twoNodeJob(1), nodesOf({8, 8}));
   const std::string trial = planned(snapshot).launches.at(0).trial;
-  TrialPodState lost = running(trial);
-  lost.podName = trialJobName("gpt2", trial);
-  lost.phase = TrialPodState::Phase::kLost;
+  TrialRunState lost = running(trial);
+  lost.run = {TrialRun::Carrier::kBatchJob, trialBatchJobName("gpt2", trial)};
+  lost.phase = TrialRunState::Phase::kLost;
   lost.message = "its Pod x was lost: Evicted";
   snapshot.inFlight.push_back(lost);
   const Plan plan = planned(snapshot);
   ASSERT_EQ(plan.launches.size(), 1U);
-  EXPECT_EQ(plan.launches[0].pod["metadata"]["name"], trialJobName("gpt2", trial, 1));
-  EXPECT_EQ(plan.launches[0].replaces, trialJobName("gpt2", trial));
+  EXPECT_EQ(plan.launches[0].object["metadata"]["name"], trialBatchJobName("gpt2", trial, 1));
+  ASSERT_TRUE(plan.launches[0].replaces.has_value());
+  EXPECT_EQ(plan.launches[0].replaces->run.name, trialBatchJobName("gpt2", trial));
   EXPECT_EQ(plan.status.inFlight.at(0).attempt, 1);
 }
 
@@ -280,7 +292,7 @@ TEST(Plan, GpusOlderWaitingJobsHoldAreNotHandedToThisOne) {
 TEST(Plan, ATrialWhosePodNameIsTakenIsRecordedFailedNotLaunched) {
   Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));
   const std::string first = planned(snapshot).launches.at(0).trial;
-  snapshot.podNamesTaken.insert(trialPodName("gpt2", first));
+  snapshot.namesTaken.insert(trialPodName("gpt2", first));
   const Plan plan = planned(snapshot);
   ASSERT_FALSE(plan.status.results.empty());
   EXPECT_EQ(plan.status.results[0].name, first);
@@ -294,29 +306,31 @@ TEST(Plan, ATrialWhosePodNameIsTakenIsRecordedFailedNotLaunched) {
 // The search over: the output and the final status, with the last trial in both.
 TEST(Plan, TheLastResultEndsTheSearchWithTheOutputHoldingIt) {
   Snapshot snapshot = snapshotOf(gridJob(4), nodesOf({16, 16}));
-  snapshot.concluded = {
-      succeeded("z1_gas1_tmbspg1", 30.0, 50), succeeded("z1_gas1_tmbspg2", 50.0, 49),
-      succeeded("z1_gas1_tmbspg3", 60.0, 48), succeeded("z1_gas1_tmbspg4", 40.0, 47)};
+  conclude(snapshot,
+           {succeeded("z1_gas1_tmbspg1", 30.0, 50), succeeded("z1_gas1_tmbspg2", 50.0, 49),
+            succeeded("z1_gas1_tmbspg3", 60.0, 48), succeeded("z1_gas1_tmbspg4", 40.0, 47)});
   const Plan plan = planned(snapshot);
   EXPECT_EQ(plan.status.phase, api::Phase::kSucceeded);
   ASSERT_TRUE(plan.output.has_value());
-  const std::string results = plan.output->configMap["data"]["results.json"];
+  const std::string results = (*plan.output)["data"]["results.json"];
   EXPECT_NE(results.find("z1_gas1_tmbspg4"), std::string::npos);
-  // Should the output not be written, the status keeps the results but not the final phase.
-  EXPECT_NE(plan.output->statusUntilWritten.phase, api::Phase::kSucceeded);
-  EXPECT_EQ(plan.output->statusUntilWritten.results.size(), 4U);
   EXPECT_EQ(reasons(plan).back(), "Completed");
   EXPECT_FALSE(plan.requeueAfter.has_value());
+  // Should the output not be written, the status keeps the results but not the final phase.
+  snapshot.outputRefused = OutputRefusal{"OutputWriteFailed", "Forbidden"};
+  const Plan refused = planned(snapshot);
+  EXPECT_NE(refused.status.phase, api::Phase::kSucceeded);
+  EXPECT_EQ(refused.status.results.size(), 4U);
 }
 
 TEST(Plan, AFinishedJobOnlyDeletesWhatIsLeft) {
   api::AutotuneJob job = gridJob(2);
   job.status.phase = api::Phase::kSucceeded;
   Snapshot snapshot = snapshotOf(job, nodesOf({16}));
-  snapshot.stalePods = {"gpt2-z1-gas1-tmbspg1"};
+  snapshot.staleRuns = {{TrialRun::Carrier::kPod, "gpt2-z1-gas1-tmbspg1"}};
   const Plan plan = planned(snapshot);
   EXPECT_EQ(api::encode(plan.status), api::encode(job.status));
-  EXPECT_EQ(plan.deletions, std::vector<std::string>{"gpt2-z1-gas1-tmbspg1"});
+  EXPECT_EQ(plan.deletions, snapshot.staleRuns);
   EXPECT_TRUE(plan.launches.empty());
   EXPECT_TRUE(plan.events.empty());
 }

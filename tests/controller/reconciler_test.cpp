@@ -231,7 +231,7 @@ class Reconcile : public ::testing::Test {
   k8s::Client client_{api_};
   std::ostringstream log_;
   Cluster cluster_;
-  JobStore& jobs_ = cluster_.addJobs("");
+  AutotuneJobStore& jobs_ = cluster_.addAutotuneJobs("");
   PodStore& pods_ = cluster_.addPods("");
   std::chrono::system_clock::time_point now_ = parseTime("2026-11-22T12:00:00Z").value();
 };

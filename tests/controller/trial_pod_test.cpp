@@ -17,8 +17,8 @@ namespace {
 
 using autotune::api::AutotuneJob;
 using autotune::controller::jobLabelValue;
-using autotune::controller::trialJob;
-using autotune::controller::trialJobName;
+using autotune::controller::trialBatchJob;
+using autotune::controller::trialBatchJobName;
 using autotune::controller::trialPod;
 using autotune::controller::trialPodName;
 using autotune::controller::trialService;
@@ -456,7 +456,7 @@ AutotuneJob twoNodes() {
 TEST(TrialJob, IsAnIndexedJobOfOnePodPerNodeWithItsShareOfTheGpus) {
   const AutotuneJob job = twoNodes();
   const Trial trial = z1Trial(job);
-  const json batchJob = trialJob(job, trial);
+  const json batchJob = trialBatchJob(job, trial);
   const std::string name = "gpt2-large-z1-gas1-tmbspg3";
   EXPECT_EQ(batchJob["apiVersion"], "batch/v1");
   EXPECT_EQ(batchJob["kind"], "Job");
@@ -489,7 +489,7 @@ TEST(TrialJob, IsAnIndexedJobOfOnePodPerNodeWithItsShareOfTheGpus) {
 
 TEST(TrialJob, EachPodHasTheRendezvousAndThePlaceholdersReadIt) {
   const AutotuneJob job = twoNodes();
-  const json pod = trialJob(job, z1Trial(job))["spec"]["template"];
+  const json pod = trialBatchJob(job, z1Trial(job))["spec"]["template"];
   const json container = trainer(pod);
   EXPECT_EQ(env(container, "AUTOTUNE_NUM_NODES"), "2");
   EXPECT_EQ(env(container, "AUTOTUNE_MASTER_ADDR"),
@@ -525,7 +525,7 @@ TEST(TrialJob, TheServiceIsHeadlessAndSelectsTheJobsPods) {
 
 TEST(TrialJob, ARelaunchIsAJobAndServiceOfItsOwn) {
   const AutotuneJob job = twoNodes();
-  const json again = trialJob(job, z1Trial(job), 2);
+  const json again = trialBatchJob(job, z1Trial(job), 2);
   EXPECT_EQ(again["metadata"]["name"], "gpt2-large-z1-gas1-tmbspg3-r2");
   EXPECT_EQ(again["spec"]["template"]["metadata"]["annotations"]["autotune.io/attempt"], "2");
   EXPECT_EQ(trialService(job, z1Trial(job), 2)["metadata"]["name"],
@@ -534,14 +534,14 @@ TEST(TrialJob, ARelaunchIsAJobAndServiceOfItsOwn) {
 
 TEST(TrialJob, NamesLeaveRoomForTheIndexAndStartWithALetter) {
   const std::string longJob(80, 'j');
-  for (const auto& name : {trialJobName(longJob, "z3_gas16_tmbspg128"),
-                           trialJobName("9lives", "z0_gas1_tmbspg1", 1)}) {
+  for (const auto& name : {trialBatchJobName(longJob, "z3_gas16_tmbspg128"),
+                           trialBatchJobName("9lives", "z0_gas1_tmbspg1", 1)}) {
     EXPECT_LE(name.size(), 56U) << name;
     EXPECT_TRUE(std::isalpha(static_cast<unsigned char>(name.front()))) << name;
     EXPECT_TRUE(isLabelValue(name + "-63")) << name;
   }
-  EXPECT_NE(trialJobName(longJob, "z3_gas16_tmbspg128"),
-            trialJobName(longJob, "z3_gas16_tmbspg64"));
+  EXPECT_NE(trialBatchJobName(longJob, "z3_gas16_tmbspg128"),
+            trialBatchJobName(longJob, "z3_gas16_tmbspg64"));
 }
 
 TEST(TrialJob, ASingleNodeJobKeepsAllItsGpusOnOnePod) {

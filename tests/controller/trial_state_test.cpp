@@ -17,22 +17,22 @@ namespace {
 using autotune::api::AutotuneJob;
 using autotune::api::Outcome;
 using autotune::controller::combineRanks;
-using autotune::controller::conclude;
 using autotune::controller::deadline;
 using autotune::controller::decodePod;
 using autotune::controller::formatTime;
 using autotune::controller::NodeNames;
-using autotune::controller::observe;
 using autotune::controller::parseTime;
+using autotune::controller::readTrialPod;
+using autotune::controller::resultOf;
 using autotune::controller::shouldRelaunch;
 using autotune::controller::Timestamp;
 using autotune::controller::trialPod;
-using autotune::controller::TrialPodState;
+using autotune::controller::TrialRunState;
 using autotune::tuning::describeSpace;
 using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using nlohmann::json;
-using Phase = TrialPodState::Phase;
+using Phase = TrialRunState::Phase;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
@@ -137,10 +137,10 @@ json terminatedPod(int exitCode, const std::string& reason, std::string_view mes
                           {{"terminated", std::move(terminated)}});
 }
 
-TrialPodState observed(const json& pod, const NodeNames& goneNodes = {}) {
-  auto state = observe(decodePod(pod).value(), job().spec, goneNodes);
+TrialRunState observed(const json& pod, const NodeNames& goneNodes = {}) {
+  auto state = readTrialPod(decodePod(pod).value(), job().spec, goneNodes);
   EXPECT_TRUE(state.has_value()) << state.error();
-  return state.value_or(TrialPodState{});
+  return state.value_or(TrialRunState{});
 }
 
 // --- RFC 3339 ------------------------------------------------------------------------------------
@@ -186,8 +186,8 @@ TEST(Rfc3339, AnythingElseIsNotATime) {
 // ---------------------------------------------------------------------------------------
 
 TEST(ObserveTrialPod, ThePodNamesItsTrialSpaceAndAttempt) {
-  const TrialPodState state = observed(createdPod(1));
-  EXPECT_EQ(state.podName, "gpt2-large-z1-gas1-tmbspg3-r1");
+  const TrialRunState state = observed(createdPod(1));
+  EXPECT_EQ(state.run.name, "gpt2-large-z1-gas1-tmbspg3-r1");
   EXPECT_EQ(state.trialName, "z1_gas1_tmbspg3");
   EXPECT_EQ(state.space, "z1");
   EXPECT_EQ(state.attempt, 1);
@@ -197,14 +197,14 @@ TEST(ObserveTrialPod, ThePodNamesItsTrialSpaceAndAttempt) {
 TEST(ObserveTrialPod, APodWithoutItsTrialNameIsAnError) {
   json pod = createdPod();
   pod["metadata"]["annotations"].erase("autotune.io/trial-name");
-  const auto state = observe(decodePod(pod).value(), job().spec);
+  const auto state = readTrialPod(decodePod(pod).value(), job().spec);
   ASSERT_FALSE(state.has_value());
   EXPECT_EQ(state.error(),
             "pod gpt2-large-z1-gas1-tmbspg3 has no autotune.io/trial-name annotation");
 }
 
 TEST(ObserveTrialPod, AnUnschedulableTrialIsPendingSinceItWasCreated) {
-  const TrialPodState state = observed(unschedulablePod());
+  const TrialRunState state = observed(unschedulablePod());
   EXPECT_EQ(state.phase, Phase::kPending);
   EXPECT_TRUE(state.unschedulable);
   EXPECT_FALSE(state.scheduled);
@@ -214,7 +214,7 @@ TEST(ObserveTrialPod, AnUnschedulableTrialIsPendingSinceItWasCreated) {
 }
 
 TEST(ObserveTrialPod, ANewPodIsPendingButNotYetUnschedulable) {
-  const TrialPodState state = observed(createdPod());
+  const TrialRunState state = observed(createdPod());
   EXPECT_EQ(state.phase, Phase::kPending);
   EXPECT_FALSE(state.unschedulable);
   EXPECT_FALSE(state.scheduled);
@@ -224,7 +224,7 @@ TEST(ObserveTrialPod, ABoundPodPullingItsImageIsPendingAndStarted) {
   json pod = withTrainerState(
       boundPod(), "Pending",
       {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image"}}}});
-  const TrialPodState state = observed(pod);
+  const TrialRunState state = observed(pod);
   EXPECT_EQ(state.phase, Phase::kPending);
   EXPECT_TRUE(state.scheduled);
   EXPECT_FALSE(state.unschedulable);
@@ -233,14 +233,14 @@ TEST(ObserveTrialPod, ABoundPodPullingItsImageIsPendingAndStarted) {
 }
 
 TEST(ObserveTrialPod, ARunningTrialStartedWhenTheKubeletTookIt) {
-  const TrialPodState state = observed(runningPod());
+  const TrialRunState state = observed(runningPod());
   EXPECT_EQ(state.phase, Phase::kRunning);
   EXPECT_TRUE(state.scheduled);
   EXPECT_EQ(state.started, at(kStarted));
 }
 
 TEST(ObserveTrialPod, ExitZeroGivesTheTerminationMessageAsMetrics) {
-  const TrialPodState state = observed(terminatedPod(0, "Completed", kMetrics));
+  const TrialRunState state = observed(terminatedPod(0, "Completed", kMetrics));
   EXPECT_EQ(state.phase, Phase::kFinished);
   EXPECT_EQ(state.exit.exitCode, 0);
   EXPECT_EQ(state.exit.metrics, std::string(kMetrics));
@@ -250,13 +250,13 @@ TEST(ObserveTrialPod, ExitZeroGivesTheTerminationMessageAsMetrics) {
 }
 
 TEST(ObserveTrialPod, ExitZeroWithoutAMessageHasNoMetrics) {
-  const TrialPodState state = observed(terminatedPod(0, "Completed", ""));
+  const TrialRunState state = observed(terminatedPod(0, "Completed", ""));
   EXPECT_EQ(state.phase, Phase::kFinished);
   EXPECT_FALSE(state.exit.metrics.has_value());
 }
 
 TEST(ObserveTrialPod, AFailedExitGivesTheTerminationMessageAsTheLogTail) {
-  const TrialPodState state = observed(terminatedPod(1, "Error", kCudaOutOfMemory));
+  const TrialRunState state = observed(terminatedPod(1, "Error", kCudaOutOfMemory));
   EXPECT_EQ(state.phase, Phase::kFinished);
   EXPECT_EQ(state.exit.exitCode, 1);
   EXPECT_FALSE(state.exit.metrics.has_value());
@@ -264,7 +264,7 @@ TEST(ObserveTrialPod, AFailedExitGivesTheTerminationMessageAsTheLogTail) {
 }
 
 TEST(ObserveTrialPod, OomKilledIsReadFromTheContainersReason) {
-  const TrialPodState state = observed(terminatedPod(137, "OOMKilled", ""));
+  const TrialRunState state = observed(terminatedPod(137, "OOMKilled", ""));
   EXPECT_EQ(state.phase, Phase::kFinished);
   EXPECT_TRUE(state.exit.oomKilled);
 }
@@ -280,7 +280,7 @@ TEST(ObserveTrialPod, AnEvictedTrialIsLost) {
   json pod = terminatedPod(137, "Error", "");
   pod["status"]["reason"] = "Evicted";
   pod["status"]["message"] = "The node was low on resource: memory.";
-  const TrialPodState state = observed(pod);
+  const TrialRunState state = observed(pod);
   EXPECT_EQ(state.phase, Phase::kLost);
   EXPECT_EQ(state.message, "Evicted: The node was low on resource: memory.");
 }
@@ -290,7 +290,7 @@ TEST(ObserveTrialPod, APreemptedOrTaintEvictedTrialIsLost) {
   pod["status"]["conditions"].push_back(json::parse(R"({"type": "DisruptionTarget",
       "status": "True", "reason": "PreemptionByScheduler",
       "message": "Preempted in order to admit critical pod"})"));
-  const TrialPodState state = observed(pod);
+  const TrialRunState state = observed(pod);
   EXPECT_EQ(state.phase, Phase::kLost);
   EXPECT_EQ(state.message, "PreemptionByScheduler: Preempted in order to admit critical pod");
 }
@@ -304,7 +304,7 @@ TEST(ObserveTrialPod, ATrialOnALostNodeIsLost) {
   unknown["status"]["phase"] = "Unknown";
   EXPECT_EQ(observed(unknown).phase, Phase::kLost);
 
-  const TrialPodState gone = observed(runningPod(), NodeNames{"gpu-node-1"});
+  const TrialRunState gone = observed(runningPod(), NodeNames{"gpu-node-1"});
   EXPECT_EQ(gone.phase, Phase::kLost);
   EXPECT_EQ(gone.message, "node gpu-node-1 is gone");
   EXPECT_EQ(observed(runningPod(), NodeNames{"gpu-node-2"}).phase, Phase::kRunning);
@@ -315,7 +315,7 @@ TEST(ObserveTrialPod, APodDeletedBySomeoneElseWhileRunningIsLost) {
   json pod = runningPod();
   pod["metadata"]["deletionTimestamp"] = "2026-11-22T12:02:30Z";
   pod["metadata"]["deletionGracePeriodSeconds"] = 30;
-  const TrialPodState state = observed(pod);
+  const TrialRunState state = observed(pod);
   EXPECT_EQ(state.phase, Phase::kLost);
   EXPECT_EQ(state.message, "deleted before the trial ended");
 
@@ -352,7 +352,7 @@ TEST(ObserveTrialPod, APodTheKubeletRefusedIsLost) {
   pod["spec"]["nodeName"] = "gpu-node-1";
   pod["status"] = json::parse(R"({"phase": "Failed", "reason": "UnexpectedAdmissionError",
       "message": "Allocate failed due to no healthy devices present"})");
-  const TrialPodState state = observed(pod);
+  const TrialRunState state = observed(pod);
   EXPECT_EQ(state.phase, Phase::kLost);
   EXPECT_EQ(state.message,
             "Failed without running the trial: UnexpectedAdmissionError: Allocate failed due to "
@@ -366,7 +366,7 @@ TEST(ObserveTrialPod, AContainerWhoseStatusTheKubeletLostIsLost) {
 // --- deadlines and conclusions -------------------------------------------------------------------
 
 TEST(ConcludeTrial, SucceededWithTheMetricItsContainerWrote) {
-  const auto conclusion = conclude(observed(terminatedPod(0, "Completed", kMetrics)), job().spec,
+  const auto conclusion = resultOf(observed(terminatedPod(0, "Completed", kMetrics)), job().spec,
                                    at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   const auto& record = conclusion->record;
@@ -384,7 +384,7 @@ TEST(ConcludeTrial, SucceededWithTheMetricItsContainerWrote) {
 
 TEST(ConcludeTrial, ExitZeroWithoutMetricsIsMetricsUnavailable) {
   const auto conclusion =
-      conclude(observed(terminatedPod(0, "Completed", "")), job().spec, at(kContainerFinished));
+      resultOf(observed(terminatedPod(0, "Completed", "")), job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kMetricsUnavailable);
   EXPECT_FALSE(conclusion->record.value.has_value());
@@ -393,14 +393,14 @@ TEST(ConcludeTrial, ExitZeroWithoutMetricsIsMetricsUnavailable) {
 
 TEST(ConcludeTrial, OomKilledIsOom) {
   const auto conclusion =
-      conclude(observed(terminatedPod(137, "OOMKilled", "")), job().spec, at(kContainerFinished));
+      resultOf(observed(terminatedPod(137, "OOMKilled", "")), job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kOOM);
   EXPECT_EQ(conclusion->record.reason, "OOMKilled");
 }
 
 TEST(ConcludeTrial, ACudaOutOfMemoryErrorWithExitOneIsOom) {
-  const auto conclusion = conclude(observed(terminatedPod(1, "Error", kCudaOutOfMemory)),
+  const auto conclusion = resultOf(observed(terminatedPod(1, "Error", kCudaOutOfMemory)),
                                    job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kOOM);
@@ -410,7 +410,7 @@ TEST(ConcludeTrial, ACudaOutOfMemoryErrorWithExitOneIsOom) {
 // The log tail as one line, as reasons are shown in `kubectl describe` and in tables.
 TEST(ConcludeTrial, AnyOtherFailureIsFailedWithItsLogTailOnOneLine) {
   const auto conclusion =
-      conclude(observed(terminatedPod(1, "Error", "Traceback:\nValueError: bad batch size\n")),
+      resultOf(observed(terminatedPod(1, "Error", "Traceback:\nValueError: bad batch size\n")),
                job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
@@ -419,7 +419,7 @@ TEST(ConcludeTrial, AnyOtherFailureIsFailedWithItsLogTailOnOneLine) {
 
 TEST(ConcludeTrial, AContainerThatCouldNotRunIsFailedWithTheKubeletsReason) {
   const auto conclusion =
-      conclude(observed(terminatedPod(128, "StartError", "")), job().spec, at(kContainerFinished));
+      resultOf(observed(terminatedPod(128, "StartError", "")), job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
   EXPECT_EQ(conclusion->record.reason, "exited 128: StartError");
@@ -430,7 +430,7 @@ TEST(ConcludeTrial, TheProfilingTrialGivesTheMeasuredModel) {
   pod["metadata"]["creationTimestamp"] = kCreated;
   pod = terminatedPod(0, "Completed",
                       R"({"num_params": 774030080, "activation_mem_per_gpu": 9600000000})", pod);
-  const auto conclusion = conclude(observed(pod), job().spec, at(kContainerFinished));
+  const auto conclusion = resultOf(observed(pod), job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.name, "profile_model_info");
   EXPECT_EQ(conclusion->record.outcome, Outcome::kSucceeded);
@@ -441,7 +441,7 @@ TEST(ConcludeTrial, TheProfilingTrialGivesTheMeasuredModel) {
 
 // A trial no node takes within schedulingTimeout is not measured: no outcome, run again.
 TEST(ConcludeTrial, AnUnschedulableTrialIsNotMeasuredAfterTheSchedulingTimeout) {
-  const TrialPodState state = observed(unschedulablePod());
+  const TrialRunState state = observed(unschedulablePod());
   EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15));
   EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(14)).has_value());
 
@@ -450,19 +450,19 @@ TEST(ConcludeTrial, AnUnschedulableTrialIsNotMeasuredAfterTheSchedulingTimeout) 
   EXPECT_EQ(*why,
             "not scheduled within spec.schedulingTimeout: 0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu.");
-  EXPECT_FALSE(conclude(state, job().spec, at(kCreated) + minutes(15)).has_value());
-  TrialPodState given = state;
+  EXPECT_FALSE(resultOf(state, job().spec, at(kCreated) + minutes(15)).has_value());
+  TrialRunState given = state;
   given.phase = Phase::kNotMeasured;
   EXPECT_TRUE(shouldRelaunch(given));
-  EXPECT_FALSE(conclude(given, job().spec, at(kCreated) + minutes(90)).has_value());
+  EXPECT_FALSE(resultOf(given, job().spec, at(kCreated) + minutes(90)).has_value());
 }
 
 TEST(ConcludeTrial, TheTrialTimeoutRunsFromWhenTheKubeletTookThePod) {
-  const TrialPodState state = observed(runningPod());
+  const TrialRunState state = observed(runningPod());
   EXPECT_EQ(deadline(state, job().spec), at(kStarted) + minutes(30));
-  EXPECT_FALSE(conclude(state, job().spec, at(kStarted) + minutes(29)).has_value());
+  EXPECT_FALSE(resultOf(state, job().spec, at(kStarted) + minutes(29)).has_value());
 
-  const auto conclusion = conclude(state, job().spec, at(kStarted) + minutes(31));
+  const auto conclusion = resultOf(state, job().spec, at(kStarted) + minutes(31));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kTimedOut);
   EXPECT_EQ(conclusion->record.reason, "ran longer than spec.trialTimeout");
@@ -477,10 +477,10 @@ TEST(ConcludeTrial, AContainerThatCannotStartIsNotMeasuredAfterTheSchedulingTime
                                    "CreateContainerConfigError", "CreateContainerError"}) {
     json pod = withTrainerState(boundPod(), "Pending",
                                 {{"waiting", {{"reason", reason}, {"message", "it says why"}}}});
-    const TrialPodState state = observed(pod);
+    const TrialRunState state = observed(pod);
     EXPECT_TRUE(containerCannotStart(state)) << reason;
     EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15)) << reason;
-    EXPECT_FALSE(conclude(state, job().spec, at(kStarted) + minutes(30)).has_value()) << reason;
+    EXPECT_FALSE(resultOf(state, job().spec, at(kStarted) + minutes(30)).has_value()) << reason;
     const auto why = notMeasured(state, job().spec, at(kCreated) + minutes(15));
     ASSERT_TRUE(why.has_value()) << reason;
     EXPECT_EQ(*why, "its container could not start within spec.schedulingTimeout: " + reason +
@@ -492,7 +492,7 @@ TEST(ConcludeTrial, AContainerThatCannotStartIsNotMeasuredAfterTheSchedulingTime
 TEST(ConcludeTrial, AContainerBeingCreatedIsNotGivenUp) {
   json pod =
       withTrainerState(boundPod(), "Pending", {{"waiting", {{"reason", "ContainerCreating"}}}});
-  const TrialPodState state = observed(pod);
+  const TrialRunState state = observed(pod);
   EXPECT_FALSE(containerCannotStart(state));
   EXPECT_EQ(deadline(state, job().spec), at(kStarted) + minutes(30));
   EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(20)).has_value());
@@ -509,16 +509,16 @@ TEST(ConcludeTrial, ALostTrialIsRelaunchedTwiceAndThenCountsAsFailed) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     json pod = runningPod(createdPod(attempt));
     pod["status"]["reason"] = "Evicted";
-    const TrialPodState state = observed(pod);
+    const TrialRunState state = observed(pod);
     EXPECT_TRUE(shouldRelaunch(state)) << attempt;
-    EXPECT_FALSE(conclude(state, job().spec, at(kStarted) + minutes(90)).has_value()) << attempt;
+    EXPECT_FALSE(resultOf(state, job().spec, at(kStarted) + minutes(90)).has_value()) << attempt;
   }
   json pod = runningPod(createdPod(2));
   pod["status"]["reason"] = "Evicted";
   pod["status"]["message"] = "The node was low on resource: memory.";
-  const TrialPodState state = observed(pod);
+  const TrialRunState state = observed(pod);
   EXPECT_FALSE(shouldRelaunch(state));
-  const auto conclusion = conclude(state, job().spec, at(kStarted) + minutes(5));
+  const auto conclusion = resultOf(state, job().spec, at(kStarted) + minutes(5));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
   EXPECT_EQ(conclusion->record.reason,
@@ -557,8 +557,8 @@ const autotune::api::Spec& twoNodes() {
   return kSpec;
 }
 
-TrialPodState combined(const std::vector<json>& pods) {
-  std::vector<TrialPodState> ranks;
+TrialRunState combined(const std::vector<json>& pods) {
+  std::vector<TrialRunState> ranks;
   for (const auto& pod : pods) {
     ranks.push_back(observed(pod));
   }
@@ -569,17 +569,17 @@ TEST(MultiNodeTrial, ARankPodNamesItsJobTrialAndRank) {
   const auto pod = decodePod(rankOf(createdPod(), 1)).value();
   EXPECT_EQ(pod.ownerJobName, "gpt2-large");
   EXPECT_EQ(pod.ownerJobUid, "6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10");
-  EXPECT_EQ(pod.trialJob, "gpt2-large-z1-gas1-tmbspg3");
+  EXPECT_EQ(pod.batchJob, "gpt2-large-z1-gas1-tmbspg3");
   EXPECT_EQ(pod.completionIndex, "1");
   EXPECT_EQ(observed(rankOf(createdPod(), 1)).trialName, "z1_gas1_tmbspg3");
 }
 
 TEST(MultiNodeTrial, RankZerosMetricsAreTheTrialsOnceItSucceeds) {
-  const TrialPodState state =
+  const TrialRunState state =
       combined({rankOf(terminatedPod(0, "Completed", kMetrics), 0), rankOf(runningPod(), 1)});
   EXPECT_EQ(state.phase, Phase::kFinished);
-  EXPECT_EQ(state.podName, "gpt2-large-z1-gas1-tmbspg3");
-  const auto conclusion = conclude(state, job().spec, at(kContainerFinished));
+  EXPECT_EQ(state.run.name, "gpt2-large-z1-gas1-tmbspg3");
+  const auto conclusion = resultOf(state, job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kSucceeded);
   EXPECT_EQ(conclusion->record.value, 87.3);
@@ -590,31 +590,31 @@ TEST(MultiNodeTrial, AnyRankOutOfMemoryMakesTheTrialOom) {
   json rankZero = rankOf(terminatedPod(1, "Error", "RuntimeError: Connection closed by peer"), 0);
   rankZero["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] =
       "2026-11-22T12:01:00Z";
-  const TrialPodState state =
+  const TrialRunState state =
       combined({rankZero, rankOf(terminatedPod(1, "Error", kCudaOutOfMemory), 1)});
-  const auto conclusion = conclude(state, job().spec, at(kContainerFinished));
+  const auto conclusion = resultOf(state, job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kOOM);
-  EXPECT_EQ(state.podName, "gpt2-large-z1-gas1-tmbspg3");
+  EXPECT_EQ(state.run.name, "gpt2-large-z1-gas1-tmbspg3");
 }
 
 TEST(MultiNodeTrial, AnotherFailureIsTheFirstRankToFailWithItsMessage) {
   json later = rankOf(terminatedPod(137, "Error", "Terminated by the Job controller"), 0);
   later["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] =
       "2026-11-22T12:04:00Z";
-  const TrialPodState state =
+  const TrialRunState state =
       combined({later, rankOf(terminatedPod(1, "Error", "ValueError: bad config"), 1)});
-  const auto conclusion = conclude(state, job().spec, at(kContainerFinished));
+  const auto conclusion = resultOf(state, job().spec, at(kContainerFinished));
   ASSERT_TRUE(conclusion.has_value());
   EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
   EXPECT_NE(conclusion->record.reason.find("ValueError: bad config"), std::string::npos);
 }
 
 TEST(MultiNodeTrial, ARankThatEndedCleanlyLeavesTheTrialRunningUntilRankZeroEnds) {
-  const TrialPodState state =
+  const TrialRunState state =
       combined({rankOf(runningPod(), 0), rankOf(terminatedPod(0, "Completed", ""), 1)});
   EXPECT_EQ(state.phase, Phase::kRunning);
-  EXPECT_FALSE(conclude(state, job().spec, at(kContainerFinished)).has_value());
+  EXPECT_FALSE(resultOf(state, job().spec, at(kContainerFinished)).has_value());
 }
 
 TEST(MultiNodeTrial, ALostRankLosesTheWholeTrial) {
@@ -622,7 +622,7 @@ TEST(MultiNodeTrial, ALostRankLosesTheWholeTrial) {
   evicted["status"]["phase"] = "Failed";
   evicted["status"]["reason"] = "Evicted";
   evicted["status"]["message"] = "The node was low on resource: memory.";
-  const TrialPodState state = combined({rankOf(runningPod(), 0), evicted});
+  const TrialRunState state = combined({rankOf(runningPod(), 0), evicted});
   EXPECT_EQ(state.phase, Phase::kLost);
   EXPECT_TRUE(shouldRelaunch(state));
   EXPECT_NE(state.message.find("gpt2-large-z1-gas1-tmbspg3-1-x7k2q"), std::string::npos);
@@ -631,18 +631,18 @@ TEST(MultiNodeTrial, ALostRankLosesTheWholeTrial) {
 TEST(MultiNodeTrial, RunsOnlyOnceEveryRankRunsAndFromTheLastStart) {
   json late = rankOf(runningPod(), 1);
   late["status"]["startTime"] = "2026-11-22T12:00:09Z";
-  const TrialPodState running = combined({rankOf(runningPod(), 0), late});
+  const TrialRunState running = combined({rankOf(runningPod(), 0), late});
   EXPECT_EQ(running.phase, Phase::kRunning);
   EXPECT_EQ(running.started, at("2026-11-22T12:00:09Z"));
   EXPECT_EQ(deadline(running, job().spec), at("2026-11-22T12:00:09Z") + minutes(30));
 
-  const TrialPodState one = combineRanks({observed(rankOf(runningPod(), 0))}, twoNodes());
+  const TrialRunState one = combineRanks({observed(rankOf(runningPod(), 0))}, twoNodes());
   EXPECT_EQ(one.phase, Phase::kPending);
   EXPECT_EQ(one.message, "1 of its 2 Pods created so far");
 }
 
 TEST(MultiNodeTrial, APartlyPlacedTrialIsNotMeasuredAtTheSchedulingTimeout) {
-  const TrialPodState state = combined({rankOf(runningPod(), 0), rankOf(unschedulablePod(), 1)});
+  const TrialRunState state = combined({rankOf(runningPod(), 0), rankOf(unschedulablePod(), 1)});
   EXPECT_EQ(state.phase, Phase::kPending);
   EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15));
   EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(14)).has_value());
@@ -650,7 +650,7 @@ TEST(MultiNodeTrial, APartlyPlacedTrialIsNotMeasuredAtTheSchedulingTimeout) {
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("not scheduled within spec.schedulingTimeout"), std::string::npos) << *why;
   EXPECT_NE(why->find("Insufficient nvidia.com/gpu"), std::string::npos) << *why;
-  EXPECT_FALSE(conclude(state, job().spec, at(kCreated) + minutes(15)).has_value());
+  EXPECT_FALSE(resultOf(state, job().spec, at(kCreated) + minutes(15)).has_value());
 }
 
 }  // namespace

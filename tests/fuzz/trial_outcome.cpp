@@ -109,7 +109,7 @@ json trialPod(FuzzedDataProvider& input) {
           {"status", status}};
 }
 
-void checkConclusion(const controller::TrialConclusion& conclusion) {
+void checkConclusion(const controller::TrialResult& conclusion) {
   const api::TrialRecord& record = conclusion.record;
   check(record.reason.size() <= kReasonBytes, "a reason is at most 256 bytes");
   check(api::validUtf8(record.reason) == record.reason, "a reason is valid UTF-8");
@@ -126,14 +126,14 @@ void concludeTrial(const json& object, const api::Spec& spec) {
   if (!pod) {
     return;
   }
-  const auto state = controller::observe(*pod, spec, controller::NodeNames{"node-a"});
+  const auto state = controller::readTrialPod(*pod, spec, controller::NodeNames{"node-a"});
   if (!state) {
     return;
   }
   (void)controller::deadline(*state, spec);
   (void)controller::shouldRelaunch(*state);
   const auto now = controller::parseTime("2026-01-02T04:00:00Z").value();
-  if (const auto conclusion = controller::conclude(*state, spec, now)) {
+  if (const auto conclusion = controller::resultOf(*state, spec, now)) {
     checkConclusion(*conclusion);
   }
 }

@@ -103,10 +103,11 @@ log of a whole run. AutotuneJobs are read through a watch and written through th
   resources: ["events"]
   verbs: ["create"]
 # The afterTuning Job, created once the search succeeds; a multi-node trial's Indexed Job,
-# created at launch and deleted, with its Pods, once the trial is recorded.
+# created at launch, watched (a trial whose Pods the Job controller has yet to make is pending,
+# not gone) and deleted, with its Pods, once the trial is recorded.
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["create", "delete"]
+  verbs: ["create", "delete", "list", "watch"]
 # A multi-node trial's headless Service, which gives its Pods their host names.
 - apiGroups: [""]
   resources: ["services"]

@@ -1,0 +1,63 @@
+#pragma once
+// What the controller reports on a job as Kubernetes Events, and every Event's words. An Event's
+// name derives from the job, its reason and its subject, so that the same report made twice (a
+// reconcile run again after a restart) is one Event.
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/codec.h"
+#include "api/job.h"
+#include "controller/objects.h"
+#include "controller/trial_run.h"
+
+namespace autotune::controller {
+
+// An Event's message is cut to this.
+inline constexpr std::size_t kEventMessageBytes = 1024;
+
+struct JobEvent {
+  std::string reason;
+  std::string type;     // Normal or Warning
+  std::string subject;  // what it is about (a trial), which with the reason names it
+  std::string message;
+};
+
+// One Event about several trials that one reconcile saw alike (launched, or ended Succeeded, OOM
+// or Failed), so that a job's Events stay readable in `kubectl describe` at any parallelism:
+// "Trial a launched as Pod p" for one, "3 trials launched: a (Pod p); b (Pod q); c (Pod r)" for
+// more. Each item is a trial's name and what to say of it.
+JobEvent aboutTrials(const std::string& reason, const std::string& type, const std::string& verb,
+                     const std::vector<std::pair<std::string, std::string>>& trials);
+
+// Trials whose runs were created, each with its run.
+JobEvent trialsLaunched(const std::vector<std::pair<std::string, TrialRun>>& launched);
+
+// One Event per outcome (TrialSucceeded, TrialOOM, TrialFailed) for the trials recorded together.
+std::vector<JobEvent> trialsEnded(const std::vector<api::TrialRecord>& recorded,
+                                  api::Metric metric);
+
+// Why a trial runs again: its run was lost (evicted, its node gone, deleted while running), or it
+// was not measured (never started, or its run vanished unseen).
+enum class Relaunch { kLost, kNotMeasured };
+JobEvent trialRelaunched(const std::string& trial, const TrialRun& replaced, Relaunch why,
+                         const std::string& because);
+
+JobEvent bestImproved(const api::BestTrial& best, api::Metric metric);
+JobEvent searchCompleted(const api::BestTrial& best, const std::string& message,
+                         const std::string& configMap);
+JobEvent searchFailed(const std::string& message);
+JobEvent trialNotMeasured(const std::string& trial, const std::string& message);
+JobEvent invalidSpec(const std::string& message);
+JobEvent specWarning(std::int64_t generation, const api::FieldErrors& warnings);
+JobEvent outputNotWritten(const std::string& reason, const std::string& message);
+JobEvent reconcileException(const std::string& message);
+
+// The core/v1 Event reporting `reported` on the job with `metadata`, stamped `now`.
+nlohmann::json eventObject(const nlohmann::json& jobMetadata, const JobEvent& reported,
+                           Timestamp now);
+
+}  // namespace autotune::controller

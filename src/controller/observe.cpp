@@ -1,0 +1,180 @@
+#include "controller/observe.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "controller/trial_pod.h"
+
+namespace autotune::controller {
+namespace {
+
+// A trial's run as observed: one Pod, or the Pods of a multi-node trial's batch Job as one state
+// (combineRanks).
+struct ObservedRun {
+  TrialRunState state;
+  bool deleting = false;  // all its Pods are being deleted
+};
+
+// The runs of the job's trials from its Pods; names taken by Pods it does not own, and Pods that
+// cannot be read, go into the snapshot.
+std::vector<ObservedRun> observeRuns(const std::vector<runtime::Shared<Pod>>& pods,
+                                     Snapshot& snapshot) {
+  const api::AutotuneJob& job = snapshot.job;
+  std::vector<ObservedRun> observed;
+  std::map<std::string, ObservedRun> batchJobs;
+  std::map<std::string, std::vector<TrialRunState>> ranks;
+  for (const auto& pod : pods) {
+    if (pod->ownerJobUid != job.uid()) {
+      snapshot.namesTaken.insert(pod->batchJob.empty() ? pod->name : pod->batchJob);
+      continue;
+    }
+    auto state = readTrialPod(*pod, job.spec, snapshot.missingNodes.gone);
+    if (!state) {
+      snapshot.unreadable.push_back(state.error());
+    } else if (pod->batchJob.empty()) {
+      observed.push_back({std::move(*state), pod->deleting});
+    } else {
+      auto& run =
+          batchJobs.try_emplace(pod->batchJob, ObservedRun{{}, pod->deleting}).first->second;
+      run.deleting = run.deleting && pod->deleting;
+      ranks[pod->batchJob].push_back(std::move(*state));
+    }
+  }
+  for (auto& [name, run] : batchJobs) {
+    run.state = combineRanks(ranks[name], job.spec);
+    observed.push_back(std::move(run));
+  }
+  return observed;
+}
+
+// Trials the written status counts in flight of which no run was seen: deleted before any
+// reconcile saw them go, or never created (the API refused the create). Not measured, and nothing
+// says it was the config's doing: they run again as their next attempt, never under a name
+// already used. A multi-node trial's batch Job whose Pods the Job controller has yet to make is
+// pending rather than gone, until its scheduling timeout.
+TrialRunState vanished(const Cluster& cluster, const api::AutotuneJob& job,
+                       const api::LaunchedTrial& launched, Timestamp now) {
+  TrialRunState state;
+  state.phase = TrialRunState::Phase::kNotMeasured;
+  state.trialName = launched.name;
+  state.attempt = launched.attempt;
+  state.run = trialRunOf(job, launched.name, launched.attempt);
+  state.message = "its " + state.run.describe() + " is gone: deleted, or never created";
+  if (state.run.carrier != TrialRun::Carrier::kBatchJob) {
+    return state;
+  }
+  const auto batchJob = cluster.batchJob(job.namespaceName() + "/" + state.run.name);
+  if (!batchJob || batchJob->ownerJobUid != job.uid() || batchJob->deleting) {
+    return state;
+  }
+  state.phase = TrialRunState::Phase::kPending;
+  state.created = batchJob->created;
+  state.message = "its Pods are not created yet";
+  if (auto why = notMeasured(state, job.spec, now)) {
+    state.phase = TrialRunState::Phase::kNotMeasured;
+    state.message = std::move(*why);
+  }
+  return state;
+}
+
+// Sorts the observed runs: those of recorded trials (or of any, once the job has ended) and
+// superseded attempts are stale; of the rest, the newest attempt of each trial tells its state.
+std::map<std::string, TrialRunState> newestRuns(std::vector<ObservedRun>&& observed,
+                                                const std::set<std::string>& recorded,
+                                                Snapshot& snapshot) {
+  const api::Spec& spec = snapshot.job.spec;
+  const bool terminal = hasEnded(snapshot.job.status.phase);
+  std::map<std::string, TrialRunState> newest;
+  for (auto& [state, deleting] : observed) {
+    if (auto why = notMeasured(state, spec, snapshot.now)) {
+      state.phase = TrialRunState::Phase::kNotMeasured;
+      state.message = std::move(*why);
+    }
+    if (recorded.contains(state.trialName) || terminal) {
+      if (removable(state, spec) && !deleting) {
+        snapshot.staleRuns.push_back(state.run);
+      }
+      continue;
+    }
+    const auto kept = newest.find(state.trialName);
+    if (kept == newest.end()) {
+      newest.emplace(state.trialName, std::move(state));
+    } else if (kept->second.attempt < state.attempt) {
+      snapshot.staleRuns.push_back(kept->second.run);
+      kept->second = std::move(state);
+    } else {
+      snapshot.staleRuns.push_back(state.run);
+    }
+  }
+  return newest;
+}
+
+void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
+  const api::AutotuneJob& job = snapshot.job;
+  std::set<std::string> recorded;
+  for (const auto& record : job.status.results) {
+    recorded.insert(record.name);
+  }
+  const auto pods = cluster.podsLabelled(job.namespaceName(), jobLabelValue(job.name()));
+  NodeNames bound;
+  for (const auto& pod : pods) {
+    if (!pod->nodeName.empty() && pod->ownerJobUid == job.uid()) {
+      bound.insert(pod->nodeName);
+    }
+  }
+  snapshot.missingNodes = cluster.missingNodes(bound, snapshot.now);
+  auto newest = newestRuns(observeRuns(pods, snapshot), recorded, snapshot);
+  if (!hasEnded(job.status.phase)) {
+    for (const auto& launched : job.status.inFlight) {
+      if (!recorded.contains(launched.name) && !newest.contains(launched.name)) {
+        newest.emplace(launched.name, vanished(cluster, job, launched, snapshot.now));
+      }
+    }
+  }
+  for (auto& [trial, state] : newest) {
+    if (auto result = resultOf(state, job.spec, snapshot.now)) {
+      snapshot.concluded.push_back({std::move(state), std::move(*result)});
+    } else {
+      snapshot.inFlight.push_back(std::move(state));
+    }
+  }
+  // In the order the trials started, so that a restart records them the same way.
+  std::ranges::sort(snapshot.concluded, [](const Concluded& a, const Concluded& b) {
+    return std::tie(a.result.record.startTime, a.result.record.name) <
+           std::tie(b.result.record.startTime, b.result.record.name);
+  });
+  snapshot.results = job.status.results;
+  snapshot.model = job.status.model;
+  for (const auto& [state, result] : snapshot.concluded) {
+    snapshot.results.push_back(result.record);
+    if (result.measured) {
+      snapshot.model = result.measured;
+    }
+  }
+}
+
+}  // namespace
+
+bool hasEnded(api::Phase phase) {
+  return phase == api::Phase::kSucceeded || phase == api::Phase::kFailed;
+}
+
+Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp now) {
+  Snapshot snapshot;
+  snapshot.now = now;
+  snapshot.key = job.key;
+  snapshot.generation = job.generation;
+  snapshot.job = job.decoded->job;
+  snapshot.job.status = job.status;
+  snapshot.warnings = job.decoded->warnings;
+  snapshot.statusWrittenAt = cluster.statusWrittenAt(job.key);
+  observeTrials(cluster, snapshot);
+  snapshot.capacity = cluster.capacity();
+  snapshot.slotsHeldForOlderJobs =
+      cluster.slotsHeldForOlderJobs(job, snapshot.job.spec.resources.gpusPerTrial);
+  return snapshot;
+}
+
+}  // namespace autotune::controller

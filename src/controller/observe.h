@@ -1,0 +1,67 @@
+#pragma once
+// The first step of a reconcile (DESIGN §5): one job and what runs its trials, read from the
+// cache into a Snapshot, each trial's state worked out once (trial_state.h). Pure: nothing here
+// talks to the API server.
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/codec.h"
+#include "api/job.h"
+#include "controller/cluster.h"
+#include "controller/gpu_slots.h"
+#include "controller/node_lookups.h"
+#include "controller/objects.h"
+#include "controller/trial_run.h"
+#include "controller/trial_state.h"
+
+namespace autotune::controller {
+
+// A trial that ended since the status was last written, and its result.
+struct Concluded {
+  TrialRunState state;
+  TrialResult result;
+};
+
+// Why the output ConfigMap was not written: `reason` is OutputWriteFailed (the API refused or
+// failed) or OutputConflict (a ConfigMap of that name is not this job's).
+struct OutputRefusal {
+  std::string reason;
+  std::string message;
+};
+
+// One valid job and its trials, as the cache held them at `now`.
+struct Snapshot {
+  Timestamp now;
+  std::string key;
+  std::int64_t generation = 0;
+  api::AutotuneJob job;  // metadata, spec and the status as written
+  api::FieldErrors warnings;
+  std::optional<Timestamp> statusWrittenAt;  // by this process, if it has
+  std::vector<TrialRunState> inFlight;       // the newest run of each trial still going
+  std::vector<Concluded> concluded;          // in the order the trials started
+  // The written results followed by those of `concluded`: the history the engine decides from
+  // and the status records.
+  std::vector<api::TrialRecord> results;
+  // The written model info, or what the profiling trial measured since.
+  std::optional<api::MeasuredModel> model;
+  std::vector<TrialRun> staleRuns;  // of recorded or superseded trials, to delete
+  // Names of trial runs taken by objects this job does not own (left by an earlier job of the
+  // same name, or anyone's): such a trial is recorded Failed, never adopted.
+  std::set<std::string> namesTaken;
+  std::vector<std::string> unreadable;  // why some trial Pods could not be read
+  MissingNodes missingNodes;            // nodes of its trial Pods that the Node cache lacks
+  GpuCapacity capacity;
+  int slotsHeldForOlderJobs = 0;
+  // Learned by applying an earlier plan of this reconcile: the output could not be written.
+  std::optional<OutputRefusal> outputRefused;
+};
+
+// Whether a job in this phase has ended: Succeeded or Failed.
+bool hasEnded(api::Phase phase);
+
+Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp now);
+
+}  // namespace autotune::controller

@@ -1,0 +1,262 @@
+#include <algorithm>
+#include <utility>
+
+#include "api/text.h"
+#include "controller/output.h"
+#include "controller/plan_steps.h"
+#include "controller/trial_pod.h"
+#include "tuning/results.h"
+
+namespace autotune::controller::plan_steps {
+namespace {
+
+api::TrialCounts countsOf(const std::vector<api::TrialRecord>& results) {
+  api::TrialCounts counts;
+  for (const auto& record : results) {
+    switch (record.outcome) {
+      case api::Outcome::kSucceeded:
+        ++counts.succeeded;
+        break;
+      case api::Outcome::kOOM:
+        ++counts.oom;
+        break;
+      case api::Outcome::kTimedOut:
+        ++counts.timedOut;
+        break;
+      default:
+        ++counts.failed;
+    }
+  }
+  return counts;
+}
+
+void markSpecRead(Draft& draft) {
+  const Snapshot& snapshot = draft.snapshot;
+  api::Status& status = draft.status();
+  status.observedGeneration = snapshot.generation;
+  if (status.startTime.empty()) {
+    status.startTime = formatTime(snapshot.now);
+  }
+  setCondition(status, condition::kSpecValid, true, "Valid", "the spec is valid", snapshot.now,
+               snapshot.generation);
+  if (const auto* reconciled = findCondition(status, condition::kReconciled);
+      reconciled != nullptr && reconciled->status == "False") {
+    setCondition(status, condition::kReconciled, true, "Recovered", "the reconcile succeeds again",
+                 snapshot.now, snapshot.generation);
+  }
+  if (snapshot.job.status.observedGeneration != snapshot.generation && !snapshot.warnings.empty()) {
+    draft.plan.events.push_back(specWarning(snapshot.generation, snapshot.warnings));
+  }
+}
+
+// What every plan that goes on or ends the search says: the counts, the trials in flight, the
+// spaces' table, the trials recorded now and the best.
+void summarise(Draft& draft) {
+  markSpecRead(draft);
+  api::Status& status = draft.status();
+  const api::Spec& spec = draft.spec();
+  api::TrialCounts counts = countsOf(status.results);
+  counts.launched = static_cast<int>(status.results.size() + draft.inFlight.size());
+  counts.pruned = static_cast<int>(draft.decision.pruned.size());
+  status.trials = counts;
+  status.inFlight.clear();
+  for (const auto& state : draft.inFlight) {
+    status.inFlight.push_back({state.trialName, state.attempt});
+  }
+  status.spaces = tuning::summarizeSpaces(status.results, spec.search.metric);
+  for (auto& event : trialsEnded(draft.plan.finished, spec.search.metric)) {
+    draft.plan.events.push_back(std::move(event));
+  }
+  const tuning::Decision& decision = draft.decision;
+  if (decision.best && decision.bestValue) {
+    const std::string previous = status.best ? status.best->trial : "";
+    status.best = tuning::bestTrial(*decision.best, *decision.bestValue, spec.search.metric,
+                                    tuning::baselineValue(status.results), spec.resources);
+    if (status.best->trial != previous) {
+      draft.plan.events.push_back(bestImproved(*status.best, spec.search.metric));
+    }
+  }
+}
+
+std::string unschedulableBecause(const api::Resources& resources, const GpuCapacity& capacity) {
+  const int perNode = TrialShape{resources.gpusPerTrial, resources.nodesPerTrial}.gpusPerNode();
+  if (resources.nodesPerTrial > 1) {
+    const auto enough = std::ranges::count_if(
+        capacity.nodes, [&](const NodeGpus& node) { return node.allocatable >= perNode; });
+    return "fewer than " + std::to_string(resources.nodesPerTrial) +
+           " schedulable nodes (spec.resources.nodesPerTrial) have " + std::to_string(perNode) +
+           " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial / nodesPerTrial); " +
+           std::to_string(enough) + " have";
+  }
+  int largest = 0;
+  for (const auto& node : capacity.nodes) {
+    largest = std::max(largest, node.allocatable);
+  }
+  return "no schedulable node has " + std::to_string(resources.gpusPerTrial) +
+         " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial); the largest has " +
+         std::to_string(largest);
+}
+
+// Whether the engine was held back by GPU slots rather than by parallelism or its own plan.
+bool wantedMoreSlots(const Draft& draft) {
+  return continues(draft.decision) && draft.slots.byGpus < draft.slots.byParallelism &&
+         static_cast<int>(draft.decision.launch.size()) >= std::max(0, draft.slots.byGpus);
+}
+
+std::optional<runtime::Duration> nextDeadline(const Draft& draft) {
+  std::optional<Timestamp> soonest;
+  for (const auto& state : draft.inFlight) {
+    if (const auto due = deadline(state, draft.spec()); due && (!soonest || *due < *soonest)) {
+      soonest = due;
+    }
+  }
+  if (!soonest) {
+    return std::nullopt;
+  }
+  return requeueFor(*soonest - draft.snapshot.now + std::chrono::milliseconds(100));
+}
+
+api::Phase phaseOf(const Draft& draft) {
+  const bool profiling = std::ranges::any_of(draft.inFlight, [](const TrialRunState& state) {
+    return state.trialName == tuning::kProfileTrialName;
+  });
+  if (profiling) {
+    return api::Phase::kProfiling;
+  }
+  if (!draft.inFlight.empty() || !draft.plan.status.results.empty()) {
+    return api::Phase::kRunning;
+  }
+  return api::Phase::kPending;
+}
+
+void endRunning(Draft& draft, bool succeeded, std::string_view reason, const std::string& message) {
+  api::Status& status = draft.status();
+  status.phase = succeeded ? api::Phase::kSucceeded : api::Phase::kFailed;
+  status.completionTime = formatTime(draft.snapshot.now);
+  status.trials.pending = 0;
+  status.trials.running = 0;
+  status.message = message;
+  draft.setRunning(false, succeeded ? "Completed" : "Failed", message);
+  setCondition(status, succeeded ? condition::kComplete : condition::kFailed, true, reason, message,
+               draft.snapshot.now, draft.snapshot.generation);
+}
+
+// The output could not be written: the status keeps the results and the best, without the final
+// phase, says why, and the write is retried; the Event only when the status did not say it yet.
+void awaitOutput(Draft& draft, const OutputRefusal& refusal) {
+  const std::string message = api::headOf("ConfigMap " + draft.spec().output.configMapName +
+                                              " could not be written: " + refusal.message,
+                                          kEventMessageBytes);
+  const api::Condition* told = findCondition(draft.status(), condition::kOutputWritten);
+  if (told == nullptr || told->status != "False" || told->message != message) {
+    draft.plan.events.push_back(outputNotWritten(refusal.reason, message));
+  }
+  setCondition(draft.status(), condition::kOutputWritten, false, refusal.reason, message,
+               draft.snapshot.now, draft.snapshot.generation);
+}
+
+}  // namespace
+
+// The search goes on: how many trials wait and run, and the Running condition saying what
+// holds it back, if anything does.
+void goOn(Draft& draft) {
+  summarise(draft);
+  api::Status& status = draft.status();
+  int pending = 0;
+  std::string unschedulable;
+  std::string cannotStart;
+  for (const auto& state : draft.inFlight) {
+    if (state.phase == Phase::kRunning) {
+      continue;
+    }
+    ++pending;
+    if (state.unschedulable) {
+      unschedulable = state.run.name + ": " + state.message;
+    } else if (containerCannotStart(state)) {
+      cannotStart = state.run.name + ": " + state.message;
+    }
+  }
+  status.trials.pending = pending;
+  status.trials.running = static_cast<int>(draft.inFlight.size()) - pending;
+  status.phase = phaseOf(draft);
+  const bool someRun = status.trials.running > 0;
+  if (!draft.slots.schedulable) {
+    status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
+    draft.setRunning(false, "Unschedulable", status.message);
+    draft.plan.requeueAfter = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
+    return;
+  }
+  if (!unschedulable.empty()) {
+    status.message = "a trial cannot be scheduled: " + unschedulable;
+    draft.setRunning(someRun, "Unschedulable", status.message);
+  } else if (!cannotStart.empty()) {
+    status.message = "a trial's container cannot start: " + cannotStart;
+    draft.setRunning(someRun, "ContainerCannotStart", status.message);
+  } else if (wantedMoreSlots(draft)) {
+    status.message = "waiting for free nvidia.com/gpu slots";
+    draft.setRunning(true, kWaitingForGpus, status.message);
+  } else {
+    status.message = draft.decision.message;
+    draft.setRunning(true, "Searching",
+                     "trials in flight: " + std::to_string(draft.inFlight.size()));
+  }
+  draft.plan.requeueAfter = nextDeadline(draft);
+  if (wantedMoreSlots(draft)) {
+    draft.requeueWithin(kWaitingRecheck);
+  }
+}
+
+// A trial that never started on any of its attempts: nothing is known of its config, and the
+// search cannot go on without it. The job fails, saying why; its results stay.
+void failNotMeasured(Draft& draft, const TrialRunState& state) {
+  summarise(draft);
+  const std::string message = "trial " + state.trialName + " was not measured in " +
+                              std::to_string(state.attempt + 1) + " attempts, the last " +
+                              state.message +
+                              "; nothing is known of its config, so the search cannot go on: "
+                              "remove the cause and create the job again";
+  endRunning(draft, false, "TrialNotMeasured", message);
+  draft.status().inFlight.clear();
+  draft.plan.events.push_back(trialNotMeasured(state.trialName, message));
+  draft.plan.deletions.push_back(state.run);
+}
+
+// The end of the search: the output, then the final status.
+void endSearch(Draft& draft) {
+  summarise(draft);
+  const Snapshot& snapshot = draft.snapshot;
+  const tuning::Decision& decision = draft.decision;
+  const api::Spec& spec = draft.spec();
+  api::Status& status = draft.status();
+  status.trials.pending = 0;
+  status.trials.running = 0;
+  status.message = decision.message;
+  const bool succeeded =
+      decision.state == tuning::Decision::State::kSucceeded && decision.best.has_value();
+  if (!succeeded) {
+    endRunning(draft, false, "SearchFailed", decision.message);
+    draft.plan.events.push_back(searchFailed(decision.message));
+    return;
+  }
+  if (snapshot.outputRefused) {
+    awaitOutput(draft, *snapshot.outputRefused);
+    return;
+  }
+  const double elapsed = std::chrono::duration<double>(
+                             snapshot.now - parseTime(status.startTime).value_or(snapshot.now))
+                             .count();
+  api::AutotuneJob recorded = snapshot.job;
+  recorded.status = status;
+  draft.plan.output = outputConfigMap(recorded, *decision.best, decision.trials, elapsed);
+  const std::string& configMap = spec.output.configMapName;
+  setCondition(status, condition::kOutputWritten, true, "Written", "ConfigMap " + configMap,
+               snapshot.now, snapshot.generation);
+  if (spec.afterTuning) {
+    draft.plan.afterTuning = afterTuningJob(snapshot.job, *decision.best);
+    status.afterTuningJob = afterTuningJobName(snapshot.job.name());
+  }
+  endRunning(draft, true, "SearchCompleted", decision.message);
+  draft.plan.events.push_back(searchCompleted(*status.best, decision.message, configMap));
+}
+
+}  // namespace autotune::controller::plan_steps
