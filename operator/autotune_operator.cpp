@@ -196,6 +196,18 @@ std::string identity() {
 
 std::string outcomeLabel(api::Outcome outcome) { return std::string(api::toString(outcome)); }
 
+std::string relaunchLabel(controller::Relaunch why) {
+  switch (why) {
+    case controller::Relaunch::kLost:
+      return "lost";
+    case controller::Relaunch::kPreempted:
+      return "preempted";
+    case controller::Relaunch::kNotMeasured:
+      break;
+  }
+  return "not_measured";
+}
+
 std::string nextReconcileID() {
   static std::atomic<std::uint64_t> counter = 0;
   return std::to_string(++counter);
@@ -222,8 +234,12 @@ void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched
     manager.watch<controller::CachedAutotuneJob>({controller::kAutotuneJobs, ns, ""},
                                                  cluster.addAutotuneJobs(ns),
                                                  controller::jobKeysOfAutotuneJob);
-    manager.watch<controller::Pod>({k8s::kPods, ns, std::string(controller::kJobLabel)},
-                                   cluster.addPods(ns), controller::jobKeysOfPod, kPodBatch);
+    manager.watch<controller::Pod>(
+        {k8s::kPods, ns, std::string(controller::kJobLabel)}, cluster.addPods(ns),
+        [&cluster](const controller::Pod* before, const controller::Pod* after) {
+          return cluster.jobsConcernedByPod(before, after);
+        },
+        kPodBatch);
     manager.watch<controller::BatchJob>({k8s::kBatchJobs, ns, std::string(controller::kJobLabel)},
                                         cluster.addBatchJobs(ns), controller::jobKeysOfBatchJob);
   }
@@ -242,8 +258,7 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics) {
     metrics.trialLaunched(job.namespaceName(), job.name());
   };
   hooks.trialRelaunched = [&metrics](const api::AutotuneJob& job, controller::Relaunch why) {
-    metrics.trialRelaunched(job.namespaceName(), job.name(),
-                            why == controller::Relaunch::kLost ? "lost" : "not_measured");
+    metrics.trialRelaunched(job.namespaceName(), job.name(), relaunchLabel(why));
   };
   hooks.trialPending = [&metrics](std::chrono::duration<double> waited) {
     metrics.trialPending(waited);

@@ -58,6 +58,7 @@ void describe(auto& field, Either<Spec> auto& spec) {
   field("parallelism", spec.parallelism);
   field("trialTimeout", spec.trialTimeout);
   field("schedulingTimeout", spec.schedulingTimeout);
+  field("queueTimeout", spec.queueTimeout);
   field("maxFailedTrials", spec.maxFailedTrials);
   field("argMappings", spec.argMappings);
   field("template", spec.podTemplate);
@@ -82,6 +83,7 @@ void describe(auto& field, Either<TrialCounts> auto& trials) {
   field("launched", trials.launched);
   field("pending", trials.pending);
   field("running", trials.running);
+  field("queued", trials.queued);
   field("succeeded", trials.succeeded);
   field("failed", trials.failed);
   field("oom", trials.oom);
@@ -92,6 +94,7 @@ void describe(auto& field, Either<TrialCounts> auto& trials) {
 void describe(auto& field, Either<LaunchedTrial> auto& launched) {
   field("name", launched.name);
   field("attempt", launched.attempt);
+  field("preemptions", launched.preemptions);
 }
 
 void describe(auto& field, Either<BestTrial> auto& best) {

@@ -78,7 +78,12 @@ struct Spec {
   Search search;
   int parallelism = 1;
   Duration trialTimeout = Duration::parse("1h").value();
+  // How long a trial may wait, once on a node, for its container to start: what waiting cannot
+  // fix (an image that cannot be pulled, a container that cannot be created).
   Duration schedulingTimeout = Duration::parse("15m").value();
+  // How long a trial may stay queued for room (busy GPUs, a quota, an admission gate); unset, as
+  // long as it takes.
+  std::optional<Duration> queueTimeout;
   int maxFailedTrials = 10;
   std::map<std::string, std::string> argMappings;  // DeepSpeed config key -> command-line flag
   nlohmann::json podTemplate = nlohmann::json::object();  // spec.template, a PodTemplateSpec
@@ -105,6 +110,9 @@ struct TrialCounts {
   int launched = 0;
   int pending = 0;
   int running = 0;
+  // Trials waiting for room: their Pods not placed by the scheduler yet or held by a scheduling
+  // gate, or not created for lack of GPUs or quota. Of those with Pods, also counted pending.
+  int queued = 0;
   int succeeded = 0;
   int failed = 0;
   int oom = 0;
@@ -166,6 +174,8 @@ struct TrialRecord {
 struct LaunchedTrial {
   std::string name;
   int attempt = 0;
+  // Of its earlier attempts, those preempted or drained: they spent none of its relaunches.
+  int preemptions = 0;
 
   bool operator==(const LaunchedTrial&) const = default;
 };

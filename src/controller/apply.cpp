@@ -56,7 +56,9 @@ std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& pla
       context_.log.warn("could not write the output", {{"configMap", job.spec.output.configMapName},
                                                        {"reason", refused->reason},
                                                        {"error", refused->message}});
-      return Learned{{}, std::move(refused)};
+      Learned learned;
+      learned.outputRefused = std::move(refused);
+      return learned;
     }
   }
   if (plan.afterTuning) {
@@ -139,53 +141,69 @@ Learned Apply::launch(const api::AutotuneJob& job, const Plan& plan) {
 }
 
 bool Apply::createRun(const RunLaunch& launch, Learned& learned) {
-  const bool created = launch.run.carrier == TrialRun::Carrier::kPod ? createPod(launch, learned)
-                                                                     : createBatchJob(launch);
-  return created;
+  if (launch.run.carrier == TrialRun::Carrier::kPod) {
+    return createPod(launch, learned);
+  }
+  return createBatchJob(launch, learned);
+}
+
+// Creates `object` for the run. An object of that name already there is the job's from an earlier
+// reconcile the cache has not caught up with (it is returned, not made by this call), or someone
+// else's: then the run's name is taken. Nothing when neither created nor the job's.
+std::optional<Apply::Made> Apply::create(const k8s::Resource& resource, const json& object,
+                                         const RunLaunch& launch, Learned& learned) {
+  auto created = client_.create(resource, namespace_, object);
+  if (created) {
+    return Made{std::move(*created), true};
+  }
+  const std::string name = k8s::text(k8s::metadataOf(object), "name");
+  if (!alreadyExists(created)) {
+    context_.log.warn("could not launch a trial", {{"trial", launch.trial},
+                                                   {"object", resource.plural + "/" + name},
+                                                   {"error", k8s::describe(created.error())}});
+    learned.refusedCreates.push_back({launch.trial, created.error().kind, created.error().message});
+    return std::nullopt;
+  }
+  auto existing = client_.get(resource, namespace_, name);
+  if (!existing) {
+    return std::nullopt;
+  }
+  if (!k8s::controlledBy(*existing, k8s::text(metadata_, "uid"))) {
+    learned.namesTaken.insert(launch.run.name);
+    return std::nullopt;
+  }
+  return Made{std::move(*existing), false};
 }
 
 bool Apply::createPod(const RunLaunch& launch, Learned& learned) {
-  auto created = client_.create(k8s::kPods, namespace_, launch.object);
-  if (created) {
-    cluster_.wrotePod(*created);
-    return true;
-  }
-  if (!alreadyExists(created)) {
-    context_.log.warn("could not launch a trial",
-                      {{"trial", launch.trial}, {"error", k8s::describe(created.error())}});
+  const auto made = create(k8s::kPods, launch.object, launch, learned);
+  if (!made || !made->byThisCall) {
     return false;
   }
-  // Ours from an earlier reconcile the cache has not caught up with, or someone else's.
-  auto existing = client_.get(k8s::kPods, namespace_, launch.run.name);
-  if (existing && !k8s::controlledBy(*existing, k8s::text(metadata_, "uid"))) {
-    learned.namesTaken.insert(launch.run.name);
-  }
-  return false;
+  cluster_.wrotePod(made->object);
+  return true;
 }
 
-// A multi-node trial's Service, then its batch Job. A Job of that name already there is left as
-// it is: when it is not this job's, its Pods do not name this job, so the trial is never seen
-// running and runs again under another name.
-bool Apply::createBatchJob(const RunLaunch& launch) {
-  auto service = client_.create(k8s::kServices, namespace_, launch.service.value_or(json()));
-  if (failedBut(service, k8s::ErrorKind::kAlreadyExists)) {
-    context_.log.warn("could not create a multi-node trial's Service",
-                      {{"trial", launch.trial}, {"error", k8s::describe(service.error())}});
+// A multi-node trial's Service, then its batch Job, which names the Service's UID so that the
+// Service is deleted with it and no other of that name.
+bool Apply::createBatchJob(const RunLaunch& launch, Learned& learned) {
+  const auto service = create(k8s::kServices, launch.service.value_or(json()), launch, learned);
+  if (!service) {
     return false;
   }
-  auto created = client_.create(k8s::kBatchJobs, namespace_, launch.object);
-  if (!created) {
-    if (!alreadyExists(created)) {
-      context_.log.warn("could not launch a trial",
-                        {{"trial", launch.trial}, {"error", k8s::describe(created.error())}});
-    }
+  json object = launch.object;
+  object["metadata"]["annotations"][std::string(kServiceUidAnnotation)] =
+      k8s::text(k8s::metadataOf(service->object), "uid");
+  const auto made = create(k8s::kBatchJobs, object, launch, learned);
+  if (!made || !made->byThisCall) {
     return false;
   }
-  cluster_.wroteBatchJob(*created);
+  cluster_.wroteBatchJob(made->object);
   return true;
 }
 
 runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& plan) {
+  cluster_.jobWaits(job_, plan.gpusWaitedFor);
   // The finished trials are recorded in the status written before; only now may their runs go,
   // so a crash in between loses nothing.
   for (const auto& run : plan.deletions) {
@@ -211,7 +229,8 @@ runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& 
       hooks_.trialPending(waited);
     }
   }
-  return runtime::ReconcileResult::after(plan.requeueAfter);
+  return plan.retry ? runtime::ReconcileResult::retry()
+                    : runtime::ReconcileResult::after(plan.requeueAfter);
 }
 
 runtime::ReconcileResult Apply::refused(const Plan& plan) {
@@ -261,13 +280,29 @@ void Apply::lookUpNode(const std::string& name) {
                     {{"node", name}, {"error", k8s::describe(node.error())}});
 }
 
+// Deletes one of a run's objects, only the one seen (its UID a precondition): another of that
+// name, made since by anyone, is left alone. Without a UID seen there is nothing to delete.
+bool Apply::removeSeen(const k8s::Resource& resource, const std::string& name,
+                       const std::string& uid) {
+  if (uid.empty()) {
+    return true;
+  }
+  auto removed =
+      client_.remove(resource, namespace_, name, k8s::Propagation::kBackground, std::nullopt, uid);
+  if (removed || removed.error().kind == k8s::ErrorKind::kNotFound ||
+      removed.error().kind == k8s::ErrorKind::kConflict) {
+    return true;
+  }
+  context_.log.warn(
+      "could not delete a trial's object",
+      {{"name", name}, {"resource", resource.plural}, {"error", k8s::describe(removed.error())}});
+  return false;
+}
+
 // A Pod; or a batch Job, whose Pods garbage collection deletes with it, and its Service.
 void Apply::remove(const TrialRun& run) {
   if (run.carrier == TrialRun::Carrier::kPod) {
-    auto removed = client_.remove(k8s::kPods, namespace_, run.name);
-    if (failedBut(removed, k8s::ErrorKind::kNotFound)) {
-      context_.log.warn("could not delete a Pod",
-                        {{"pod", run.name}, {"error", k8s::describe(removed.error())}});
+    if (!removeSeen(k8s::kPods, run.name, run.uid)) {
       return;
     }
     if (const auto cached = cluster_.pod(namespace_ + "/" + run.name)) {
@@ -275,15 +310,9 @@ void Apply::remove(const TrialRun& run) {
     }
     return;
   }
-  for (const auto* resource : {&k8s::kBatchJobs, &k8s::kServices}) {
-    auto removed = client_.remove(*resource, namespace_, run.name, k8s::Propagation::kBackground);
-    if (failedBut(removed, k8s::ErrorKind::kNotFound)) {
-      context_.log.warn("could not delete a multi-node trial",
-                        {{"name", run.name},
-                         {"resource", resource->plural},
-                         {"error", k8s::describe(removed.error())}});
-      return;
-    }
+  if (!removeSeen(k8s::kBatchJobs, run.name, run.uid) ||
+      !removeSeen(k8s::kServices, run.name, run.serviceUid)) {
+    return;
   }
   // So that the reconciles before garbage collection reaches them do not delete the Job again.
   for (const auto& pod :

@@ -48,8 +48,9 @@ struct ReconcilerHooks {
 struct Learned {
   std::set<std::string> namesTaken;  // runs whose names objects the job does not own hold
   std::optional<OutputRefusal> outputRefused;
+  std::vector<RefusedCreate> refusedCreates;
 
-  bool empty() const { return namesTaken.empty() && !outputRefused; }
+  bool empty() const { return namesTaken.empty() && !outputRefused && refusedCreates.empty(); }
 };
 
 // One reconcile's effects on one job, each step only after the one before went through.
@@ -83,11 +84,19 @@ class Apply {
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
                                            const nlohmann::json& configMap);
   bool writeStatus(const api::Status& status, const api::AutotuneJob* job);
-  // Returns false when the run was not created by this call; a name taken goes into `learned`.
+  // Returns false when the run was not created by this call; a name taken, or a create refused,
+  // goes into `learned`.
   bool createRun(const RunLaunch& launch, Learned& learned);
   bool createPod(const RunLaunch& launch, Learned& learned);
-  bool createBatchJob(const RunLaunch& launch);
+  bool createBatchJob(const RunLaunch& launch, Learned& learned);
+  struct Made {
+    nlohmann::json object;
+    bool byThisCall = false;  // else it was there already, the job's
+  };
+  std::optional<Made> create(const k8s::Resource& resource, const nlohmann::json& object,
+                             const RunLaunch& launch, Learned& learned);
   void remove(const TrialRun& run);
+  bool removeSeen(const k8s::Resource& resource, const std::string& name, const std::string& uid);
   // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
   void lookUpNode(const std::string& name);
   void report(const JobEvent& reported);

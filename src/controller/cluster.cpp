@@ -34,14 +34,6 @@ Store* storeFor(const std::vector<std::pair<std::string, std::unique_ptr<Store>>
 
 }  // namespace
 
-std::vector<std::string> jobKeysOfPod(const Pod* before, const Pod* after) {
-  const Pod* pod = after != nullptr ? after : before;
-  if (pod == nullptr || pod->ownerJobName.empty()) {
-    return {};
-  }
-  return {pod->ns + "/" + pod->ownerJobName};
-}
-
 std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after) {
   const BatchJob* job = after != nullptr ? after : before;
   if (job == nullptr || job->ownerJobName.empty()) {
@@ -100,6 +92,9 @@ PodStore& Cluster::addPods(const std::string& ns) {
   store->listen([this](const Pod* before, const Pod* after) {
     if (after == nullptr) {
       gpus_.removePod(before->key);
+      Pod deleted = *before;
+      deleted.deleting = true;
+      podDeleted(std::make_shared<const Pod>(std::move(deleted)));
     } else {
       gpus_.setPod(*after);
     }
@@ -140,6 +135,38 @@ std::vector<runtime::Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
   return store->byIndex(std::string(kByJobLabel), labelled(ns, jobLabel));
 }
 
+std::vector<runtime::Shared<Pod>> Cluster::podsDeleted(const std::string& ns,
+                                                       const std::string& jobLabel) const {
+  const std::scoped_lock lock(mutex_);
+  std::vector<runtime::Shared<Pod>> deleted;
+  if (const auto found = deletedPods_.find(labelled(ns, jobLabel)); found != deletedPods_.end()) {
+    for (const auto& [key, pod] : found->second) {
+      deleted.push_back(pod);
+    }
+  }
+  return deleted;
+}
+
+void Cluster::podDeleted(runtime::Shared<Pod> pod) {
+  if (pod->jobLabel.empty() || pod->trialName.empty()) {
+    return;
+  }
+  const std::scoped_lock lock(mutex_);
+  const std::string label = labelled(pod->ns, pod->jobLabel);
+  deletionOrder_.emplace_back(label, pod->key);
+  deletedPods_[label].insert_or_assign(pod->key, std::move(pod));
+  while (deletionOrder_.size() > kRememberedDeletions) {
+    const auto& [oldestLabel, oldestKey] = deletionOrder_.front();
+    if (const auto found = deletedPods_.find(oldestLabel); found != deletedPods_.end()) {
+      found->second.erase(oldestKey);
+      if (found->second.empty()) {
+        deletedPods_.erase(found);
+      }
+    }
+    deletionOrder_.pop_front();
+  }
+}
+
 MissingNodes Cluster::missingNodes(const NodeNames& named, Timestamp now) const {
   NodeNames absent;
   for (const auto& name : named) {
@@ -155,7 +182,30 @@ void Cluster::nodeLookedUp(const std::string& name, bool found, Timestamp at) {
 }
 
 int Cluster::slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const {
-  return waiting_.slotsHeldBefore(job, gpusPerTrial);
+  return waiting_.slotsHeldBefore(job.key, job.creationTimestamp, gpusPerTrial);
+}
+
+void Cluster::jobWaits(const CachedAutotuneJob& job, int gpus) {
+  waiting_.set(job.key, job.creationTimestamp, gpus);
+}
+
+std::vector<std::string> Cluster::jobsConcernedByPod(const Pod* before, const Pod* after) const {
+  const Pod* pod = after != nullptr ? after : before;
+  if (pod == nullptr) {
+    return {};
+  }
+  std::vector<std::string> keys;
+  if (!pod->ownerJobName.empty()) {
+    keys.push_back(pod->ns + "/" + pod->ownerJobName);
+  }
+  const bool heldGpus = before != nullptr && before->gpus > 0 && !before->finished();
+  const bool letGo = after == nullptr || after->finished();
+  if (heldGpus && letGo) {
+    for (auto& key : waiting_.keys()) {
+      keys.push_back(std::move(key));
+    }
+  }
+  return keys;
 }
 
 std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node* after) const {
@@ -169,8 +219,8 @@ std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node
   }
   for (const auto& [ns, store] : pods_) {
     for (const auto& pod : store->byIndex(std::string(kByNode), node->name)) {
-      for (auto& key : jobKeysOfPod(nullptr, pod.get())) {
-        keys.insert(std::move(key));
+      if (!pod->ownerJobName.empty()) {
+        keys.insert(pod->ns + "/" + pod->ownerJobName);
       }
     }
   }
@@ -232,7 +282,9 @@ void Cluster::deletingPod(const Pod& pod) {
 
 void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJob* after) {
   const std::string& key = after != nullptr ? after->key : before->key;
-  waiting_.update(key, after);
+  if (after == nullptr) {
+    waiting_.set(key, before->creationTimestamp, 0);
+  }
   const std::scoped_lock lock(mutex_);
   if (const auto found = phaseOf_.find(key); found != phaseOf_.end()) {
     if (--phaseCounts_[found->second] == 0) {

@@ -5,6 +5,7 @@
 // per reconcile: the GPU ledger (gpu_slots.h), the jobs waiting for GPUs (waiting_jobs.h) and
 // the jobs by phase. All of it is rebuilt from the watches after a restart. Thread-safe.
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,12 @@ class Cluster {
   // The Pods labelled for the job of this name in its namespace, whoever owns them.
   std::vector<runtime::Shared<Pod>> podsLabelled(const std::string& ns,
                                                  const std::string& jobLabel) const;
+  // Of those, the ones deleted lately, each as it was last seen: a trial Pod that went between two
+  // reconciles (preempted and deleted at once, say) still tells how it ended. Only the most recent
+  // kRememberedDeletions are kept, and none survive a restart: a trial whose Pod went unseen then
+  // is not measured.
+  std::vector<runtime::Shared<Pod>> podsDeleted(const std::string& ns,
+                                                const std::string& jobLabel) const;
   // Of the nodes `named`, those the Node cache lacks, and what the API server said of them.
   MissingNodes missingNodes(const NodeNames& named, Timestamp now) const;
   // What a direct GET of a node the cache lacks answered.
@@ -57,9 +64,14 @@ class Cluster {
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for: first come,
   // first served.
   int slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const;
+  // The job waits for `gpus` GPUs, or none (WaitingJobs).
+  void jobWaits(const CachedAutotuneJob& job, int gpus);
   // What a Node's change concerns: the jobs waiting for GPUs and those with Pods on it, unless
   // nothing a job reads of the Node changed (a heartbeat).
   std::vector<std::string> jobsConcernedBy(const Node* before, const Node* after) const;
+  // What a trial Pod's change concerns: its job, and when the Pod let go of GPUs (it ended or
+  // went), every job waiting for GPUs, oldest first, so that freed GPUs are taken at once.
+  std::vector<std::string> jobsConcernedByPod(const Pod* before, const Pod* after) const;
   // Jobs by status.phase (Pending while they have none).
   std::map<std::string, std::int64_t, std::less<>> jobsByPhase() const;
   // When this process last wrote the job's status, if it has since it started.
@@ -74,6 +86,7 @@ class Cluster {
 
  private:
   void jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJob* after);
+  void podDeleted(runtime::Shared<Pod> pod);
 
   std::vector<std::pair<std::string, std::unique_ptr<AutotuneJobStore>>> jobs_;
   std::vector<std::pair<std::string, std::unique_ptr<PodStore>>> pods_;
@@ -87,10 +100,12 @@ class Cluster {
   std::map<std::string, std::string, std::less<>> phaseOf_;  // job key -> phase
   std::map<std::string, std::int64_t, std::less<>> phaseCounts_;
   std::map<std::string, Timestamp, std::less<>> statusWrittenAt_;
+  // Trial Pods deleted lately, as last seen: by "namespace/job label", and in deletion order.
+  std::map<std::string, std::map<std::string, runtime::Shared<Pod>>, std::less<>> deletedPods_;
+  std::deque<std::pair<std::string, std::string>> deletionOrder_;  // (label key, Pod key)
 };
 
-// The job a trial Pod belongs to ("namespace/name" of its controlling AutotuneJob), if any.
-std::vector<std::string> jobKeysOfPod(const Pod* before, const Pod* after);
+inline constexpr std::size_t kRememberedDeletions = 4096;
 
 // The job a trial's batch Job belongs to, if any.
 std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after);

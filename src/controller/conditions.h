@@ -23,11 +23,19 @@ inline constexpr std::string_view kFailed = "Failed";
 inline constexpr std::string_view kReconciled = "Reconciled";
 // False while the search is over and its output ConfigMap could not be written.
 inline constexpr std::string_view kOutputWritten = "OutputWritten";
+// True once the API server refused a trial's run for good (Pod Security, a policy, a webhook):
+// the job launches nothing more, and fails once the trials still running are recorded.
+inline constexpr std::string_view kLaunchRefused = "LaunchRefused";
 }  // namespace condition
 
-// The Running condition's reason while the engine wants more trials than free GPU slots allow:
-// waiting_jobs.h reads it back, as the wait that holds GPUs back from younger jobs.
+// The Running condition's reasons while trials wait for room, True while some trial runs and
+// False while none does: for free GPU slots by the operator's count (older jobs first), for a
+// ResourceQuota, or for the scheduler or a scheduling gate to place their Pods.
+namespace queued {
 inline constexpr std::string_view kWaitingForGpus = "WaitingForGPUs";
+inline constexpr std::string_view kQuotaExceeded = "QuotaExceeded";
+inline constexpr std::string_view kQueued = "Queued";
+}  // namespace queued
 
 // metav1.Condition's bound on a message.
 inline constexpr std::size_t kConditionMessageBytes = 32768;

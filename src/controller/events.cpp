@@ -87,9 +87,34 @@ std::vector<JobEvent> trialsEnded(const std::vector<api::TrialRecord>& recorded,
 
 JobEvent trialRelaunched(const std::string& trial, const TrialRun& replaced, Relaunch why,
                          const std::string& because) {
+  const std::string_view happened = why == Relaunch::kLost        ? " was lost ("
+                                    : why == Relaunch::kPreempted ? " was preempted ("
+                                                                  : " was not measured (";
   return {"TrialRelaunched", "Warning", trial + replaced.name,
-          "Trial " + trial + (why == Relaunch::kLost ? " was lost (" : " was not measured (") +
-              because + "); launched again"};
+          "Trial " + trial + std::string(happened) + because + "); launched again"};
+}
+
+std::string quotaNamed(const std::string& serverMessage) {
+  constexpr std::string_view kExceeded = "exceeded quota: ";
+  const auto start = serverMessage.find(kExceeded);
+  if (start == std::string::npos) {
+    return "";
+  }
+  const auto from = start + kExceeded.size();
+  return serverMessage.substr(from, serverMessage.find(',', from) - from);
+}
+
+JobEvent quotaExceeded(const std::string& serverMessage) {
+  return {"QuotaExceeded", "Warning", "quota " + quotaNamed(serverMessage),
+          "A trial waits: its create was refused by a ResourceQuota: " + serverMessage};
+}
+
+JobEvent launchRefused(const std::string& message) {
+  return {"LaunchRefused", "Warning", "", message};
+}
+
+JobEvent queueTimedOut(const std::string& trial, const std::string& message) {
+  return {"QueueTimeout", "Warning", trial, message};
 }
 
 JobEvent bestImproved(const api::BestTrial& best, api::Metric metric) {

@@ -40,11 +40,18 @@ JobEvent trialsLaunched(const std::vector<std::pair<std::string, TrialRun>>& lau
 std::vector<JobEvent> trialsEnded(const std::vector<api::TrialRecord>& recorded,
                                   api::Metric metric);
 
-// Why a trial runs again: its run was lost (evicted, its node gone, deleted while running), or it
-// was not measured (never started, or its run vanished unseen).
-enum class Relaunch { kLost, kNotMeasured };
+// Why a trial runs again: its run was lost (evicted, its node gone, deleted while running), it
+// was not measured (never started, or its run vanished unseen), or it was preempted (by a higher
+// priority, a drain or a queueing system: this spends none of its relaunches).
+enum class Relaunch { kLost, kNotMeasured, kPreempted };
 JobEvent trialRelaunched(const std::string& trial, const TrialRun& replaced, Relaunch why,
                          const std::string& because);
+
+// A create refused by a ResourceQuota, once per quota named in `serverMessage`.
+JobEvent quotaExceeded(const std::string& serverMessage);
+// A create refused for good (Pod Security, a policy, a webhook, an invalid object).
+JobEvent launchRefused(const std::string& message);
+JobEvent queueTimedOut(const std::string& trial, const std::string& message);
 
 JobEvent bestImproved(const api::BestTrial& best, api::Metric metric);
 JobEvent searchCompleted(const api::BestTrial& best, const std::string& message,
@@ -55,6 +62,9 @@ JobEvent invalidSpec(const std::string& message);
 JobEvent specWarning(std::int64_t generation, const api::FieldErrors& warnings);
 JobEvent outputNotWritten(const std::string& reason, const std::string& message);
 JobEvent reconcileException(const std::string& message);
+
+// The quota a "exceeded quota: NAME, requested: ..." refusal names, or "" when it names none.
+std::string quotaNamed(const std::string& serverMessage);
 
 // The core/v1 Event reporting `reported` on the job with `metadata`, stamped `now`.
 nlohmann::json eventObject(const nlohmann::json& jobMetadata, const JobEvent& reported,

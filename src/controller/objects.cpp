@@ -105,7 +105,8 @@ std::optional<std::int64_t> labelledMemory(const json& node) {
 std::optional<PodCondition> conditionOf(const json& status, std::string_view type) {
   for (const auto& entry : member(status, "conditions")) {
     if (text(entry, "type") == type) {
-      return PodCondition{text(entry, "status"), text(entry, "reason"), text(entry, "message")};
+      return PodCondition{text(entry, "status"), text(entry, "reason"), text(entry, "message"),
+                          timeAt(entry, "lastTransitionTime")};
     }
   }
   return std::nullopt;
@@ -148,6 +149,7 @@ void readOwner(const json& metadata, Pod& pod) {
     } else if (text(owner, "kind") == "Job" && text(owner, "apiVersion") == "batch/v1") {
       const json& annotations = member(metadata, "annotations");
       pod.batchJob = text(owner, "name");
+      pod.batchJobUid = text(owner, "uid");
       pod.ownerJobName = text(annotations, kOwnerNameAnnotation);
       pod.ownerJobUid = text(annotations, kOwnerUidAnnotation);
       pod.completionIndex = text(annotations, kCompletionIndexAnnotation);
@@ -168,6 +170,7 @@ std::optional<Pod> decodePod(const json& object) {
   }
   pod.key = k8s::keyOf(object);
   pod.resourceVersion = text(metadata, "resourceVersion");
+  pod.uid = text(metadata, "uid");
   readOwner(metadata, pod);
   const json& labels = member(metadata, "labels");
   pod.jobLabel = text(labels, kJobLabel);
@@ -175,6 +178,7 @@ std::optional<Pod> decodePod(const json& object) {
   const json& annotations = member(metadata, "annotations");
   pod.trialName = text(annotations, kTrialNameAnnotation);
   pod.attemptText = text(annotations, kAttemptAnnotation);
+  pod.preemptionsText = text(annotations, kPreemptionsAnnotation);
   pod.created = timeAt(metadata, "creationTimestamp");
   pod.deleting = member(metadata, "deletionTimestamp").is_string();
   pod.deletionTimestamp = timeAt(metadata, "deletionTimestamp");
@@ -187,6 +191,11 @@ std::optional<Pod> decodePod(const json& object) {
     pod.firstContainer = text(containers.front(), "name");
   }
   pod.gpus = podGpus(object);
+  for (const auto& gate : member(spec, "schedulingGates")) {
+    if (auto name = text(gate, "name"); !name.empty()) {
+      pod.schedulingGates.push_back(std::move(name));
+    }
+  }
 
   const json& status = member(object, "status");
   pod.phase = text(status, "phase");
@@ -195,6 +204,7 @@ std::optional<Pod> decodePod(const json& object) {
   pod.started = timeAt(status, "startTime");
   pod.scheduled = conditionOf(status, "PodScheduled");
   pod.disruption = conditionOf(status, "DisruptionTarget");
+  pod.termination = conditionOf(status, "TerminationTarget");
   for (const auto& container : member(status, "containerStatuses")) {
     pod.containers.push_back(containerStatusOf(container));
   }
@@ -253,6 +263,8 @@ std::optional<BatchJob> decodeBatchJob(const json& object) {
   }
   job.key = k8s::keyOf(object);
   job.resourceVersion = text(metadata, "resourceVersion");
+  job.uid = text(metadata, "uid");
+  job.serviceUid = text(member(metadata, "annotations"), kServiceUidAnnotation);
   job.jobLabel = text(member(metadata, "labels"), kJobLabel);
   if (const json* owner = k8s::controllerOf(object);
       owner != nullptr && text(*owner, "kind") == api::kKind) {
@@ -261,6 +273,7 @@ std::optional<BatchJob> decodeBatchJob(const json& object) {
   }
   job.created = timeAt(metadata, "creationTimestamp");
   job.deleting = member(metadata, "deletionTimestamp").is_string();
+  job.suspended = member(member(object, "spec"), "suspend") == true;
   return job;
 }
 

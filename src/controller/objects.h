@@ -31,6 +31,7 @@ struct PodCondition {
   std::string status;  // True, False or Unknown
   std::string reason;
   std::string message;
+  std::optional<Timestamp> since;  // lastTransitionTime
 };
 
 // status.containerStatuses[], as far as a trial's exit is concerned.
@@ -58,24 +59,28 @@ struct Pod {
   std::string ns;
   std::string name;
   std::string resourceVersion;
+  std::string uid;
   // The AutotuneJob that controls it, if one does, directly or through a multi-node trial's
   // batch Job.
   std::string ownerJobName;
   std::string ownerJobUid;
-  std::string batchJob;         // that batch Job's name: the Pod is one node of its trial
+  std::string batchJob;  // that batch Job's name: the Pod is one node of its trial
+  std::string batchJobUid;
   std::string completionIndex;  // of that Job: "0" is the trial's rank 0
   std::string jobLabel;         // labels[autotune.io/job]
   std::string space;            // labels[autotune.io/space]
   std::string trialName;        // annotations[autotune.io/trial-name]
   std::string attemptText;      // annotations[autotune.io/attempt]
+  std::string preemptionsText;  // annotations[autotune.io/preemptions]
   std::optional<Timestamp> created;
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::optional<Timestamp> deletionTimestamp;
   std::optional<std::int64_t> deletionGracePeriodSeconds;
 
-  std::string nodeName;        // spec.nodeName
-  std::string firstContainer;  // spec.containers[0].name
-  int gpus = 0;                // nvidia.com/gpu, as the scheduler counts the Pod
+  std::string nodeName;                      // spec.nodeName
+  std::string firstContainer;                // spec.containers[0].name
+  std::vector<std::string> schedulingGates;  // spec.schedulingGates[].name
+  int gpus = 0;                              // nvidia.com/gpu, as the scheduler counts the Pod
 
   std::string phase;  // status.phase
   std::string reason;
@@ -83,6 +88,8 @@ struct Pod {
   std::optional<Timestamp> started;  // status.startTime
   std::optional<PodCondition> scheduled;
   std::optional<PodCondition> disruption;  // DisruptionTarget
+  // TerminationTarget: what Kueue sets on a Pod it stops (evicts or preempts) before deleting it.
+  std::optional<PodCondition> termination;
   std::vector<ContainerStatus> containers;
 
   // Ended by itself: Succeeded or Failed. Its GPUs are free again.
@@ -123,12 +130,15 @@ struct BatchJob {
   std::string ns;
   std::string name;
   std::string resourceVersion;
-  std::string jobLabel;  // labels[autotune.io/job]
+  std::string uid;
+  std::string serviceUid;  // annotations[autotune.io/service-uid]: its Service's
+  std::string jobLabel;    // labels[autotune.io/job]
   // The AutotuneJob that controls it, if one does.
   std::string ownerJobName;
   std::string ownerJobUid;
   std::optional<Timestamp> created;
-  bool deleting = false;  // metadata.deletionTimestamp is set
+  bool deleting = false;   // metadata.deletionTimestamp is set
+  bool suspended = false;  // spec.suspend: a queueing system holds it
 };
 
 // The names of the cluster's Nodes.

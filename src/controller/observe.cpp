@@ -19,7 +19,8 @@ struct ObservedRun {
 
 // The runs of the job's trials from its Pods; names taken by Pods it does not own, and Pods that
 // cannot be read, go into the snapshot.
-std::vector<ObservedRun> observeRuns(const std::vector<runtime::Shared<Pod>>& pods,
+std::vector<ObservedRun> observeRuns(const Cluster& cluster,
+                                     const std::vector<runtime::Shared<Pod>>& pods,
                                      Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
   std::vector<ObservedRun> observed;
@@ -44,22 +45,26 @@ std::vector<ObservedRun> observeRuns(const std::vector<runtime::Shared<Pod>>& po
   }
   for (auto& [name, run] : batchJobs) {
     run.state = combineRanks(ranks[name], job.spec);
+    if (const auto batchJob = cluster.batchJob(job.namespaceName() + "/" + name)) {
+      run.state.run.serviceUid = batchJob->serviceUid;
+    }
     observed.push_back(std::move(run));
   }
   return observed;
 }
 
 // Trials the written status counts in flight of which no run was seen: deleted before any
-// reconcile saw them go, or never created (the API refused the create). Not measured, and nothing
-// says it was the config's doing: they run again as their next attempt, never under a name
-// already used. A multi-node trial's batch Job whose Pods the Job controller has yet to make is
-// pending rather than gone, until its scheduling timeout.
+// reconcile saw them go, or never created. Not measured, and nothing says it was the config's
+// doing: they run again as their next attempt, never under a name already used. A multi-node
+// trial's batch Job whose Pods the Job controller has yet to make is pending rather than gone,
+// until its scheduling timeout; one a queueing system holds suspended is queued.
 TrialRunState vanished(const Cluster& cluster, const api::AutotuneJob& job,
                        const api::LaunchedTrial& launched, Timestamp now) {
   TrialRunState state;
   state.phase = TrialRunState::Phase::kNotMeasured;
   state.trialName = launched.name;
   state.attempt = launched.attempt;
+  state.preemptions = launched.preemptions;
   state.run = trialRunOf(job, launched.name, launched.attempt);
   state.message = "its " + state.run.describe() + " is gone: deleted, or never created";
   if (state.run.carrier != TrialRun::Carrier::kBatchJob) {
@@ -69,9 +74,17 @@ TrialRunState vanished(const Cluster& cluster, const api::AutotuneJob& job,
   if (!batchJob || batchJob->ownerJobUid != job.uid() || batchJob->deleting) {
     return state;
   }
-  state.phase = TrialRunState::Phase::kPending;
   state.created = batchJob->created;
-  state.message = "its Pods are not created yet";
+  state.run.uid = batchJob->uid;
+  state.run.serviceUid = batchJob->serviceUid;
+  if (batchJob->suspended) {
+    state.phase = TrialRunState::Phase::kQueued;
+    state.heldBack = true;
+    state.message = "its Job is suspended: a queueing system holds it";
+    return state;
+  }
+  state.phase = TrialRunState::Phase::kPending;
+  state.message = "its Pods are not made yet";
   if (auto why = notMeasured(state, job.spec, now)) {
     state.phase = TrialRunState::Phase::kNotMeasured;
     state.message = std::move(*why);
@@ -111,13 +124,23 @@ std::map<std::string, TrialRunState> newestRuns(std::vector<ObservedRun>&& obser
   return newest;
 }
 
+std::set<std::string> keysOf(const std::vector<runtime::Shared<Pod>>& pods) {
+  std::set<std::string> keys;
+  for (const auto& pod : pods) {
+    keys.insert(pod->key);
+  }
+  return keys;
+}
+
+// The job's trial Pods, and those deleted lately (Cluster::podsDeleted) as last seen, so that a
+// Pod that went between two reconciles still says how it ended.
 void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
   std::set<std::string> recorded;
   for (const auto& record : job.status.results) {
     recorded.insert(record.name);
   }
-  const auto pods = cluster.podsLabelled(job.namespaceName(), jobLabelValue(job.name()));
+  auto pods = cluster.podsLabelled(job.namespaceName(), jobLabelValue(job.name()));
   NodeNames bound;
   for (const auto& pod : pods) {
     if (!pod->nodeName.empty() && pod->ownerJobUid == job.uid()) {
@@ -125,7 +148,13 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
     }
   }
   snapshot.missingNodes = cluster.missingNodes(bound, snapshot.now);
-  auto newest = newestRuns(observeRuns(pods, snapshot), recorded, snapshot);
+  const std::set<std::string> present = keysOf(pods);
+  for (auto& deleted : cluster.podsDeleted(job.namespaceName(), jobLabelValue(job.name()))) {
+    if (!present.contains(deleted->key)) {
+      pods.push_back(std::move(deleted));
+    }
+  }
+  auto newest = newestRuns(observeRuns(cluster, pods, snapshot), recorded, snapshot);
   if (!hasEnded(job.status.phase)) {
     for (const auto& launched : job.status.inFlight) {
       if (!recorded.contains(launched.name) && !newest.contains(launched.name)) {

@@ -16,6 +16,7 @@
 #include "controller/objects.h"
 #include "controller/trial_run.h"
 #include "controller/trial_state.h"
+#include "k8s/error.h"
 
 namespace autotune::controller {
 
@@ -30,6 +31,14 @@ struct Concluded {
 struct OutputRefusal {
   std::string reason;
   std::string message;
+};
+
+// A create of a trial's run that the API server refused: a quota, a policy, a webhook, or a
+// failure on its side.
+struct RefusedCreate {
+  std::string trial;
+  k8s::ErrorKind kind = k8s::ErrorKind::kOther;
+  std::string message;  // the server's words
 };
 
 // One valid job and its trials, as the cache held them at `now`.
@@ -55,8 +64,10 @@ struct Snapshot {
   MissingNodes missingNodes;            // nodes of its trial Pods that the Node cache lacks
   GpuCapacity capacity;
   int slotsHeldForOlderJobs = 0;
-  // Learned by applying an earlier plan of this reconcile: the output could not be written.
+  // Learned by applying an earlier plan of this reconcile: the output could not be written, or
+  // the creates of some trials' runs were refused (those trials are not in flight).
   std::optional<OutputRefusal> outputRefused;
+  std::vector<RefusedCreate> refusedCreates;
 };
 
 // Whether a job in this phase has ended: Succeeded or Failed.

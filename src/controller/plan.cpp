@@ -17,25 +17,54 @@ constexpr auto kLiveCountsInterval = std::chrono::seconds(30);
 // How long a trial that ended waits for others of its job to end, to be recorded with them.
 constexpr auto kConclusionBatch = std::chrono::seconds(5);
 
-// A trial's run as created now, before any watch reports it.
-TrialRunState pendingAttempt(const Snapshot& snapshot, const std::string& trial, int attempt) {
+// A trial's run as created now, before any watch reports it: queued until the scheduler places
+// it.
+TrialRunState pendingAttempt(const Snapshot& snapshot, const std::string& trial, int attempt,
+                             int preemptions) {
   TrialRunState state;
+  state.phase = Phase::kQueued;
   state.trialName = trial;
   state.attempt = attempt;
+  state.preemptions = preemptions;
   state.run = trialRunOf(snapshot.job, trial, attempt);
   state.created = snapshot.now;
   return state;
 }
 
-RunLaunch launchOf(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+RunLaunch launchOf(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
+                   int preemptions) {
   RunLaunch launch{trial.name, trialRunOf(job, trial.name, attempt), {}, std::nullopt, {}};
   if (launch.run.carrier == TrialRun::Carrier::kPod) {
-    launch.object = trialPod(job, trial, attempt);
+    launch.object = trialPod(job, trial, attempt, preemptions);
   } else {
-    launch.object = trialBatchJob(job, trial, attempt);
+    launch.object = trialBatchJob(job, trial, attempt, preemptions);
     launch.service = trialService(job, trial, attempt);
   }
   return launch;
+}
+
+// The refusal of this reconcile's create of the trial's run, if there was one.
+const RefusedCreate* refusalFor(const Snapshot& snapshot, const std::string& trial) {
+  const auto found = std::ranges::find(snapshot.refusedCreates, trial, &RefusedCreate::trial);
+  return found == snapshot.refusedCreates.end() ? nullptr : &*found;
+}
+
+// A create that waits (a quota, the server failing) is tried again, with backoff; one refused for
+// good stops the launches.
+void takeRefusal(Draft& draft, const RefusedCreate& refused, const TrialRun& run) {
+  switch (refusalOf(refused)) {
+    case Refusal::kForGood:
+      draft.launchesRefused =
+          run.describe() + " of trial " + refused.trial + " was refused: " + refused.message;
+      return;
+    case Refusal::kQuota:
+      draft.quotaRefusal = refused;
+      break;
+    case Refusal::kTransient:
+      break;
+  }
+  ++draft.notCreatedRefused;
+  draft.plan.retry = true;
 }
 
 // --- record what ended ------------------------------------------------------------------------
@@ -60,31 +89,6 @@ void recordEnded(Draft& draft) {
   }
 }
 
-// --- relaunch ---------------------------------------------------------------------------------
-
-// Trials whose runs were evicted or lost with their node, or never started, run again as a new
-// attempt.
-void relaunchLost(Draft& draft) {
-  for (auto& state : draft.inFlight) {
-    if (!shouldRelaunch(state)) {
-      continue;
-    }
-    const auto& trials = draft.decision.trials;
-    const auto trial = std::ranges::find(trials, state.trialName, &tuning::Trial::name);
-    if (trial == trials.end()) {
-      continue;
-    }
-    RunLaunch relaunch = launchOf(draft.snapshot.job, *trial, state.attempt + 1);
-    const Relaunch why = state.phase == Phase::kLost ? Relaunch::kLost : Relaunch::kNotMeasured;
-    relaunch.replaces = RunLaunch::Replacing{
-        state.run, why, trialRelaunched(trial->name, state.run, why, state.message)};
-    draft.plan.launches.push_back(std::move(relaunch));
-    state = pendingAttempt(draft.snapshot, trial->name, state.attempt + 1);
-  }
-}
-
-// --- launch -----------------------------------------------------------------------------------
-
 // A trial whose run's name an object this job does not own holds is neither adopted nor deleted:
 // it is recorded Failed, saying so, and the search moves on.
 void recordTaken(Draft& draft, const tuning::Trial& trial, const TrialRun& run) {
@@ -100,19 +104,91 @@ void recordTaken(Draft& draft, const tuning::Trial& trial, const TrialRun& run) 
   draft.plan.finished.push_back(std::move(record));
 }
 
+// --- relaunch ---------------------------------------------------------------------------------
+
+Relaunch whyRelaunched(const TrialRunState& state) {
+  if (state.preempted) {
+    return Relaunch::kPreempted;
+  }
+  return state.phase == Phase::kLost ? Relaunch::kLost : Relaunch::kNotMeasured;
+}
+
+// Trials whose runs were preempted, evicted or lost with their node, or never started, run again
+// as a new attempt. A relaunch whose name another owner holds is recorded as a taken first name
+// would be; one whose create waits keeps its trial as it was, to be relaunched again; once
+// launches are refused for good, none is relaunched.
+void relaunchLost(Draft& draft) {
+  const Snapshot& snapshot = draft.snapshot;
+  std::set<std::string> dropped;
+  for (auto& state : draft.inFlight) {
+    if (!shouldRelaunch(state)) {
+      continue;
+    }
+    const auto& trials = draft.decision.trials;
+    const auto trial = std::ranges::find(trials, state.trialName, &tuning::Trial::name);
+    if (trial == trials.end()) {
+      continue;
+    }
+    const int attempt = state.attempt + 1;
+    const int preemptions = state.preemptions + (state.preempted ? 1 : 0);
+    const TrialRun run = trialRunOf(snapshot.job, trial->name, attempt);
+    if (draft.launchesRefused || snapshot.namesTaken.contains(run.name)) {
+      if (!draft.launchesRefused) {
+        recordTaken(draft, *trial, run);
+      }
+      dropped.insert(state.trialName);
+      draft.plan.deletions.push_back(state.run);
+      continue;
+    }
+    if (const RefusedCreate* refused = refusalFor(snapshot, trial->name)) {
+      takeRefusal(draft, *refused, run);
+      continue;
+    }
+    RunLaunch relaunch = launchOf(snapshot.job, *trial, attempt, preemptions);
+    const Relaunch why = whyRelaunched(state);
+    relaunch.replaces = RunLaunch::Replacing{
+        state.run, why, trialRelaunched(trial->name, state.run, why, state.message)};
+    draft.plan.launches.push_back(std::move(relaunch));
+    state = pendingAttempt(snapshot, trial->name, attempt, preemptions);
+  }
+  std::erase_if(draft.inFlight,
+                [&](const TrialRunState& state) { return dropped.contains(state.trialName); });
+}
+
+// --- launch -----------------------------------------------------------------------------------
+
+// How many trials the engine wants started now, free GPU slots or not: asked again without the
+// operator's count of free GPUs when that count held it back.
+int wantedNow(const Draft& draft) {
+  const int decided = static_cast<int>(draft.decision.launch.size());
+  if (draft.slots.byGpus >= draft.slots.byParallelism) {
+    return decided;
+  }
+  tuning::EngineInput input = question(draft.snapshot);
+  input.freeSlots = std::max(0, draft.slots.byParallelism);
+  return std::max(decided, static_cast<int>(tuning::decide(input).launch.size()));
+}
+
 void launchWanted(Draft& draft) {
-  if (!continues(draft.decision) || !draft.slots.schedulable) {
+  const Snapshot& snapshot = draft.snapshot;
+  if (!continues(draft.decision) || !draft.slots.schedulable || draft.launchesRefused) {
     return;
   }
   for (const auto& trial : draft.decision.launch) {
-    const TrialRun run = trialRunOf(draft.snapshot.job, trial.name, 0);
-    if (draft.snapshot.namesTaken.contains(run.name)) {
+    const TrialRun run = trialRunOf(snapshot.job, trial.name, 0);
+    if (snapshot.namesTaken.contains(run.name)) {
       recordTaken(draft, trial, run);
       continue;
     }
-    draft.plan.launches.push_back(launchOf(draft.snapshot.job, trial, 0));
-    draft.inFlight.push_back(pendingAttempt(draft.snapshot, trial.name, 0));
+    if (const RefusedCreate* refused = refusalFor(snapshot, trial.name)) {
+      takeRefusal(draft, *refused, run);
+      continue;
+    }
+    draft.plan.launches.push_back(launchOf(snapshot.job, trial, 0, 0));
+    draft.inFlight.push_back(pendingAttempt(snapshot, trial.name, 0, 0));
   }
+  draft.notCreatedForGpus =
+      std::max(0, wantedNow(draft) - static_cast<int>(draft.decision.launch.size()));
 }
 
 // --- pace -------------------------------------------------------------------------------------
@@ -184,17 +260,54 @@ void awaitMissingNodes(const Snapshot& snapshot, Plan& plan) {
   plan.requeueAfter = std::min(plan.requeueAfter.value_or(recheck), recheck);
 }
 
-}  // namespace
-
-namespace plan_steps {
-
-runtime::Duration requeueFor(std::chrono::system_clock::duration wait) {
-  constexpr auto kMinRequeue = std::chrono::seconds(1);
-  return std::chrono::duration_cast<runtime::Duration>(
-      std::max<std::chrono::system_clock::duration>(wait, kMinRequeue));
+// The first trial queued past spec.queueTimeout, and why, if one is.
+std::optional<std::pair<std::string, std::string>> queuedTooLong(const Draft& draft) {
+  for (const auto& state : draft.inFlight) {
+    if (auto why = queueTimedOut(state, draft.spec(), draft.snapshot.now)) {
+      return std::pair{state.trialName, "trial " + state.trialName + " was " + std::move(*why)};
+    }
+  }
+  return std::nullopt;
 }
 
-}  // namespace plan_steps
+// Trials not created for lack of room (GPU slots, a quota) have no creation time of their own: the
+// job waits with nothing running since its Running condition turned False for a queueing reason.
+std::optional<std::string> waitedTooLong(const Draft& draft) {
+  const api::Spec& spec = draft.spec();
+  const api::Condition* running = findCondition(draft.snapshot.job.status, condition::kRunning);
+  const bool waiting = draft.notCreatedForGpus + draft.notCreatedRefused > 0;
+  const bool nothingRuns = std::ranges::none_of(
+      draft.inFlight, [](const TrialRunState& state) { return state.phase == Phase::kRunning; });
+  if (!spec.queueTimeout || !waiting || !nothingRuns || running == nullptr ||
+      running->status != "False" ||
+      (running->reason != queued::kWaitingForGpus && running->reason != queued::kQuotaExceeded)) {
+    return std::nullopt;
+  }
+  const auto since = parseTime(running->lastTransitionTime);
+  if (!since || draft.snapshot.now - *since < spec.queueTimeout->value()) {
+    return std::nullopt;
+  }
+  return "trials were queued longer than spec.queueTimeout (" + spec.queueTimeout->text() +
+         "): " + running->message;
+}
+
+// Whether the job ends here, before launching, because a trial cannot run at all: it never
+// started on any of its attempts, or it was queued past spec.queueTimeout.
+bool failedBeforeLaunch(Draft& draft) {
+  if (const auto unmeasured = std::ranges::find_if(draft.inFlight, exhaustedUnmeasured);
+      unmeasured != draft.inFlight.end()) {
+    const TrialRunState given = *unmeasured;
+    failNotMeasured(draft, given);
+    return true;
+  }
+  if (const auto queued = queuedTooLong(draft)) {
+    failQueueTimedOut(draft, queued->first, queued->second);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 int Slots::free() const { return std::max(0, std::min(byParallelism, byGpus)); }
 
@@ -225,23 +338,65 @@ tuning::EngineInput question(const Snapshot& snapshot) {
   return input;
 }
 
+namespace plan_steps {
+
+runtime::Duration requeueFor(std::chrono::system_clock::duration wait) {
+  constexpr auto kMinRequeue = std::chrono::seconds(1);
+  return std::chrono::duration_cast<runtime::Duration>(
+      std::max<std::chrono::system_clock::duration>(wait, kMinRequeue));
+}
+
+Refusal refusalOf(const RefusedCreate& refused) {
+  switch (refused.kind) {
+    case k8s::ErrorKind::kForbidden:
+      if (refused.message.find("exceeded quota") != std::string::npos) {
+        return Refusal::kQuota;
+      }
+      // RBAC: the operator's own rights, which an administrator can mend.
+      if (refused.message.find("cannot create resource") != std::string::npos) {
+        return Refusal::kTransient;
+      }
+      return Refusal::kForGood;
+    case k8s::ErrorKind::kInvalid:
+    case k8s::ErrorKind::kBadRequest:
+      return Refusal::kForGood;
+    default:
+      return Refusal::kTransient;
+  }
+}
+
+Draft::Draft(const Snapshot& snapshot, const tuning::Decision& decision)
+    : snapshot(snapshot),
+      decision(decision),
+      slots(slotsOf(snapshot)),
+      inFlight(snapshot.inFlight) {
+  plan.status = snapshot.job.status;
+  if (const api::Condition* refused = findCondition(plan.status, condition::kLaunchRefused);
+      refused != nullptr && refused->status == "True") {
+    launchesRefused = refused->message;
+  }
+}
+
+}  // namespace plan_steps
+
 Plan plan(const Snapshot& snapshot, const tuning::Decision& decision) {
-  Draft draft{snapshot, decision, slotsOf(snapshot), snapshot.inFlight, {}};
-  draft.plan.status = snapshot.job.status;
+  Draft draft(snapshot, decision);
   if (hasEnded(snapshot.job.status.phase)) {
     draft.plan.deletions = snapshot.staleRuns;
+    draft.status().observedGeneration = snapshot.generation;
     return std::move(draft.plan);
   }
   recordEnded(draft);
   relaunchLost(draft);
-  if (const auto unmeasured = std::ranges::find_if(draft.inFlight, exhaustedUnmeasured);
-      unmeasured != draft.inFlight.end()) {
-    const TrialRunState given = *unmeasured;
-    failNotMeasured(draft, given);
+  if (failedBeforeLaunch(draft)) {
     return std::move(draft.plan);
   }
   launchWanted(draft);
-  if (!continues(decision) && draft.inFlight.empty()) {
+  if (const auto waited = waitedTooLong(draft)) {
+    failQueueTimedOut(draft, "waiting", *waited);
+  } else if (draft.launchesRefused && draft.inFlight.empty()) {
+    failLaunchRefused(draft);
+  } else if (!continues(decision) && draft.inFlight.empty()) {
     endSearch(draft);
   } else {
     goOn(draft);

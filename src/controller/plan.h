@@ -61,7 +61,11 @@ struct Plan {
   std::vector<JobEvent> events;               // once the status is written
   std::vector<api::TrialRecord> finished;     // newly recorded, for metrics
   std::vector<std::chrono::duration<double>> pendingWaits;  // of those, each run's wait to start
+  // GPUs the job waits for, held back from younger jobs (waiting_jobs.h).
+  int gpusWaitedFor = 0;
   std::optional<runtime::Duration> requeueAfter;
+  // A create waits (a quota, the server failing): look again with the work queue's backoff.
+  bool retry = false;
 };
 
 // The plan for a valid job given the engine's decision on question(snapshot).

@@ -31,13 +31,28 @@ inline bool exhaustedUnmeasured(const TrialRunState& state) {
 // A wait, at least a second, as a requeue.
 runtime::Duration requeueFor(std::chrono::system_clock::duration wait);
 
+// How a refused create is taken: a ResourceQuota's refusal waits for quota; Pod Security, a
+// policy, a webhook or an invalid object refuse the job's template for good; anything else (the
+// server failing, the operator's own rights) is tried again.
+enum class Refusal { kQuota, kForGood, kTransient };
+Refusal refusalOf(const RefusedCreate& refused);
+
 // The plan in the making, passed from step to step.
 struct Draft {
+  Draft(const Snapshot& snapshot, const tuning::Decision& decision);
+
   const Snapshot& snapshot;
   const tuning::Decision& decision;
   const Slots slots;
   std::vector<TrialRunState> inFlight;  // after this plan's relaunches and launches
   Plan plan;
+  // Trials the engine wants started now that were not: for lack of free GPU slots by the
+  // operator's count, and because their creates were refused (a quota, or the server failing).
+  int notCreatedForGpus = 0;
+  int notCreatedRefused = 0;
+  std::optional<RefusedCreate> quotaRefusal;  // the last create a quota refused
+  // Why the job launches nothing more: a create refused for good, now or by an earlier reconcile.
+  std::optional<std::string> launchesRefused;
 
   api::Status& status() { return plan.status; }
   const api::Spec& spec() const { return snapshot.job.spec; }
@@ -60,5 +75,10 @@ void goOn(Draft& draft);
 void endSearch(Draft& draft);
 // A trial that never started on any of its attempts: the job fails, keeping its results.
 void failNotMeasured(Draft& draft, const TrialRunState& state);
+// Trials queued longer than spec.queueTimeout (`subject` names them): the job fails, keeping its
+// results.
+void failQueueTimedOut(Draft& draft, const std::string& subject, const std::string& message);
+// Launches were refused for good and nothing runs any more: the job fails, keeping its results.
+void failLaunchRefused(Draft& draft);
 
 }  // namespace autotune::controller::plan_steps

@@ -50,6 +50,7 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   if (!learned->empty()) {
     snapshot.namesTaken.merge(learned->namesTaken);
     snapshot.outputRefused = learned->outputRefused;
+    snapshot.refusedCreates = std::move(learned->refusedCreates);
     planned = plan(snapshot, decision);
     if (!apply.write(snapshot.job, planned)) {
       return runtime::ReconcileResult::retry();

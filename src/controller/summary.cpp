@@ -47,6 +47,12 @@ void markSpecRead(Draft& draft) {
   if (snapshot.job.status.observedGeneration != snapshot.generation && !snapshot.warnings.empty()) {
     draft.plan.events.push_back(specWarning(snapshot.generation, snapshot.warnings));
   }
+  const api::Condition* refused = findCondition(status, condition::kLaunchRefused);
+  if (draft.launchesRefused && (refused == nullptr || refused->status != "True")) {
+    setCondition(status, condition::kLaunchRefused, true, "LaunchRefused", *draft.launchesRefused,
+                 snapshot.now, snapshot.generation);
+    draft.plan.events.push_back(launchRefused(*draft.launchesRefused));
+  }
 }
 
 // What every plan that goes on or ends the search says: the counts, the trials in flight, the
@@ -61,7 +67,7 @@ void summarise(Draft& draft) {
   status.trials = counts;
   status.inFlight.clear();
   for (const auto& state : draft.inFlight) {
-    status.inFlight.push_back({state.trialName, state.attempt});
+    status.inFlight.push_back({state.trialName, state.attempt, state.preemptions});
   }
   status.spaces = tuning::summarizeSpaces(status.results, spec.search.metric);
   for (auto& event : trialsEnded(draft.plan.finished, spec.search.metric)) {
@@ -95,12 +101,6 @@ std::string unschedulableBecause(const api::Resources& resources, const GpuCapac
   return "no schedulable node has " + std::to_string(resources.gpusPerTrial) +
          " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial); the largest has " +
          std::to_string(largest);
-}
-
-// Whether the engine was held back by GPU slots rather than by parallelism or its own plan.
-bool wantedMoreSlots(const Draft& draft) {
-  return continues(draft.decision) && draft.slots.byGpus < draft.slots.byParallelism &&
-         static_cast<int>(draft.decision.launch.size()) >= std::max(0, draft.slots.byGpus);
 }
 
 std::optional<runtime::Duration> nextDeadline(const Draft& draft) {
@@ -153,6 +153,18 @@ void awaitOutput(Draft& draft, const OutputRefusal& refusal) {
   }
   setCondition(draft.status(), condition::kOutputWritten, false, refusal.reason, message,
                draft.snapshot.now, draft.snapshot.generation);
+  draft.setRunning(false, "OutputPending", "the search is over; " + message);
+}
+
+// One Warning Event per quota that refuses creates, not one per refusal: said again only when
+// the status did not already name that quota.
+void tellQuotaRefusal(Draft& draft, const std::string& serverMessage) {
+  const api::Condition* running = findCondition(draft.snapshot.job.status, condition::kRunning);
+  const bool told = running != nullptr && running->reason == queued::kQuotaExceeded &&
+                    quotaNamed(running->message) == quotaNamed(serverMessage);
+  if (!told) {
+    draft.plan.events.push_back(quotaExceeded(serverMessage));
+  }
 }
 
 }  // namespace
@@ -163,47 +175,77 @@ void goOn(Draft& draft) {
   summarise(draft);
   api::Status& status = draft.status();
   int pending = 0;
-  std::string unschedulable;
+  int queued = 0;
+  std::string queuedFor;
   std::string cannotStart;
   for (const auto& state : draft.inFlight) {
     if (state.phase == Phase::kRunning) {
       continue;
     }
     ++pending;
-    if (state.unschedulable) {
-      unschedulable = state.run.name + ": " + state.message;
+    if (state.phase == Phase::kQueued && state.heldBack) {
+      ++queued;
+      queuedFor = state.run.name + ": " + state.message;
     } else if (containerCannotStart(state)) {
       cannotStart = state.run.name + ": " + state.message;
     }
   }
   status.trials.pending = pending;
   status.trials.running = static_cast<int>(draft.inFlight.size()) - pending;
+  status.trials.queued = queued + draft.notCreatedForGpus + draft.notCreatedRefused;
   status.phase = phaseOf(draft);
-  const bool someRun = status.trials.running > 0;
   if (!draft.slots.schedulable) {
     status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
     draft.setRunning(false, "Unschedulable", status.message);
     draft.plan.requeueAfter = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
     return;
   }
-  if (!unschedulable.empty()) {
-    status.message = "a trial cannot be scheduled: " + unschedulable;
-    draft.setRunning(someRun, "Unschedulable", status.message);
+  const bool someRun = status.trials.running > 0;
+  const auto say = [&](std::string_view reason, std::string message) {
+    status.message = std::move(message);
+    draft.setRunning(someRun, reason, status.message);
+  };
+  if (draft.launchesRefused) {
+    say("LaunchRefused", "no more trials are launched (" + *draft.launchesRefused +
+                             "); the job fails once the trials in flight are recorded");
+  } else if (draft.quotaRefusal) {
+    tellQuotaRefusal(draft, draft.quotaRefusal->message);
+    say(queued::kQuotaExceeded, "a trial waits for quota: " + draft.quotaRefusal->message);
+  } else if (!queuedFor.empty()) {
+    say(queued::kQueued, "a trial is queued: " + queuedFor);
   } else if (!cannotStart.empty()) {
-    status.message = "a trial's container cannot start: " + cannotStart;
-    draft.setRunning(someRun, "ContainerCannotStart", status.message);
-  } else if (wantedMoreSlots(draft)) {
-    status.message = "waiting for free nvidia.com/gpu slots";
-    draft.setRunning(true, kWaitingForGpus, status.message);
+    say("ContainerCannotStart", "a trial's container cannot start: " + cannotStart);
+  } else if (draft.notCreatedForGpus > 0) {
+    say(queued::kWaitingForGpus, "waiting for free nvidia.com/gpu slots");
   } else {
     status.message = draft.decision.message;
     draft.setRunning(true, "Searching",
                      "trials in flight: " + std::to_string(draft.inFlight.size()));
   }
   draft.plan.requeueAfter = nextDeadline(draft);
-  if (wantedMoreSlots(draft)) {
+  if (draft.notCreatedForGpus > 0) {
+    const int gpus = draft.notCreatedForGpus * draft.spec().resources.gpusPerTrial;
+    draft.plan.gpusWaitedFor = std::min(gpus, draft.snapshot.capacity.total());
     draft.requeueWithin(kWaitingRecheck);
   }
+}
+
+void failQueueTimedOut(Draft& draft, const std::string& subject, const std::string& message) {
+  summarise(draft);
+  const std::string said =
+      message + "; the job stops here, keeping its results: create it again to go on";
+  endRunning(draft, false, "QueueTimeout", said);
+  draft.status().inFlight.clear();
+  draft.plan.events.push_back(queueTimedOut(subject, said));
+}
+
+void failLaunchRefused(Draft& draft) {
+  summarise(draft);
+  const std::string said = *draft.launchesRefused +
+                           "; no trial of this job can run: mend the template (or what refused it) "
+                           "and create the job again";
+  endRunning(draft, false, "LaunchRefused", said);
+  draft.plan.events.push_back(searchFailed(said));
 }
 
 // A trial that never started on any of its attempts: nothing is known of its config, and the

@@ -188,7 +188,7 @@ void spreadOverNodes(json& podSpec, const std::string& name) {
   podSpec["affinity"] = std::move(affinity);
 }
 
-json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
+json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt, int preemptions,
               const json& rendezvous) {
   const api::Spec& spec = job.spec;
   const json templateMetadata = objectAt(spec.podTemplate, "metadata");
@@ -226,6 +226,9 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
   annotations[std::string(kConfigAnnotation)] = tuning::launchConfig(spec, trial, files).dump();
   annotations[std::string(kTrialNameAnnotation)] = trial.name;
   annotations[std::string(kAttemptAnnotation)] = std::to_string(std::max(0, attempt));
+  if (preemptions > 0) {
+    annotations[std::string(kPreemptionsAnnotation)] = std::to_string(preemptions);
+  }
 
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
@@ -238,8 +241,9 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
           {"spec", std::move(podSpec)}};
 }
 
-json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
-  return buildPod(job, trial, attempt, json::array());
+json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
+              int preemptions) {
+  return buildPod(job, trial, attempt, preemptions, json::array());
 }
 
 std::string trialBatchJobName(std::string_view jobName, std::string_view trialName, int attempt) {
@@ -259,9 +263,10 @@ std::string trialBatchJobName(std::string_view jobName, std::string_view trialNa
   return kept + "-" + tuning::fnv1aHex(name).substr(0, kHashDigits);
 }
 
-json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {
+json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
+                   int preemptions) {
   const std::string name = trialBatchJobName(job.name(), trial.name, attempt);
-  json pod = buildPod(job, trial, attempt, rendezvousEnvironment(job, name));
+  json pod = buildPod(job, trial, attempt, preemptions, rendezvousEnvironment(job, name));
   json& metadata = pod["metadata"];
   json& podSpec = pod["spec"];
   podSpec["subdomain"] = name;

@@ -24,6 +24,10 @@ inline constexpr std::string_view kConfigAnnotation = "autotune.io/ds-config";
 inline constexpr std::string_view kTrialNameAnnotation = "autotune.io/trial-name";
 // How many times the trial was launched before this Pod, after its earlier Pods were lost.
 inline constexpr std::string_view kAttemptAnnotation = "autotune.io/attempt";
+// Of those earlier launches, how many were preempted or drained (they spent no relaunch).
+inline constexpr std::string_view kPreemptionsAnnotation = "autotune.io/preemptions";
+// On a multi-node trial's batch Job: the UID of its Service, deleted with it.
+inline constexpr std::string_view kServiceUidAnnotation = "autotune.io/service-uid";
 // On the Pods of a multi-node trial, whose controller is its batch Job: the AutotuneJob's.
 inline constexpr std::string_view kOwnerNameAnnotation = "autotune.io/owner-name";
 inline constexpr std::string_view kOwnerUidAnnotation = "autotune.io/owner-uid";
@@ -60,7 +64,8 @@ std::string trialPodName(std::string_view jobName, std::string_view trialName, i
 //   terminationMessagePolicy FallbackToLogsOnError;
 // - the read-only autotune-config volume at /etc/autotune: ds_config.json from the annotation
 //   autotune.io/ds-config, which holds tuning::launchConfig.
-nlohmann::json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt = 0);
+nlohmann::json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt = 0,
+                        int preemptions = 0);
 
 // The name of a multi-node trial's batch Job and of its headless Service: short enough that each
 // Pod's host name, `<name>-<index>`, is a DNS label, and starting with a letter, as a Service
@@ -79,7 +84,7 @@ std::string trialBatchJobName(std::string_view jobName, std::string_view trialNa
 //   runs on a node of its own;
 // - the AutotuneJob's name and UID in annotations, as the Job controller owns the Pods.
 nlohmann::json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial,
-                             int attempt = 0);
+                             int attempt = 0, int preemptions = 0);
 
 // The headless Service that gives a multi-node trial's Pods their host names.
 nlohmann::json trialService(const api::AutotuneJob& job, const tuning::Trial& trial,

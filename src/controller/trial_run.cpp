@@ -10,9 +10,9 @@ std::string TrialRun::describe() const {
 
 TrialRun trialRunOf(const api::AutotuneJob& job, std::string_view trial, int attempt) {
   if (job.spec.resources.nodesPerTrial > 1) {
-    return {TrialRun::Carrier::kBatchJob, trialBatchJobName(job.name(), trial, attempt)};
+    return {TrialRun::Carrier::kBatchJob, trialBatchJobName(job.name(), trial, attempt), "", ""};
   }
-  return {TrialRun::Carrier::kPod, trialPodName(job.name(), trial, attempt)};
+  return {TrialRun::Carrier::kPod, trialPodName(job.name(), trial, attempt), "", ""};
 }
 
 }  // namespace autotune::controller

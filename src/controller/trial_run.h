@@ -16,6 +16,10 @@ struct TrialRun {
 
   Carrier carrier = Carrier::kPod;
   std::string name;  // the Pod's, or the batch Job's and its Service's
+  // Of the objects as seen, when they were: every deletion is conditional on them, so that an
+  // object of the same name that is not this run's is never deleted.
+  std::string uid;
+  std::string serviceUid;
 
   // "Pod p" or "Job j", for what the job says of it.
   std::string describe() const;

@@ -52,32 +52,68 @@ bool endedBeforeDeletion(const Pod& pod, const std::optional<Timestamp>& finishe
   return *finished < *pod.deletionTimestamp - std::chrono::seconds(seconds);
 }
 
+// DisruptionTarget reasons of a Pod preempted or drained: the scheduler made room for a higher
+// priority, or someone evicted it through the Eviction API (kubectl drain). Neither says anything
+// of its config. (TerminationByKubelet, the node running short of memory, may: an offload that
+// exhausts the node gets its Pod evicted.)
+constexpr std::array<std::string_view, 3> kPreemptionReasons = {
+    "PreemptionByScheduler", "PreemptionByKubeScheduler", "EvictionByEvictionAPI"};
+
+// The TerminationTarget reason Kueue sets on a Pod it stops to preempt or evict its Workload.
+constexpr std::string_view kStoppedByKueue = "StoppedByKueue";
+
+struct Loss {
+  std::string reason;
+  bool preempted = false;
+};
+
 // Why the Pod is lost, if it is: something outside the trial stopped it or is about to.
-std::optional<std::string> lostReason(const Pod& pod, const ContainerStatus::Terminated* terminated,
-                                      const NodeNames& goneNodes) {
+std::optional<Loss> lossOf(const Pod& pod, const ContainerStatus::Terminated* terminated,
+                           const NodeNames& goneNodes) {
   if (pod.phase == "Unknown") {
-    return joined("node not reporting", pod.message);
+    return Loss{joined("node not reporting", pod.message)};
+  }
+  if (pod.termination && pod.termination->status == "True" &&
+      pod.termination->reason == kStoppedByKueue) {
+    return Loss{joined(pod.termination->reason, pod.termination->message), true};
   }
   if (pod.disruption && pod.disruption->status == "True") {
-    return joined(pod.disruption->reason, pod.disruption->message);
+    const bool preempted =
+        std::ranges::find(kPreemptionReasons, pod.disruption->reason) != kPreemptionReasons.end();
+    return Loss{joined(pod.disruption->reason, pod.disruption->message), preempted};
   }
   if (std::ranges::find(kLostReasons, pod.reason) != kLostReasons.end()) {
-    return joined(pod.reason, pod.message);
+    return Loss{joined(pod.reason, pod.message)};
   }
   if (terminated != nullptr && terminated->reason == "ContainerStatusUnknown") {
-    return joined("ContainerStatusUnknown", terminated->message);
+    return Loss{joined("ContainerStatusUnknown", terminated->message)};
   }
   if (goneNodes.contains(pod.nodeName)) {
-    return "node " + pod.nodeName + " is gone";
+    return Loss{"node " + pod.nodeName + " is gone"};
   }
   if (pod.deleting &&
       !endedBeforeDeletion(pod, terminated != nullptr ? terminated->finishedAt : std::nullopt)) {
-    return std::string("deleted before the trial ended");
+    return Loss{"deleted before the trial ended"};
   }
   if (terminated == nullptr && pod.finished()) {
-    return joined(pod.phase + " without running the trial", joined(pod.reason, pod.message));
+    return Loss{joined(pod.phase + " without running the trial", joined(pod.reason, pod.message))};
   }
   return std::nullopt;
+}
+
+// What a Pod without a node waits for: the scheduler, in its words, or its scheduling gates.
+std::string queuedFor(const Pod& pod) {
+  if (!pod.schedulingGates.empty()) {
+    std::string gates;
+    for (const auto& gate : pod.schedulingGates) {
+      gates += (gates.empty() ? "" : ", ") + gate;
+    }
+    return "held by scheduling gates: " + gates;
+  }
+  if (pod.scheduled && pod.scheduled->status == "False" && !pod.scheduled->message.empty()) {
+    return pod.scheduled->message;
+  }
+  return "waiting for the scheduler";
 }
 
 tuning::TrialExit trialExit(const ContainerStatus::Terminated& terminated) {
@@ -101,7 +137,7 @@ tuning::TrialExit trialExit(const ContainerStatus::Terminated& terminated) {
   return exit;
 }
 
-int attemptOf(const std::string& value) {
+int countOf(const std::string& value) {
   int attempt = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), attempt);
   return error == std::errc() && end == value.data() + value.size() && attempt > 0 ? attempt : 0;
@@ -122,7 +158,6 @@ api::TrialRecord recordOf(const TrialRunState& state, api::Outcome outcome, std:
 tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api::Spec& spec,
                                                       const NodeNames& goneNodes) {
   TrialRunState state;
-  state.run = {TrialRun::Carrier::kPod, pod.name};
   state.trialName = pod.trialName;
   if (state.trialName.empty()) {
     return tl::make_unexpected("pod " + pod.name + " has no " + std::string(kTrialNameAnnotation) +
@@ -130,28 +165,27 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
   }
   state.space = pod.space;
   state.batchJob = pod.batchJob;
+  state.batchJobUid = pod.batchJobUid;
   state.rank = pod.completionIndex;
-  state.attempt = attemptOf(pod.attemptText);
+  state.run = {TrialRun::Carrier::kPod, pod.name, pod.uid, ""};
+  state.attempt = countOf(pod.attemptText);
+  state.preemptions = std::min(countOf(pod.preemptionsText), state.attempt);
   state.created = pod.created;
   state.started = pod.started;
-  if (pod.scheduled) {
-    state.scheduled = pod.scheduled->status == "True";
-    state.unschedulable =
-        pod.scheduled->status == "False" && pod.scheduled->reason == "Unschedulable";
-    if (state.unschedulable) {
-      state.message = pod.scheduled->message;
-    }
+  if (!pod.nodeName.empty()) {
+    const bool saidWhen = pod.scheduled && pod.scheduled->status == "True";
+    state.scheduledAt = saidWhen && pod.scheduled->since ? pod.scheduled->since : state.created;
   }
-  state.scheduled = state.scheduled || !pod.nodeName.empty();
 
   const ContainerStatus* primary = primaryStatus(pod, spec);
   const ContainerStatus::Terminated* terminated =
       primary != nullptr && primary->terminated ? &*primary->terminated : nullptr;
   const bool endedCleanly = terminated != nullptr && terminated->exitCode == 0;
   if (!endedCleanly) {
-    if (auto reason = lostReason(pod, terminated, goneNodes)) {
+    if (auto loss = lossOf(pod, terminated, goneNodes)) {
       state.phase = TrialRunState::Phase::kLost;
-      state.message = std::move(*reason);
+      state.message = std::move(loss->reason);
+      state.preempted = loss->preempted;
       return state;
     }
   }
@@ -164,6 +198,13 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
   }
   if (pod.phase == "Running") {
     state.phase = TrialRunState::Phase::kRunning;
+    return state;
+  }
+  if (pod.nodeName.empty()) {
+    state.phase = TrialRunState::Phase::kQueued;
+    state.heldBack =
+        !pod.schedulingGates.empty() || (pod.scheduled && pod.scheduled->status == "False");
+    state.message = queuedFor(pod);
     return state;
   }
   state.phase = TrialRunState::Phase::kPending;
@@ -180,7 +221,7 @@ TrialRunState combineRanks(const std::vector<TrialRunState>& ranks, const api::S
     return {};
   }
   const auto renamed = [&](TrialRunState state) {
-    state.run = {TrialRun::Carrier::kBatchJob, state.batchJob};
+    state.run = {TrialRun::Carrier::kBatchJob, state.batchJob, state.batchJobUid, ""};
     return state;
   };
   const auto endedBadly = [](const TrialRunState& state) {
@@ -214,7 +255,6 @@ TrialRunState combineRanks(const std::vector<TrialRunState>& ranks, const api::S
   }
   TrialRunState group = renamed(rankZero != ranks.end() ? *rankZero : ranks.front());
   group.phase = Phase::kRunning;
-  group.scheduled = true;
   group.message.clear();
   group.waitingReason.clear();
   const auto earliest = [](std::optional<Timestamp>& kept, const std::optional<Timestamp>& time) {
@@ -222,32 +262,42 @@ TrialRunState combineRanks(const std::vector<TrialRunState>& ranks, const api::S
       kept = time;
     }
   };
+  // The last of the ranks' times; none while a rank has none.
+  const auto last = [](std::optional<Timestamp>& kept, const std::optional<Timestamp>& time) {
+    if (!time || (kept && *time > *kept)) {
+      kept = time;
+    }
+  };
+  // A rank waiting for a node makes the trial queued, one waiting for its container pending.
+  const auto waitsMore = [](const TrialRunState& rank, const TrialRunState& group) {
+    return (rank.phase == Phase::kQueued && (group.phase != Phase::kQueued || rank.heldBack)) ||
+           (rank.phase == Phase::kPending && group.phase == Phase::kRunning);
+  };
   for (const auto& state : ranks) {
     earliest(group.created, state.created);
-    group.scheduled = group.scheduled && state.scheduled;
-    group.unschedulable = group.unschedulable || state.unschedulable;
-    if (group.message.empty() && !state.message.empty()) {
+    last(group.scheduledAt, state.scheduledAt);
+    last(group.started, state.started);
+    if (waitsMore(state, group)) {
+      group.phase = state.phase;
+      group.heldBack = state.heldBack;
       group.message = state.run.name + ": " + state.message;
       group.waitingReason = state.waitingReason;
     }
-    if (state.phase == Phase::kPending) {
-      group.phase = Phase::kPending;
-    }
-    if (!state.started || (group.started && *state.started > *group.started)) {
-      group.started = state.started;  // the last to start; none while one has not
-    }
   }
+  // The Job controller has yet to make them all: pending, with the scheduling timeout of the
+  // first one's creation.
   const int nodes = spec.resources.nodesPerTrial;
   if (std::cmp_less(ranks.size(), nodes)) {
     group.phase = Phase::kPending;
-    group.started.reset();
-    if (group.message.empty()) {
-      group.message = std::to_string(ranks.size()) + " of its " + std::to_string(nodes) +
-                      " Pods created so far";
-    }
+    group.scheduledAt.reset();
+    group.message =
+        std::to_string(ranks.size()) + " of its " + std::to_string(nodes) + " Pods made so far";
   }
-  if (group.phase == Phase::kPending) {
+  if (group.phase != Phase::kRunning) {
     group.started.reset();
+  }
+  if (group.phase == Phase::kQueued) {
+    group.scheduledAt.reset();
   }
   return group;
 }
@@ -257,12 +307,21 @@ bool containerCannotStart(const TrialRunState& state) {
 }
 
 std::optional<Timestamp> deadline(const TrialRunState& state, const api::Spec& spec) {
-  if (state.phase != TrialRunState::Phase::kPending &&
-      state.phase != TrialRunState::Phase::kRunning) {
-    return std::nullopt;
+  switch (state.phase) {
+    case TrialRunState::Phase::kQueued:
+      if (state.created && spec.queueTimeout) {
+        return *state.created + spec.queueTimeout->value();
+      }
+      return std::nullopt;
+    case TrialRunState::Phase::kPending:
+    case TrialRunState::Phase::kRunning:
+      break;
+    default:
+      return std::nullopt;
   }
-  if (state.created && (!state.started || containerCannotStart(state))) {
-    return *state.created + spec.schedulingTimeout.value();
+  const auto onNode = state.scheduledAt ? state.scheduledAt : state.created;
+  if (onNode && (!state.started || containerCannotStart(state))) {
+    return *onNode + spec.schedulingTimeout.value();
   }
   if (state.started) {
     return *state.started + spec.trialTimeout.value();
@@ -272,15 +331,27 @@ std::optional<Timestamp> deadline(const TrialRunState& state, const api::Spec& s
 
 std::optional<std::string> notMeasured(const TrialRunState& state, const api::Spec& spec,
                                        Timestamp now) {
-  // Until it starts, or while its container cannot start, a pending trial's deadline is its
-  // scheduling timeout.
+  // Until it starts, or while its container cannot start, a trial on its node has its scheduling
+  // timeout for a deadline.
   const auto due = deadline(state, spec);
   if (state.phase != TrialRunState::Phase::kPending ||
       (state.started && !containerCannotStart(state)) || !due || now < *due) {
     return std::nullopt;
   }
-  std::string reason = state.scheduled ? "its container could not start" : "not scheduled";
-  reason += " within spec.schedulingTimeout";
+  std::string reason = "its container could not start within spec.schedulingTimeout";
+  if (!state.message.empty()) {
+    reason += ": " + state.message;
+  }
+  return reason;
+}
+
+std::optional<std::string> queueTimedOut(const TrialRunState& state, const api::Spec& spec,
+                                         Timestamp now) {
+  const auto due = deadline(state, spec);
+  if (state.phase != TrialRunState::Phase::kQueued || !due || now < *due) {
+    return std::nullopt;
+  }
+  std::string reason = "queued longer than spec.queueTimeout (" + spec.queueTimeout->text() + ")";
   if (!state.message.empty()) {
     reason += ": " + state.message;
   }
@@ -290,7 +361,7 @@ std::optional<std::string> notMeasured(const TrialRunState& state, const api::Sp
 bool shouldRelaunch(const TrialRunState& state) {
   return (state.phase == TrialRunState::Phase::kLost ||
           state.phase == TrialRunState::Phase::kNotMeasured) &&
-         state.attempt < kMaxRelaunches;
+         (state.preempted || state.relaunchesSpent() < kMaxRelaunches);
 }
 
 bool removable(const TrialRunState& state, const api::Spec& spec) {
@@ -319,11 +390,12 @@ std::optional<TrialResult> resultOf(const TrialRunState& state, const api::Spec&
         return std::nullopt;
       }
       return TrialResult{recordOf(state, api::Outcome::kFailed,
-                                  "lost on " + std::to_string(state.attempt + 1) +
+                                  "lost on " + std::to_string(state.relaunchesSpent() + 1) +
                                       " attempts, last: " + state.message,
                                   started, 0),
                          std::nullopt};
     case Phase::kNotMeasured:
+    case Phase::kQueued:
       return std::nullopt;
     case Phase::kPending:
     case Phase::kRunning:

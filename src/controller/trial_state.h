@@ -1,9 +1,12 @@
 #pragma once
-// What a trial's run says about the trial: still waiting for a node, running, finished with an exit
+// What a trial's run says about the trial: queued for room (no node yet: GPUs other workloads
+// hold, a scheduling gate), waiting on its node for its container, running, finished with an exit
 // the trial protocol classifies, lost to something outside the trial (eviction, a node gone, a
-// deletion the controller did not make), or never started (no node for it, an image that cannot
-// be pulled, a container that cannot be created). Lost and unstarted trials run again rather than
-// being counted; an unstarted one is never an outcome of its config.
+// deletion the controller did not make), preempted (by a higher priority, a drain, a queueing
+// system), or never started on its node (an image that cannot be pulled, a container that cannot
+// be created). Queueing is not failing: it has no deadline but spec.queueTimeout. Lost, preempted
+// and unstarted trials run again rather than being counted; an unstarted one is never an outcome
+// of its config, and a preempted one spends none of its relaunches.
 
 #include <chrono>
 #include <functional>
@@ -21,27 +24,34 @@
 
 namespace autotune::controller {
 
-// A lost trial is launched again at most this many times; then it counts as Failed.
+// A lost or unstarted trial is launched again at most this many times; then it counts as Failed.
+// Preemptions are not counted.
 inline constexpr int kMaxRelaunches = 2;
 
 struct TrialRunState {
   enum class Phase {
-    kPending,      // not started: waiting for a node, or for its containers to start
+    kQueued,       // not on a node yet: waiting for room, as long as it takes (queueTimeout)
+    kPending,      // on its node, its containers not started yet
     kRunning,      // the primary container has not ended
     kFinished,     // the primary container ended: `exit` holds how
-    kLost,         // the Pod is gone or going for reasons outside the trial: relaunch it
+    kLost,         // the run is gone or going for reasons outside the trial: relaunch it
     kNotMeasured,  // it did not start within schedulingTimeout (notMeasured): relaunch it
   };
-  Phase phase = Phase::kPending;
-  TrialRun run;                      // the Pod, or a multi-node trial's batch Job
-  std::string trialName;             // canonical, from the annotation autotune.io/trial-name
-  std::string space;                 // from the label autotune.io/space
-  int attempt = 0;                   // from the annotation autotune.io/attempt
-  std::optional<Timestamp> created;  // metadata.creationTimestamp: pending since then
-  std::optional<Timestamp> started;  // status.startTime: the kubelet took the Pod
-  bool scheduled = false;            // bound to a node
-  bool unschedulable = false;        // the scheduler reported PodScheduled=False, Unschedulable
-  // Why it waits (the scheduler's message, or the container's waiting reason), or why it is lost.
+  Phase phase = Phase::kQueued;
+  TrialRun run;            // the Pod, or a multi-node trial's batch Job
+  std::string trialName;   // canonical, from the annotation autotune.io/trial-name
+  std::string space;       // from the label autotune.io/space
+  int attempt = 0;         // from the annotation autotune.io/attempt
+  int preemptions = 0;     // of the earlier attempts, from autotune.io/preemptions
+  bool preempted = false;  // kLost: by a higher priority, a drain or a queueing system
+  // kQueued: held back for room (the scheduler cannot place it now, a scheduling gate holds it, a
+  // queueing system suspends it), not merely yet to be looked at by the scheduler.
+  bool heldBack = false;
+  std::optional<Timestamp> created;      // metadata.creationTimestamp: queued since then
+  std::optional<Timestamp> scheduledAt;  // bound to its node (PodScheduled's transition)
+  std::optional<Timestamp> started;      // status.startTime: the kubelet took the Pod
+  // Why it waits (the scheduler's message, its scheduling gates, or the container's waiting
+  // reason), or why it is lost.
   std::string message;
   std::string waitingReason;  // the primary container's, e.g. ErrImagePull
   // kFinished only: the primary container's exit. On exit 0 the termination message is the
@@ -51,7 +61,11 @@ struct TrialRunState {
   std::optional<Timestamp> containerFinished;  // state.terminated.finishedAt
   // A multi-node trial's Pod: its batch Job (trialBatchJobName) and completion index.
   std::string batchJob;
+  std::string batchJobUid;
   std::string rank;
+
+  // The relaunches spent: attempts that were neither the first nor a preemption's.
+  int relaunchesSpent() const { return attempt - preemptions; }
 };
 
 // Reads a trial Pod. `spec` names the primary container. A Pod bound to one of `goneNodes` is
@@ -69,29 +83,35 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
 //   finds out of memory first, else the first to end: the others fail with it or are stopped by
 //   the Job controller;
 // - else rank 0, which writes the metrics, ends it when it finishes;
-// - else a lost rank loses it, to be run again whole;
-// - else it runs once every rank runs, since the last of them started, and is pending until then,
-//   since the first was created: a trial partly placed at spec.schedulingTimeout is not measured.
+// - else a lost rank loses it, to be run again whole (preempted if that rank was);
+// - else it is queued while a rank has no node, pending while not every Pod is made yet (since the
+//   first was, as the scheduling timeout goes) or a rank's container has not started, and runs
+//   since the last of them started.
 TrialRunState combineRanks(const std::vector<TrialRunState>& ranks, const api::Spec& spec);
 
 // Whether the trial's container waits for something no retry of the kubelet's will bring: an
 // image that cannot be pulled, or a ConfigMap, Secret or setting the container cannot be made with.
 bool containerCannotStart(const TrialRunState& state);
 
-// When a pending or running trial runs out of time: creationTimestamp + schedulingTimeout until
-// the kubelet takes the Pod (a trial that cannot be scheduled does not start its trial timeout)
-// or while its container cannot be created, else status.startTime + trialTimeout. Nothing for
+// When a trial in flight runs out of time: a queued one at creationTimestamp + queueTimeout (none
+// when unset); one on its node at its binding + schedulingTimeout until the kubelet takes the Pod
+// or while its container cannot be created, else at status.startTime + trialTimeout. Nothing for
 // finished, lost and unstarted trials.
 std::optional<Timestamp> deadline(const TrialRunState& state, const api::Spec& spec);
 
-// Why a pending trial is given up at `now` without a measurement, if it is: it was not scheduled
-// within spec.schedulingTimeout, or its container could not be created in that time (an image
-// that cannot be pulled, a missing ConfigMap or Secret). None of that is the config's doing, so
-// it runs again (shouldRelaunch), and the search never learns anything from it.
+// Why a trial on its node is given up at `now` without a measurement, if it is: its container
+// could not be created within spec.schedulingTimeout (an image that cannot be pulled, a missing
+// ConfigMap or Secret). None of that is the config's doing, so it runs again (shouldRelaunch),
+// and the search never learns anything from it.
 std::optional<std::string> notMeasured(const TrialRunState& state, const api::Spec& spec,
                                        Timestamp now);
 
-// Whether a lost or unstarted trial is to be launched again (as attempt + 1).
+// Why a queued trial has waited too long at `now`, if it has: spec.queueTimeout ran out.
+std::optional<std::string> queueTimedOut(const TrialRunState& state, const api::Spec& spec,
+                                         Timestamp now);
+
+// Whether a lost or unstarted trial is to be launched again (as attempt + 1): always when it was
+// preempted, else while it has relaunches left.
 bool shouldRelaunch(const TrialRunState& state);
 
 // Whether the run of a trial that ended may be deleted once the trial is recorded: always when

@@ -1,8 +1,11 @@
 #pragma once
-// The jobs waiting for GPUs, oldest first: first come, first served. A job waits while its engine
-// wanted more trials than free GPU slots allowed (its Running condition says kWaitingForGpus);
-// the slots it waits for are held back from every job created after it. The queue is rebuilt
-// from the jobs' statuses as the watch delivers them, so a restart loses nothing. Thread-safe.
+// The jobs waiting for GPU slots, oldest first: first come, first served. A job waits while its
+// engine wants more trials started now than the operator's count of free GPUs allows; the GPUs of
+// those trials are held back from every job created after it, so that GPUs a trial frees go to
+// the oldest waiting job rather than to whichever reconciles first. Each reconcile of a job says
+// how many GPUs it waits for (Plan::gpusWaitedFor): a job whose search has ended, or that wants no
+// launch, waits for none. After a restart the queue fills again as every job is reconciled.
+// Thread-safe.
 
 #include <map>
 #include <mutex>
@@ -10,22 +13,18 @@
 #include <tuple>
 #include <vector>
 
-#include "controller/objects.h"
-
 namespace autotune::controller {
-
-// The GPUs a job's status says it waits for: those of the trials it would launch now, by
-// parallelism, while its Running condition's reason is kWaitingForGpus; else none.
-int gpusWaitedFor(const api::Status& status, const api::Spec& spec);
 
 class WaitingJobs {
  public:
-  // The job as it is now, or nullptr once it is gone.
-  void update(const std::string& key, const CachedAutotuneJob* job);
+  // The job `key`, created at `creationTimestamp`, waits for `gpus` (none: it waits no more).
+  void set(const std::string& key, const std::string& creationTimestamp, int gpus);
 
-  // Slots of `gpusPerTrial` GPUs that jobs created before `job` wait for.
-  int slotsHeldBefore(const CachedAutotuneJob& job, int gpusPerTrial) const;
+  // Slots of `gpusPerTrial` GPUs that jobs created before (creationTimestamp, key) wait for.
+  int slotsHeldBefore(const std::string& key, const std::string& creationTimestamp,
+                      int gpusPerTrial) const;
 
+  // The waiting jobs, oldest first.
   std::vector<std::string> keys() const;
 
  private:

@@ -201,12 +201,16 @@ Result<nlohmann::json> Client::patch(const Resource& resource, const std::string
 
 Result<nlohmann::json> Client::remove(const Resource& resource, const std::string& ns,
                                       const std::string& name, Propagation propagation,
-                                      std::optional<int> gracePeriodSeconds) const {
+                                      std::optional<int> gracePeriodSeconds,
+                                      const std::string& uid) const {
   nlohmann::json options = {{"kind", "DeleteOptions"},
                             {"apiVersion", "v1"},
                             {"propagationPolicy", propagationName(propagation)}};
   if (gracePeriodSeconds) {
     options["gracePeriodSeconds"] = *gracePeriodSeconds;
+  }
+  if (!uid.empty()) {
+    options["preconditions"] = {{"uid", uid}};
   }
   return call("DELETE", resourcePath(resource, ns, name), std::string(kJsonContent),
               serialized(options));

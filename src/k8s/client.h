@@ -106,11 +106,13 @@ class Client {
                                const std::string& name, PatchType type, const nlohmann::json& patch,
                                const ApplyOptions& apply = {}) const;
   // `gracePeriodSeconds` overrides the object's own; 0 deletes at once (a kubelet confirms that
-  // a Pod's containers have stopped this way).
+  // a Pod's containers have stopped this way). A `uid` is a precondition: an object of that name
+  // with another UID (made since under the same name) is left alone, a Conflict.
   Result<nlohmann::json> remove(const Resource& resource, const std::string& ns,
                                 const std::string& name,
                                 Propagation propagation = Propagation::kBackground,
-                                std::optional<int> gracePeriodSeconds = std::nullopt) const;
+                                std::optional<int> gracePeriodSeconds = std::nullopt,
+                                const std::string& uid = "") const;
 
   // Streams changes from options.resourceVersion, with bookmarks, until the server ends the watch
   // (success), `onEvent` returns false (success), or an error: an ERROR event comes back as its

@@ -214,7 +214,9 @@ struct Metrics::State {
   Family<Gauge>& gpuSlots =
       prometheus::BuildGauge()
           .Name("autotune_gpu_slots")
-          .Help("GPUs on schedulable nodes (total) and held by trials (used).")
+          .Help(
+              "GPUs on schedulable nodes (total) and held by this operator's trial Pods (used); "
+              "what other workloads hold is not counted.")
           .Register(*registry);
   Family<Counter>& reconciles = prometheus::BuildCounter()
                                     .Name("autotune_reconcile_total")
@@ -298,7 +300,7 @@ void Metrics::trialLaunched(const std::string& ns, const std::string& job) {
   if (series.launched == nullptr) {
     series.launched = &state_->launched.Add({{"namespace", ns}, {"job", job}});
     // Relaunches show as 0 from the job's first launch, so that dashboards see zeros, not gaps.
-    for (const auto* reason : {"lost", "not_measured"}) {
+    for (const auto* reason : {"lost", "not_measured", "preempted"}) {
       countFor(state_->relaunched, series.relaunched, ns, job, {"reason", reason});
     }
   }

@@ -169,8 +169,8 @@ namespaced_grants() {
     "core pods create,delete,get,list,watch" \
     "core configmaps create,get,patch" \
     "core events create" \
-    "core services create,delete" \
-    "batch jobs create,delete,list,watch"
+    "core services create,delete,get" \
+    "batch jobs create,delete,get,list,watch"
 }
 common_grants() {
   echo "cluster core nodes get,list,watch"
@@ -373,13 +373,13 @@ yes create events -n $team_a
 no patch events -n $team_a
 no create events.events.k8s.io -n $team_a
 yes create jobs.batch -n $team_a
-no get jobs.batch -n $team_a
+yes get jobs.batch -n $team_a
 yes delete jobs.batch -n $team_a
 yes watch jobs.batch -n $team_b
 no update jobs.batch -n $team_a
 yes create services -n $team_a
 yes delete services -n $team_b
-no get services -n $team_a
+yes get services -n $team_a
 yes list nodes
 yes get nodes
 no update nodes

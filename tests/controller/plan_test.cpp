@@ -68,7 +68,7 @@ TrialRunState running(const std::string& trial) {
   TrialRunState state;
   state.phase = TrialRunState::Phase::kRunning;
   state.trialName = trial;
-  state.run = {TrialRun::Carrier::kPod, trialPodName("gpt2", trial)};
+  state.run = {TrialRun::Carrier::kPod, trialPodName("gpt2", trial), "", ""};
   state.created = kNow - seconds(60);
   state.started = kNow - seconds(50);
   return state;
@@ -172,7 +172,8 @@ TEST(Plan, ATrialThatEndedWaitsFiveSecondsForItsSiblingsWhenNothingNewWouldStart
   snapshot.concluded[0].state.containerFinished = kNow - seconds(5);
   const Plan recorded = planned(snapshot);
   ASSERT_EQ(recorded.status.results.size(), 1U);
-  const TrialRun recordedRun{TrialRun::Carrier::kPod, trialPodName("gpt2", "z1_gas1_tmbspg1")};
+  const TrialRun recordedRun{TrialRun::Carrier::kPod, trialPodName("gpt2", "z1_gas1_tmbspg1"), "",
+                             ""};
   EXPECT_EQ(recorded.deletions, std::vector{recordedRun});
   EXPECT_EQ(std::ranges::count(reasons(recorded), "TrialSucceeded"), 1);
 
@@ -269,7 +270,7 @@ TEST(Plan, ALostMultiNodeTrialIsRelaunchedAsANewJob) {
   Snapshot snapshot = snapshotOf(twoNodeJob(1), nodesOf({8, 8}));
   const std::string trial = planned(snapshot).launches.at(0).trial;
   TrialRunState lost = running(trial);
-  lost.run = {TrialRun::Carrier::kBatchJob, trialBatchJobName("gpt2", trial)};
+  lost.run = {TrialRun::Carrier::kBatchJob, trialBatchJobName("gpt2", trial), "", ""};
   lost.phase = TrialRunState::Phase::kLost;
   lost.message = "its Pod x was lost: Evicted";
   snapshot.inFlight.push_back(lost);
@@ -323,16 +324,175 @@ TEST(Plan, TheLastResultEndsTheSearchWithTheOutputHoldingIt) {
   EXPECT_EQ(refused.status.results.size(), 4U);
 }
 
+// It still says which generation of the spec it has seen (kstatus, Argo CD and Flux read that).
 TEST(Plan, AFinishedJobOnlyDeletesWhatIsLeft) {
   api::AutotuneJob job = gridJob(2);
   job.status.phase = api::Phase::kSucceeded;
   Snapshot snapshot = snapshotOf(job, nodesOf({16}));
-  snapshot.staleRuns = {{TrialRun::Carrier::kPod, "gpt2-z1-gas1-tmbspg1"}};
+  snapshot.staleRuns = {{TrialRun::Carrier::kPod, "gpt2-z1-gas1-tmbspg1", "", ""}};
   const Plan plan = planned(snapshot);
-  EXPECT_EQ(api::encode(plan.status), api::encode(job.status));
+  api::Status seen = job.status;
+  seen.observedGeneration = snapshot.generation;
+  EXPECT_EQ(api::encode(plan.status), api::encode(seen));
   EXPECT_EQ(plan.deletions, snapshot.staleRuns);
   EXPECT_TRUE(plan.launches.empty());
   EXPECT_TRUE(plan.events.empty());
+}
+
+// --- a shared cluster ----------------------------------------------------------------------------
+
+RefusedCreate quotaRefusal(const std::string& trial) {
+  return {trial, k8s::ErrorKind::kForbidden,
+          "pods \"" + trialPodName("gpt2", trial) +
+              "\" is forbidden: exceeded quota: gpu, requested: requests.nvidia.com/gpu=8, used: "
+              "requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8"};
+}
+
+// A create the quota refuses is no trial in flight and no attempt: the trial waits, counted
+// queued, the job says why in the quota's words, and the create is tried again with backoff.
+TEST(Plan, ATrialTheQuotaRefusesWaitsWithoutSpendingAnAttempt) {
+  Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16, 16}));
+  const Plan first = planned(snapshot);
+  ASSERT_EQ(first.launches.size(), 2U);
+  snapshot.refusedCreates = {quotaRefusal(first.launches[1].trial)};
+  const Plan replanned = planned(snapshot);
+  ASSERT_EQ(replanned.status.inFlight.size(), 1U);
+  EXPECT_EQ(replanned.status.inFlight[0].name, first.launches[0].trial);
+  EXPECT_EQ(replanned.status.trials.launched, 1);
+  EXPECT_EQ(replanned.status.trials.queued, 1);
+  const api::Condition* running = conditionOf(replanned.status, "Running");
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->reason, "QuotaExceeded");
+  EXPECT_NE(running->message.find("exceeded quota: gpu"), std::string::npos);
+  EXPECT_TRUE(replanned.retry);
+  EXPECT_EQ(std::ranges::count(reasons(replanned), "QuotaExceeded"), 1);
+
+  // Refused again for the same quota: the job said so already, so no second Event.
+  snapshot.job.status = replanned.status;
+  EXPECT_EQ(std::ranges::count(reasons(planned(snapshot)), "QuotaExceeded"), 0);
+}
+
+// Pod Security refusing the template is for good: no relaunch, no deletion of what runs; the job
+// fails with the server's words once nothing runs any more.
+TEST(Plan, ATemplateRefusedForGoodStopsLaunchesAndFailsOnceNothingRuns) {
+  Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));
+  const std::string trial = planned(snapshot).launches.at(0).trial;
+  snapshot.refusedCreates = {
+      {trial, k8s::ErrorKind::kForbidden,
+       "pods \"x\" is forbidden: violates PodSecurity \"restricted:latest\": "
+       "allowPrivilegeEscalation != false"}};
+  const Plan refused = planned(snapshot);
+  EXPECT_EQ(refused.status.phase, api::Phase::kFailed);
+  EXPECT_TRUE(refused.status.inFlight.empty());
+  const api::Condition* failed = conditionOf(refused.status, "Failed");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "LaunchRefused");
+  EXPECT_NE(failed->message.find("violates PodSecurity"), std::string::npos);
+  EXPECT_FALSE(refused.retry);
+
+  // With a trial still running, the job waits for it and launches nothing more.
+  Snapshot busy = snapshotOf(gridJob(2), nodesOf({16, 16}));
+  const Plan launched = planned(busy);
+  busy.job.status = launched.status;
+  busy.inFlight.push_back(running(launched.launches[0].trial));
+  busy.refusedCreates = {{launched.launches[1].trial, k8s::ErrorKind::kInvalid, "spec: Invalid"}};
+  const Plan waiting = planned(busy);
+  EXPECT_NE(waiting.status.phase, api::Phase::kFailed);
+  EXPECT_EQ(conditionOf(waiting.status, "LaunchRefused")->status, "True");
+  EXPECT_EQ(conditionOf(waiting.status, "Running")->reason, "LaunchRefused");
+  busy.job.status = waiting.status;
+  busy.refusedCreates.clear();
+  EXPECT_TRUE(planned(busy).launches.empty());
+  busy.inFlight.clear();
+  EXPECT_EQ(planned(busy).status.phase, api::Phase::kFailed);
+}
+
+// A preempted trial runs again as its next attempt, counting the preemption, not a relaunch.
+TEST(Plan, APreemptedTrialRunsAgainWithItsOwnReason) {
+  Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));
+  const std::string trial = planned(snapshot).launches.at(0).trial;
+  TrialRunState preempted = running(trial);
+  preempted.phase = TrialRunState::Phase::kLost;
+  preempted.attempt = 2;
+  preempted.preemptions = 2;
+  preempted.preempted = true;
+  preempted.message = "PreemptionByScheduler: Preempted in order to admit critical pod";
+  snapshot.inFlight.push_back(preempted);
+  const Plan plan = planned(snapshot);
+  ASSERT_EQ(plan.launches.size(), 1U);
+  ASSERT_TRUE(plan.launches[0].replaces.has_value());
+  EXPECT_EQ(plan.launches[0].replaces->why, Relaunch::kPreempted);
+  EXPECT_NE(plan.launches[0].replaces->event.message.find("was preempted (PreemptionByScheduler"),
+            std::string::npos);
+  EXPECT_EQ(plan.launches[0].object["metadata"]["annotations"]["autotune.io/preemptions"], "3");
+  ASSERT_EQ(plan.status.inFlight.size(), 1U);
+  EXPECT_EQ(plan.status.inFlight[0].attempt, 3);
+  EXPECT_EQ(plan.status.inFlight[0].preemptions, 3);
+}
+
+// The relaunch's name held by someone else's Pod is recorded as a taken first name is.
+TEST(Plan, ARelaunchWhoseNameIsTakenIsRecordedFailed) {
+  Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));
+  const std::string trial = planned(snapshot).launches.at(0).trial;
+  TrialRunState lost = running(trial);
+  lost.phase = TrialRunState::Phase::kLost;
+  lost.message = "Evicted";
+  snapshot.inFlight.push_back(lost);
+  snapshot.namesTaken.insert(trialPodName("gpt2", trial, 1));
+  const Plan plan = planned(snapshot);
+  ASSERT_FALSE(plan.status.results.empty());
+  EXPECT_EQ(plan.status.results[0].name, trial);
+  EXPECT_NE(plan.status.results[0].reason.find("is not this job's"), std::string::npos);
+  for (const auto& launch : plan.launches) {
+    EXPECT_NE(launch.run.name, trialPodName("gpt2", trial, 1));
+  }
+}
+
+// The GPUs a job holds back from younger jobs are those of the launches it wants now and cannot
+// make, never more than the cluster has, and none once it wants nothing.
+TEST(Plan, AWaitingJobHoldsOnlyWhatItWantsNow) {
+  Snapshot snapshot = snapshotOf(gridJob(8), nodesOf({16}));
+  snapshot.capacity.nodes[0].used = 8;
+  const Plan plan = planned(snapshot);
+  EXPECT_EQ(plan.launches.size(), 1U);
+  EXPECT_EQ(conditionOf(plan.status, "Running")->reason, "WaitingForGPUs");
+  // The grid has four micro-batches: one launched, three wanted, 24 GPUs, capped at the 16 there
+  // are.
+  EXPECT_EQ(plan.gpusWaitedFor, 16);
+  EXPECT_EQ(plan.status.trials.queued, 3);
+
+  // Every configuration in flight: the engine wants no more, so nothing is held or waited for.
+  Snapshot busy = snapshotOf(gridJob(8), nodesOf({16}));
+  busy.capacity.nodes[0].used = 16;
+  for (const auto* trial :
+       {"z1_gas1_tmbspg1", "z1_gas1_tmbspg2", "z1_gas1_tmbspg3", "z1_gas1_tmbspg4"}) {
+    busy.inFlight.push_back(running(trial));
+  }
+  const Plan full = planned(busy);
+  EXPECT_EQ(full.gpusWaitedFor, 0);
+  EXPECT_NE(conditionOf(full.status, "Running")->reason, "WaitingForGPUs");
+}
+
+// A trial queued longer than spec.queueTimeout fails the job with its own reason, keeping its
+// results.
+TEST(Plan, ATrialQueuedPastTheQueueTimeoutFailsTheJobKeepingItsResults) {
+  api::AutotuneJob job = gridJob(2);
+  job.spec.queueTimeout = api::Duration::parse("1h").value();
+  Snapshot snapshot = snapshotOf(job, nodesOf({16, 16}));
+  TrialRunState queued = running("z1_gas1_tmbspg2");
+  queued.phase = TrialRunState::Phase::kQueued;
+  queued.heldBack = true;
+  queued.started.reset();
+  queued.created = kNow - seconds(3599);
+  queued.message = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.";
+  snapshot.inFlight.push_back(queued);
+  conclude(snapshot, {succeeded("z1_gas1_tmbspg1", 30.0, 50)});
+  EXPECT_NE(planned(snapshot).status.phase, api::Phase::kFailed);
+  snapshot.inFlight[0].created = kNow - seconds(3600);
+  const Plan plan = planned(snapshot);
+  EXPECT_EQ(plan.status.phase, api::Phase::kFailed);
+  EXPECT_EQ(conditionOf(plan.status, "Failed")->reason, "QueueTimeout");
+  EXPECT_EQ(plan.status.results.size(), 1U);
 }
 
 TEST(Plan, EventsAboutOneTrialReadAsBefore) {

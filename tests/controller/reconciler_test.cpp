@@ -44,7 +44,7 @@ class MemoryApi : public k8s::Transport {
             ? path + "/" + json::parse(request.body)["metadata"].value("name", "")
             : objectPath;
     if (request.method != "GET" && refused.contains(writtenPath)) {
-      return answer(403, "Forbidden");
+      return answer(403, "Forbidden", refused.at(writtenPath));
     }
     if (request.method == "GET") {
       const auto found = objects.find(objectPath);
@@ -52,8 +52,17 @@ class MemoryApi : public k8s::Transport {
                                     : k8s::HttpResponse{200, found->second.dump(), {}};
     }
     if (request.method == "DELETE") {
-      return objects.erase(objectPath) > 0 ? k8s::HttpResponse{200, "{}", {}}
-                                           : answer(404, "NotFound");
+      const auto found = objects.find(objectPath);
+      if (found == objects.end()) {
+        return answer(404, "NotFound");
+      }
+      const json options = json::parse(request.body);
+      if (options.contains("preconditions") &&
+          options["preconditions"]["uid"] != found->second["metadata"]["uid"]) {
+        return answer(409, "Conflict");
+      }
+      objects.erase(found);
+      return k8s::HttpResponse{200, "{}", {}};
     }
     json body = json::parse(request.body);
     if (request.method == "POST") {
@@ -109,7 +118,7 @@ class MemoryApi : public k8s::Transport {
   std::map<std::string, json> objects;
   std::vector<std::string> writes;
   std::vector<std::string> reads;
-  std::set<std::string> refused;  // objects whose writes are Forbidden
+  std::map<std::string, std::string> refused;  // objects whose writes are Forbidden, and why
   std::chrono::system_clock::time_point now;
 
  private:
@@ -119,11 +128,15 @@ class MemoryApi : public k8s::Transport {
     return k8s::HttpResponse{200, object.dump(), {}};
   }
 
-  static tl::expected<k8s::HttpResponse, std::string> answer(int code, const std::string& reason) {
-    return k8s::HttpResponse{
-        code,
-        json{{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", reason}}.dump(),
-        {}};
+  static tl::expected<k8s::HttpResponse, std::string> answer(int code, const std::string& reason,
+                                                             const std::string& message = "") {
+    return k8s::HttpResponse{code,
+                             json{{"kind", "Status"},
+                                  {"code", code},
+                                  {"reason", reason},
+                                  {"message", message.empty() ? reason : message}}
+                                 .dump(),
+                             {}};
   }
 
   int version_ = 0;
@@ -338,15 +351,18 @@ TEST_F(Reconcile, AJobNoNodeCanHoldWaitsAsUnschedulableWithoutPods) {
   EXPECT_TRUE(result.requeueAfter.has_value());
 }
 
-// Past trialTimeout (30m) a running trial is TimedOut, an outcome of its config. Past the default
-// schedulingTimeout (15m) a trial no node took is not measured: it runs again as its next
-// attempt, and nothing is recorded.
-TEST_F(Reconcile, ARunningTrialPastItsTimeoutIsRecordedOneNeverScheduledRunsAgain) {
+// Past trialTimeout (30m) a running trial is TimedOut, an outcome of its config. A trial no node
+// took, the scheduler saying GPUs are short, is queued: however long it waits, it spends no
+// attempt and is never relaunched, and the job says it is queued, in the scheduler's words.
+TEST_F(Reconcile, ARunningTrialPastItsTimeoutIsRecordedOneNeverScheduledWaits) {
   submit(gpt2Job());
   reconcile();
   const std::string running = pods()[0]["metadata"]["name"];
   const std::string neverScheduled = pods()[1]["metadata"]["name"];
   run(running, now_);
+  pod(neverScheduled)["status"] = json::parse(R"({"phase": "Pending", "conditions": [
+      {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+       "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}]})");
   now_ += minutes(31);
   reconcile();
   const json results = job()["status"]["results"];
@@ -354,15 +370,19 @@ TEST_F(Reconcile, ARunningTrialPastItsTimeoutIsRecordedOneNeverScheduledRunsAgai
   EXPECT_EQ(trialPodName("gpt2", results[0]["name"].get<std::string>()), running);
   EXPECT_EQ(results[0]["outcome"], "TimedOut");
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + running));
-  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + neverScheduled));
-  EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + neverScheduled + "-r1"));
+  EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + neverScheduled));
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + neverScheduled + "-r1"));
+  const json status = job()["status"];
+  EXPECT_GE(status["trials"]["queued"], 1);
+  const auto condition = std::ranges::find_if(status["conditions"],
+                                              [](const json& c) { return c["type"] == "Running"; });
+  ASSERT_NE(condition, status["conditions"].end());
+  EXPECT_EQ((*condition)["reason"], "Queued");
+  EXPECT_NE((*condition)["message"].get<std::string>().find("Insufficient nvidia.com/gpu"),
+            std::string::npos);
   const auto events = api_->under("/api/v1/namespaces/ml/events/");
-  EXPECT_TRUE(std::ranges::any_of(events, [](const json& event) {
-    return event["reason"] == "TrialRelaunched" &&
-           event["message"].get<std::string>().find(
-               "was not measured (not scheduled within spec.schedulingTimeout)") !=
-               std::string::npos;
-  }));
+  EXPECT_FALSE(std::ranges::any_of(
+      events, [](const json& event) { return event["reason"] == "TrialRelaunched"; }));
 }
 
 // A trial that never starts on any of its three attempts fails the job, which says why; nothing
@@ -399,30 +419,72 @@ TEST_F(Reconcile, ATrialNeverStartedInThreeAttemptsFailsTheJobSayingWhy) {
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r2"));
 }
 
-// The status names each trial in flight and its attempt before the Pods exist, so a Pod deleted
-// before any reconcile saw it go is known lost: its trial runs again as <pod>-r1, never again
-// under the name already used.
-TEST_F(Reconcile, APodDeletedUnseenRunsAgainAsItsNextAttempt) {
+// The status names each trial in flight and its attempt before the Pods exist, so a Pod no
+// reconcile ever saw (never created, or created and deleted while the operator was down) is known
+// gone: its trial runs again as <pod>-r1, never again under the name already used, and nothing
+// says the config did it.
+TEST_F(Reconcile, APodNeverSeenRunsAgainAsItsNextAttempt) {
+  json submitted = gpt2Job();
+  submitted["status"] = {{"phase", "Running"},
+                         {"inFlight", {{{"name", "z1_gas1_tmbspg3"}, {"attempt", 0}}}}};
+  submit(submitted);
+  api_->writes.clear();
+  reconcile();
+  const std::string first = trialPodName("gpt2", "z1_gas1_tmbspg3");
+  EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
+  const json status = job()["status"];
+  EXPECT_TRUE(status.value("results", json::array()).empty());
+  EXPECT_TRUE(std::ranges::any_of(status["inFlight"], [](const json& trial) {
+    return trial["name"] == "z1_gas1_tmbspg3" && trial["attempt"] == 1;
+  }));
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_TRUE(std::ranges::any_of(events, [&](const json& event) {
+    return event["reason"] == "TrialRelaunched" &&
+           event["message"].get<std::string>().find("was not measured (its Pod " + first +
+                                                    " is gone") != std::string::npos;
+  }));
+}
+
+// A Pod deleted between two reconciles is remembered as last seen: deleted before its trial
+// ended, it is lost and runs again as its next attempt.
+TEST_F(Reconcile, APodDeletedBetweenReconcilesRunsAgainAsItsNextAttempt) {
   submit(gpt2Job());
   reconcile();
-  const json inFlight = job()["status"]["inFlight"];
-  ASSERT_EQ(inFlight.size(), 2U);
-  EXPECT_EQ(inFlight[0]["attempt"], 0);
   const std::string first = pods()[0]["metadata"]["name"];
   api_->objects.erase(std::string(kPodsPath) + "/" + first);
   api_->writes.clear();
   reconcile();
   EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
   EXPECT_EQ(api_->count("POST " + std::string(kPodsPath)), 1);
-  const json status = job()["status"];
-  EXPECT_TRUE(status.value("results", json::array()).empty());
-  EXPECT_TRUE(std::ranges::any_of(status["inFlight"],
-                                  [](const json& trial) { return trial["attempt"] == 1; }));
   const auto events = api_->under("/api/v1/namespaces/ml/events/");
-  EXPECT_TRUE(std::ranges::any_of(events, [&](const json& event) {
+  EXPECT_TRUE(std::ranges::any_of(events, [](const json& event) {
     return event["reason"] == "TrialRelaunched" &&
-           event["message"].get<std::string>().find("was not measured (its Pod " + first +
-                                                    " is gone") != std::string::npos;
+           event["message"].get<std::string>().find("was lost (deleted before the trial ended)") !=
+               std::string::npos;
+  }));
+}
+
+// The scheduler preempts a trial's Pod and it is gone before the next reconcile: as last seen it
+// was preempted, so it runs again spending no attempt.
+TEST_F(Reconcile, APreemptedPodGoneBeforeTheNextReconcileRunsAgainAsPreempted) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string first = pods()[0]["metadata"]["name"];
+  run(first, now_);
+  pod(first)["status"]["conditions"] = json::parse(
+      R"([{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+           "message": "Preempted in order to admit critical pod"}])");
+  syncCaches();
+  api_->objects.erase(std::string(kPodsPath) + "/" + first);
+  reconcile();
+  const json relaunched = api_->objects.at(std::string(kPodsPath) + "/" + first + "-r1");
+  EXPECT_EQ(relaunched["metadata"]["annotations"]["autotune.io/preemptions"], "1");
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_TRUE(std::ranges::any_of(events, [](const json& event) {
+    return event["reason"] == "TrialRelaunched" &&
+           event["message"].get<std::string>().find("was preempted (PreemptionByScheduler") !=
+               std::string::npos;
   }));
 }
 
@@ -638,7 +700,7 @@ json singleTrialJob() {
 TEST_F(Reconcile, AnOutputThatCannotBeWrittenIsReportedAndRetriedUntilItIs) {
   submit(singleTrialJob());
   const std::string output = "/api/v1/namespaces/ml/configmaps/gpt2-optimal";
-  api_->refused.insert(output);
+  api_->refused[output] = "configmaps is forbidden";
   reconcile();
   ASSERT_EQ(pods().size(), 1U);
   finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
@@ -666,6 +728,72 @@ TEST_F(Reconcile, AnOutputThatCannotBeWrittenIsReportedAndRetriedUntilItIs) {
   ASSERT_TRUE(written.has_value());
   EXPECT_EQ((*written)["status"], "True");
   EXPECT_TRUE(api_->objects.contains(output));
+}
+
+// A ResourceQuota refusing a trial's Pod: the trial is not counted in flight and spends no
+// attempt; the job says it waits for quota, in the quota's words, with one Event; once the quota
+// has room the trial's first Pod is created.
+TEST_F(Reconcile, ACreateTheQuotaRefusesWaitsAndRunsOnceThereIsRoom) {
+  submit(singleTrialJob());
+  const std::string podPath = std::string(kPodsPath) + "/gpt2-z1-gas1-tmbspg3";
+  api_->refused[podPath] =
+      "pods \"gpt2-z1-gas1-tmbspg3\" is forbidden: exceeded quota: gpu, requested: "
+      "requests.nvidia.com/gpu=16, used: requests.nvidia.com/gpu=8, limited: "
+      "requests.nvidia.com/gpu=16";
+  EXPECT_TRUE(reconcile().failed);  // looked at again with backoff
+  EXPECT_TRUE(reconcile().failed);
+  json status = job()["status"];
+  EXPECT_FALSE(status.contains("inFlight")) << status.dump();
+  EXPECT_EQ(status["trials"]["launched"], 0);
+  EXPECT_EQ(status["trials"]["queued"], 1);
+  const std::optional<json> running = conditionOf(job(), "Running");
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ((*running)["reason"], "QuotaExceeded");
+  EXPECT_NE((*running)["message"].get<std::string>().find("exceeded quota: gpu"),
+            std::string::npos);
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_EQ(std::ranges::count_if(
+                events, [](const json& event) { return event["reason"] == "QuotaExceeded"; }),
+            1);
+
+  api_->refused.clear();
+  EXPECT_FALSE(reconcile().failed);
+  EXPECT_TRUE(api_->objects.contains(podPath));
+  status = job()["status"];
+  ASSERT_EQ(status["inFlight"].size(), 1U);
+  EXPECT_EQ(status["inFlight"][0]["attempt"], 0);
+}
+
+// Pod Security refusing the template: the job fails at once, in the server's words, and nothing
+// is created again.
+TEST_F(Reconcile, ATemplateThePodSecurityAdmissionRefusesFailsTheJob) {
+  submit(singleTrialJob());
+  const std::string podPath = std::string(kPodsPath) + "/gpt2-z1-gas1-tmbspg3";
+  api_->refused[podPath] =
+      "pods \"gpt2-z1-gas1-tmbspg3\" is forbidden: violates PodSecurity \"restricted:latest\": "
+      "allowPrivilegeEscalation != false";
+  reconcile();
+  const json status = job()["status"];
+  EXPECT_EQ(status["phase"], "Failed");
+  EXPECT_NE(status["message"].get<std::string>().find("violates PodSecurity"), std::string::npos);
+  api_->writes.clear();
+  reconcile();
+  EXPECT_EQ(api_->count("POST " + std::string(kPodsPath)), 0);
+}
+
+// Deleting a trial's Pod names the Pod it saw: one made since under that name is left alone.
+TEST_F(Reconcile, APodMadeSinceUnderATrialsNameIsNeverDeleted) {
+  submit(singleTrialJob());
+  reconcile();
+  const std::string name = pods()[0]["metadata"]["name"];
+  finish(name, 0, R"({"throughput": 59.0})");
+  syncCaches();
+  pod(name)["metadata"]["uid"] = "uid-someone-else";
+  Reconciler reconciler(client_, cluster_);
+  reconciler.reconcile(
+      "ml/gpt2", Context{observability::Logger(observability::LogLevel::kError, log_), now_, {}});
+  EXPECT_EQ(job()["status"]["results"].size(), 1U);
+  EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + name));
 }
 
 // A ConfigMap of the output's name that is not this job's is never written over: server-side

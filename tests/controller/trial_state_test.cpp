@@ -22,6 +22,7 @@ using autotune::controller::decodePod;
 using autotune::controller::formatTime;
 using autotune::controller::NodeNames;
 using autotune::controller::parseTime;
+using autotune::controller::queueTimedOut;
 using autotune::controller::readTrialPod;
 using autotune::controller::resultOf;
 using autotune::controller::shouldRelaunch;
@@ -203,21 +204,31 @@ TEST(ObserveTrialPod, APodWithoutItsTrialNameIsAnError) {
             "pod gpt2-large-z1-gas1-tmbspg3 has no autotune.io/trial-name annotation");
 }
 
-TEST(ObserveTrialPod, AnUnschedulableTrialIsPendingSinceItWasCreated) {
+// GPUs other workloads hold: the trial is queued, in the scheduler's words, since it was made.
+TEST(ObserveTrialPod, AnUnschedulableTrialIsQueuedSinceItWasCreated) {
   const TrialRunState state = observed(unschedulablePod());
-  EXPECT_EQ(state.phase, Phase::kPending);
-  EXPECT_TRUE(state.unschedulable);
-  EXPECT_FALSE(state.scheduled);
+  EXPECT_EQ(state.phase, Phase::kQueued);
   EXPECT_EQ(state.message, "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.");
   EXPECT_EQ(state.created, at(kCreated));
+  EXPECT_FALSE(state.scheduledAt.has_value());
   EXPECT_FALSE(state.started.has_value());
 }
 
-TEST(ObserveTrialPod, ANewPodIsPendingButNotYetUnschedulable) {
+TEST(ObserveTrialPod, ANewPodIsQueuedForTheScheduler) {
   const TrialRunState state = observed(createdPod());
-  EXPECT_EQ(state.phase, Phase::kPending);
-  EXPECT_FALSE(state.unschedulable);
-  EXPECT_FALSE(state.scheduled);
+  EXPECT_EQ(state.phase, Phase::kQueued);
+  EXPECT_EQ(state.message, "waiting for the scheduler");
+}
+
+// Kueue's admission gate, or any other: queued, naming the gates.
+TEST(ObserveTrialPod, APodHeldByASchedulingGateIsQueuedNamingIt) {
+  json pod = createdPod();
+  pod["spec"]["schedulingGates"] = json::parse(R"([{"name": "kueue.x-k8s.io/admission"}])");
+  pod["status"]["conditions"] = json::parse(R"([{"type": "PodScheduled", "status": "False",
+      "reason": "SchedulingGated", "message": "Scheduling is blocked due to non-empty scheduling gates"}])");
+  const TrialRunState state = observed(pod);
+  EXPECT_EQ(state.phase, Phase::kQueued);
+  EXPECT_EQ(state.message, "held by scheduling gates: kueue.x-k8s.io/admission");
 }
 
 TEST(ObserveTrialPod, ABoundPodPullingItsImageIsPendingAndStarted) {
@@ -226,8 +237,7 @@ TEST(ObserveTrialPod, ABoundPodPullingItsImageIsPendingAndStarted) {
       {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image"}}}});
   const TrialRunState state = observed(pod);
   EXPECT_EQ(state.phase, Phase::kPending);
-  EXPECT_TRUE(state.scheduled);
-  EXPECT_FALSE(state.unschedulable);
+  EXPECT_TRUE(state.scheduledAt.has_value());
   EXPECT_EQ(state.started, at(kStarted));
   EXPECT_EQ(state.message, "ImagePullBackOff: Back-off pulling image");
 }
@@ -235,7 +245,7 @@ TEST(ObserveTrialPod, ABoundPodPullingItsImageIsPendingAndStarted) {
 TEST(ObserveTrialPod, ARunningTrialStartedWhenTheKubeletTookIt) {
   const TrialRunState state = observed(runningPod());
   EXPECT_EQ(state.phase, Phase::kRunning);
-  EXPECT_TRUE(state.scheduled);
+  EXPECT_TRUE(state.scheduledAt.has_value());
   EXPECT_EQ(state.started, at(kStarted));
 }
 
@@ -285,14 +295,30 @@ TEST(ObserveTrialPod, AnEvictedTrialIsLost) {
   EXPECT_EQ(state.message, "Evicted: The node was low on resource: memory.");
 }
 
-TEST(ObserveTrialPod, APreemptedOrTaintEvictedTrialIsLost) {
+json disrupted(const std::string& type, const std::string& reason) {
   json pod = runningPod();
-  pod["status"]["conditions"].push_back(json::parse(R"({"type": "DisruptionTarget",
-      "status": "True", "reason": "PreemptionByScheduler",
-      "message": "Preempted in order to admit critical pod"})"));
-  const TrialRunState state = observed(pod);
-  EXPECT_EQ(state.phase, Phase::kLost);
-  EXPECT_EQ(state.message, "PreemptionByScheduler: Preempted in order to admit critical pod");
+  pod["status"]["conditions"].push_back(
+      {{"type", type}, {"status", "True"}, {"reason", reason}, {"message", "it says why"}});
+  return pod;
+}
+
+// A higher priority, a drain or a queueing system preempting the trial is nothing its config
+// did; the node running short of memory, or a taint, may be.
+TEST(ObserveTrialPod, APreemptedOrDrainedTrialIsLostAsPreempted) {
+  for (const auto& [type, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"DisruptionTarget", "PreemptionByScheduler"},
+           {"DisruptionTarget", "EvictionByEvictionAPI"},
+           {"TerminationTarget", "StoppedByKueue"}}) {
+    const TrialRunState state = observed(disrupted(type, reason));
+    EXPECT_EQ(state.phase, Phase::kLost) << reason;
+    EXPECT_TRUE(state.preempted) << reason;
+    EXPECT_EQ(state.message, reason + ": it says why");
+  }
+  for (const std::string reason : {"TerminationByKubelet", "DeletionByTaintManager"}) {
+    const TrialRunState state = observed(disrupted("DisruptionTarget", reason));
+    EXPECT_EQ(state.phase, Phase::kLost) << reason;
+    EXPECT_FALSE(state.preempted) << reason;
+  }
 }
 
 TEST(ObserveTrialPod, ATrialOnALostNodeIsLost) {
@@ -439,22 +465,37 @@ TEST(ConcludeTrial, TheProfilingTrialGivesTheMeasuredModel) {
   EXPECT_EQ(conclusion->measured->activationMemoryPerSample, 9600000000);
 }
 
-// A trial no node takes within schedulingTimeout is not measured: no outcome, run again.
-TEST(ConcludeTrial, AnUnschedulableTrialIsNotMeasuredAfterTheSchedulingTimeout) {
+// Waiting for GPUs is not failing: a trial no node takes waits as long as it takes, never an
+// attempt nor an outcome, unless spec.queueTimeout bounds it.
+TEST(ConcludeTrial, AQueuedTrialWaitsAsLongAsItTakesUnlessAQueueTimeoutBoundsIt) {
   const TrialRunState state = observed(unschedulablePod());
-  EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15));
-  EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(14)).has_value());
+  EXPECT_FALSE(deadline(state, job().spec).has_value());
+  EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(600)).has_value());
+  EXPECT_FALSE(queueTimedOut(state, job().spec, at(kCreated) + minutes(600)).has_value());
+  EXPECT_FALSE(resultOf(state, job().spec, at(kCreated) + minutes(600)).has_value());
 
-  const auto why = notMeasured(state, job().spec, at(kCreated) + minutes(15));
+  autotune::api::Spec bounded = job().spec;
+  bounded.queueTimeout = autotune::api::Duration::parse("2h").value();
+  EXPECT_EQ(deadline(state, bounded), at(kCreated) + minutes(120));
+  EXPECT_FALSE(queueTimedOut(state, bounded, at(kCreated) + minutes(119)).has_value());
+  const auto why = queueTimedOut(state, bounded, at(kCreated) + minutes(120));
   ASSERT_TRUE(why.has_value());
   EXPECT_EQ(*why,
-            "not scheduled within spec.schedulingTimeout: 0/4 nodes are available: 4 "
+            "queued longer than spec.queueTimeout (2h): 0/4 nodes are available: 4 "
             "Insufficient nvidia.com/gpu.");
-  EXPECT_FALSE(resultOf(state, job().spec, at(kCreated) + minutes(15)).has_value());
-  TrialRunState given = state;
-  given.phase = Phase::kNotMeasured;
-  EXPECT_TRUE(shouldRelaunch(given));
-  EXPECT_FALSE(resultOf(given, job().spec, at(kCreated) + minutes(90)).has_value());
+  EXPECT_FALSE(resultOf(state, bounded, at(kCreated) + minutes(120)).has_value());
+}
+
+// schedulingTimeout counts from when the trial got its node, not from a queue that may last
+// hours.
+TEST(ConcludeTrial, TheSchedulingTimeoutCountsFromTheBinding) {
+  json pod = withTrainerState(boundPod(), "Pending",
+                              {{"waiting", {{"reason", "ErrImagePull"}, {"message", "no"}}}});
+  pod["status"]["conditions"][0]["lastTransitionTime"] = "2026-11-22T15:00:00Z";
+  const TrialRunState state = observed(pod);
+  EXPECT_EQ(deadline(state, job().spec), at("2026-11-22T15:00:00Z") + minutes(15));
+  EXPECT_FALSE(notMeasured(state, job().spec, at("2026-11-22T15:14:00Z")).has_value());
+  EXPECT_TRUE(notMeasured(state, job().spec, at("2026-11-22T15:15:00Z")).has_value());
 }
 
 TEST(ConcludeTrial, TheTrialTimeoutRunsFromWhenTheKubeletTookThePod) {
@@ -523,6 +564,26 @@ TEST(ConcludeTrial, ALostTrialIsRelaunchedTwiceAndThenCountsAsFailed) {
   EXPECT_EQ(conclusion->record.outcome, Outcome::kFailed);
   EXPECT_EQ(conclusion->record.reason,
             "lost on 3 attempts, last: Evicted: The node was low on resource: memory.");
+}
+
+// Preemptions spend no relaunch: a trial preempted on its third attempt runs a fourth, and its
+// budget counts only the attempts lost otherwise.
+TEST(ConcludeTrial, APreemptedTrialIsAlwaysRelaunchedAndSpendsNoAttempt) {
+  json pod = createdPod(2);
+  pod["metadata"]["annotations"]["autotune.io/preemptions"] = "2";
+  json preempted = runningPod(pod);
+  preempted["status"]["conditions"].push_back(json::parse(
+      R"({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"})"));
+  const TrialRunState state = observed(preempted);
+  EXPECT_EQ(state.preemptions, 2);
+  EXPECT_EQ(state.relaunchesSpent(), 0);
+  EXPECT_TRUE(shouldRelaunch(state));
+
+  json evicted = runningPod(pod);
+  evicted["status"]["reason"] = "Evicted";
+  const TrialRunState lost = observed(evicted);
+  EXPECT_FALSE(lost.preempted);
+  EXPECT_TRUE(shouldRelaunch(lost));  // 2 of its 3 attempts were preemptions
 }
 
 TEST(ConcludeTrial, OnlyLostTrialsAreRelaunched) {
@@ -638,19 +699,17 @@ TEST(MultiNodeTrial, RunsOnlyOnceEveryRankRunsAndFromTheLastStart) {
 
   const TrialRunState one = combineRanks({observed(rankOf(runningPod(), 0))}, twoNodes());
   EXPECT_EQ(one.phase, Phase::kPending);
-  EXPECT_EQ(one.message, "1 of its 2 Pods created so far");
+  EXPECT_EQ(one.message, "1 of its 2 Pods made so far");
 }
 
-TEST(MultiNodeTrial, APartlyPlacedTrialIsNotMeasuredAtTheSchedulingTimeout) {
+// A rank without a node makes the whole trial queued: no deadline, never an attempt.
+TEST(MultiNodeTrial, APartlyPlacedTrialIsQueued) {
   const TrialRunState state = combined({rankOf(runningPod(), 0), rankOf(unschedulablePod(), 1)});
-  EXPECT_EQ(state.phase, Phase::kPending);
-  EXPECT_EQ(deadline(state, job().spec), at(kCreated) + minutes(15));
-  EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(14)).has_value());
-  const auto why = notMeasured(state, job().spec, at(kCreated) + minutes(15));
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("not scheduled within spec.schedulingTimeout"), std::string::npos) << *why;
-  EXPECT_NE(why->find("Insufficient nvidia.com/gpu"), std::string::npos) << *why;
-  EXPECT_FALSE(resultOf(state, job().spec, at(kCreated) + minutes(15)).has_value());
+  EXPECT_EQ(state.phase, Phase::kQueued);
+  EXPECT_NE(state.message.find("Insufficient nvidia.com/gpu"), std::string::npos) << state.message;
+  EXPECT_FALSE(deadline(state, job().spec).has_value());
+  EXPECT_FALSE(notMeasured(state, job().spec, at(kCreated) + minutes(600)).has_value());
+  EXPECT_FALSE(resultOf(state, job().spec, at(kCreated) + minutes(600)).has_value());
 }
 
 }  // namespace

@@ -8,8 +8,11 @@
 # a hung trial past trialTimeout; a job no node can hold; specs refused by the API server and by
 # the operator; two jobs sharing the GPUs; a job deleted mid-run; trials that misbehave (a child
 # left running, a progress bar, metrics that are not UTF-8, not numbers, or 1 MiB long); a Pod of
-# another owner holding a trial's Pod name; faults: a Node deleted and registered again, GPUs
-# taken by Pods the operator does not count, a trial Pod deleted, a trial process killed,
+# another owner holding a trial's Pod name; a shared cluster: GPUs other workloads hold for longer
+# than three scheduling timeouts, a ResourceQuota smaller than the job's parallelism, a namespace
+# enforcing Pod Security restricted, a trial preempted by a higher priority, and a job whose output
+# is in conflict holding nothing back from another namespace's; faults: a Node deleted and
+# registered again, a trial Pod deleted, a trial process killed,
 # kube-apiserver and etcd restarted, and a proxy between the operator and the API server that
 # drops, stalls and answers 429 and 500; and the operator killed with SIGKILL mid-job and
 # restarted, without a trial run twice or a result lost. At the end, the chart's RBAC is held to
@@ -363,12 +366,12 @@ assert best == [sys.argv[2]], "the best trial alone ran ds_config.json itself: "
 printer_columns() {
   local plain wide
   local wide_header='^NAME +PHASE +BEST +METRIC +BEST TRIAL +LAUNCHED +SUCCEEDED +RUNNING'
-  wide_header+=' +MAX TRIALS +AGE$'
+  wide_header+=' +QUEUED +MAX TRIALS +AGE$'
   plain=$(kubectl get atj "$1" -n "$case_ns")
   wide=$(kubectl get atj "$1" -n "$case_ns" -o wide)
   echo "$plain"
   echo "$wide"
-  [[ $(head -1 <<<"$plain") =~ ^NAME\ +PHASE\ +BEST\ +LAUNCHED\ +SUCCEEDED\ +AGE$ ]] &&
+  [[ $(head -1 <<<"$plain") =~ ^NAME\ +PHASE\ +BEST\ +LAUNCHED\ +SUCCEEDED\ +QUEUED\ +AGE$ ]] &&
     [[ $(head -1 <<<"$wide") =~ $wide_header ]] &&
     [[ $(tail -1 <<<"$wide") =~ ^$1\ +Succeeded\ +[0-9.]+\ +throughput\ +$published_best\  ]]
 }
@@ -922,27 +925,188 @@ relaunched_because() {
   [[ $(grep -c -F -- "$1" <<<"$said") -ge ${2:-1} ]] || { echo "relaunches: $said"; return 1; }
 }
 
-# Both nodes' GPUs held by Pods the operator does not count for the first 20s: the job's two
-# trials cannot be scheduled, are not measured at schedulingTimeout (15s) and run again as their
-# second attempts once the GPUs are free. Nothing is recorded for the attempts that never ran.
-case_gpus_taken() {
-  begin_case gpus-taken
-  local job=gpus-taken
-  check "two Pods of no job take all 32 GPUs for 20s" eval 'gpu_hog hog-0 20 && gpu_hog hog-1 20' ||
+# Both nodes' GPUs held by Pods the operator does not count, longer than three scheduling
+# timeouts: waiting for GPUs is not failing. The job's trials are queued, the job says so in the
+# scheduler's words and counts them in its Queued column, and once the GPUs are free each trial
+# runs once, no attempt spent, to the published best.
+case_busy_cluster() {
+  begin_case busy-cluster
+  local job=busy
+  check "two Pods of no job take all 32 GPUs for 60s" eval 'gpu_hog hog-0 60 && gpu_hog hog-1 60' ||
     return 0
   check "both run" eventually 60 hogs_running || return 0
   check "a job of two trials with schedulingTimeout 15s is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 scheduling_timeout=15s || return 0
-  check "its trials are relaunched as not measured within 60s" \
-    eventually 60 relaunched_because \
-    'was not measured (not scheduled within spec.schedulingTimeout' 2 || return 0
-  check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
-  expect "the operator counts both relaunches as not measured" job_counted \
-    autotune_trials_relaunched_total "$job" 2 'reason="not_measured"'
-  expect "both trials Succeeded: nothing recorded for the attempts that never ran" \
+  expect "it shows its trials queued: Running=False, reason Queued, the scheduler's words" \
+    eventually 30 job_satisfies "$job" \
+    'status["trials"]["queued"] == 2 and cond("Running").get("status") == "False"
+     and cond("Running").get("reason") == "Queued"
+     and "Insufficient nvidia.com/gpu" in cond("Running").get("message", "")'
+  expect "kubectl get atj shows 2 in its QUEUED column" queued_column "$job" 2
+  expect "past three scheduling timeouts (45s) the trials still wait, nothing relaunched" \
+    throughout 50 job_satisfies "$job" \
+    'status.get("phase") != "Failed" and status["trials"]["launched"] == 2'
+  check "the job Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
+  expect "no trial was relaunched" job_not_counted autotune_trials_relaunched_total "$job"
+  expect "both trials Succeeded" \
     job_satisfies "$job" 'sorted(outcomes.values()) == ["Succeeded", "Succeeded"]'
   expect "each trial was launched once and recorded once" launched_once "$job"
   expect "its best is $published_best" best_is "$job" "$published_best"
+  end_case
+}
+
+queued_column() {
+  local row
+  row=$(kubectl get atj "$1" -n "$case_ns" --no-headers)
+  echo "$row"
+  [[ $(awk '{print $(NF-1)}' <<<"$row") == "$2" ]]
+}
+
+# A ResourceQuota of 16 GPUs in the namespace, a job that would run two trials of 16 at once: every
+# create the quota refuses is no attempt and no trial in flight. The job waits for quota, says so
+# in the quota's words with one QuotaExceeded Event, and Succeeds with each trial launched once.
+case_quota() {
+  begin_case quota
+  local job=quota
+  check "a ResourceQuota of requests.nvidia.com/gpu: 16 is created" \
+    kubectl create quota gpu -n "$case_ns" --hard=requests.nvidia.com/gpu=16 || return 0
+  check "a job of three trials, 16 GPUs each, parallelism 2, is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 2, 3]' early=0 startup=4 || return 0
+  expect "it shows that a trial waits for quota, in the quota's words" \
+    eventually 60 job_satisfies "$job" \
+    'cond("Running").get("reason") == "QuotaExceeded"
+     and "exceeded quota: gpu" in cond("Running").get("message", "")
+     and status["trials"]["queued"] >= 1'
+  check "the job Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
+  expect "one QuotaExceeded Event, however many creates were refused" \
+    events_counted "$job" QuotaExceeded 1
+  expect "the quota refused creates (the API server's audit log)" quota_refused_creates 2
+  expect "no trial was relaunched: no refusal spent an attempt" \
+    job_not_counted autotune_trials_relaunched_total "$job"
+  expect "every trial Succeeded" job_satisfies "$job" \
+    'sorted(outcomes.values()) == ["Succeeded"] * 3'
+  expect "each trial was launched once and recorded once" launched_once "$job"
+  expect "no Pod name was created twice" created_once pods
+  end_case
+}
+
+# The job's Events of reason $2 number exactly $3.
+events_counted() {
+  local count
+  count=$(kubectl get events -n "$case_ns" --field-selector "involvedObject.name=$1,reason=$2" \
+    -o name | wc -l)
+  ((count == $3)) || { echo "$count $2 Events"; return 1; }
+}
+
+# At least $1 Pod creates in the case's namespace were refused as over quota.
+quota_refused_creates() {
+  python3 - "$E2E_AUDIT_LOG" "$case_ns" "$1" <<'PY'
+import json, sys
+refused = 0
+for line in open(sys.argv[1], encoding="utf-8"):
+    event = json.loads(line)
+    ref = event.get("objectRef", {})
+    status = event.get("responseStatus", {})
+    if (event["verb"] == "create" and ref.get("resource") == "pods"
+            and ref.get("namespace") == sys.argv[2] and status.get("code") == 403
+            and "exceeded quota" in status.get("message", "")):
+        refused += 1
+print(f"{refused} Pod creates refused by the quota")
+sys.exit(0 if refused >= int(sys.argv[3]) else 1)
+PY
+}
+
+# A namespace that enforces Pod Security restricted, a template that breaks it: the template can
+# never run, so the job fails within seconds, with the API server's words, and nothing is
+# created again.
+case_pod_security() {
+  begin_case pod-security
+  local job=restricted
+  check "the namespace enforces Pod Security restricted" \
+    kubectl label namespace "$case_ns" pod-security.kubernetes.io/enforce=restricted || return 0
+  check "a job whose template is not restricted is created" create_job "$job" || return 0
+  check "it Fails within 30s" ends_in "$job" Failed 30 || return 0
+  expect "reason LaunchRefused, with the server's words" job_satisfies "$job" \
+    'cond("Failed").get("reason") == "LaunchRefused"
+     and "violates PodSecurity" in cond("Failed").get("message", "")
+     and status["trials"]["launched"] == 0 and not status.get("inFlight")'
+  expect "no Pod exists and none is tried again" throughout 5 no_trial_pods "$job"
+  expect "no trial was relaunched" job_not_counted autotune_trials_relaunched_total "$job"
+  end_case
+}
+
+# A Pod of a higher PriorityClass, asking for a whole node's GPUs while both nodes run trials: the
+# real kube-scheduler preempts a trial. The trial runs again, reason preempted, no attempt spent,
+# and the job ends at the published best with no result recorded twice.
+case_preemption() {
+  begin_case preemption
+  local job=gpt2-large
+  check "PriorityClass autotune-e2e-urgent exists" urgent_class || return 0
+  check "the GPT2-large job is created, trials of 8s" create_job "$job" startup=8 || return 0
+  check "two of its trials run at once" eventually 120 two_running "$job" || return 0
+  check "an urgent Pod asking for 16 GPUs is created" urgent_pod || return 0
+  check "a trial is relaunched as preempted within 60s" \
+    eventually 60 relaunched_because 'was preempted (PreemptionByScheduler' || return 0
+  check "the job Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0
+  expect "the operator counts the relaunch as preempted" job_counted \
+    autotune_trials_relaunched_total "$job" 1 'reason="preempted"'
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  expect "no result is recorded twice" results_once "$job"
+  end_case
+}
+
+urgent_class() {
+  kubectl get priorityclass autotune-e2e-urgent >/dev/null 2>&1 ||
+    kubectl create priorityclass autotune-e2e-urgent --value=1000000 \
+      --description="preempts trials in the e2e tier"
+}
+
+urgent_pod() {
+  kubectl apply -f - <<POD
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent, namespace: $case_ns}
+spec:
+  priorityClassName: autotune-e2e-urgent
+  restartPolicy: Never
+  containers:
+    - name: urgent
+      image: busybox
+      command: [sleep, "5"]
+      resources: {limits: {nvidia.com/gpu: 16}}
+POD
+}
+
+two_running() { [[ $(running_pods "$1" | wc -l) -eq 2 ]]; }
+
+# A job whose output name is taken ends its search holding nothing: a job in another namespace,
+# created after it, launches at once, and the first job's trial Pods are gone while its output
+# waits.
+case_hold() {
+  begin_case hold
+  local job=held other_ns=$case_ns-other
+  check "a ConfigMap of no owner named $job-optimal is created" \
+    kubectl create configmap "$job-optimal" -n "$case_ns" --from-literal=settings=theirs ||
+    return 0
+  check "a job of 16 GPUs per trial, parallelism 2, is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
+  check "its search ends with OutputConflict within 120s" eventually 120 job_satisfies "$job" \
+    'cond("OutputWritten").get("reason") == "OutputConflict" and len(names) == 2' || return 0
+  expect "its trial Pods are gone while its output waits" eventually 30 no_trial_pods "$job"
+  expect "it waits for no GPUs" job_satisfies "$job" \
+    'cond("Running").get("reason") != "WaitingForGPUs"'
+  check "namespace $other_ns exists" kubectl create namespace "$other_ns" || return 0
+  local first=$case_ns
+  case_ns=$other_ns
+  check "a job in $other_ns is created after it" create_job other strategy=grid stages='[1]' \
+    micro='[1, 3]' early=0 || return 0
+  expect "it launches within 10s, well before any 30s recheck" eventually 10 job_satisfies other \
+    'status["trials"]["launched"] >= 1'
+  expect "it Succeeds within 120s" ends_in other Succeeded 120
+  end_case
+  case_ns=$first
+  kubectl delete configmap "$job-optimal" -n "$case_ns" >/dev/null
+  expect "$job Succeeds once its output name is free" ends_in "$job" Succeeded 60
   end_case
 }
 
@@ -1539,8 +1703,9 @@ echo "ok - the environment comes up (control plane, CRD, RBAC, 2 nodes × 16 GPU
 
 # AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 for name in ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion hostile foreign node_return gpus_taken pod_deleted process_killed \
-  controlplane_restart api_faults restart multinode multinode_oom rights_used no_secrets_in_logs}; do
+  invalid configs sharing deletion hostile foreign node_return busy_cluster quota pod_security \
+  preemption hold pod_deleted process_killed controlplane_restart api_faults restart multinode \
+  multinode_oom rights_used no_secrets_in_logs}; do
   "case_$name"
 done
 

@@ -23,6 +23,11 @@ NOT_SEEN_IN_A_RUN = {
     # Writing over the job's own output ConfigMap happens only when the operator stopped between
     # creating it and recording that in the job's status.
     ("core", "configmaps", "patch"),
+    # Reading a multi-node trial's Job or Service by name happens only when its create finds the
+    # name taken: someone else's object of that name, or the operator's own from a reconcile cut
+    # short between the create and the cache hearing of it.
+    ("batch", "jobs", "get"),
+    ("core", "services", "get"),
 }
 
 

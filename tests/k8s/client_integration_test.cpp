@@ -170,6 +170,20 @@ TEST_F(Client, DeletesAnObject) {
   EXPECT_EQ(gone.error().kind, ErrorKind::kNotFound);
 }
 
+// An object made again under the same name is not the one a UID precondition names.
+TEST_F(Client, ADeleteWithAUidPreconditionLeavesAnotherObjectOfThatName) {
+  const auto first = client().create(kConfigMaps, ns(), configMap("reused"));
+  ASSERT_TRUE(first);
+  const std::string firstUid = (*first)["metadata"]["uid"];
+  ASSERT_TRUE(client().remove(kConfigMaps, ns(), "reused"));
+  ASSERT_TRUE(client().create(kConfigMaps, ns(), configMap("reused")));
+  const auto refused =
+      client().remove(kConfigMaps, ns(), "reused", Propagation::kBackground, {}, firstUid);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kConflict);
+  EXPECT_TRUE(client().get(kConfigMaps, ns(), "reused"));
+}
+
 TEST_F(Client, DeletingWithOrphanPropagationLeavesTheDependentsToBeOrphaned) {
   const json deployment = {
       {"apiVersion", "apps/v1"},

@@ -126,6 +126,15 @@ TEST_F(ClientRequests, DeleteSendsAGracePeriodOnlyWhenGiven) {
   EXPECT_EQ(json::parse(last().body)["propagationPolicy"], "Background");
 }
 
+TEST_F(ClientRequests, DeleteSendsAUidPreconditionOnlyWhenGiven) {
+  transport_->respond(200, "{}");
+  transport_->respond(200, "{}");
+  ASSERT_TRUE(client_.remove(kConfigMaps, "ml", "a"));
+  EXPECT_FALSE(json::parse(last().body).contains("preconditions"));
+  ASSERT_TRUE(client_.remove(kConfigMaps, "ml", "a", Propagation::kBackground, {}, "uid-a"));
+  EXPECT_EQ(json::parse(last().body)["preconditions"], json({{"uid", "uid-a"}}));
+}
+
 TEST_F(ClientRequests, UpdateStatusWritesTheStatusSubresource) {
   transport_->respond(200, "{}");
   ASSERT_TRUE(client_.updateStatus(kJobs, "ml", {{"metadata", {{"name", "gpt2"}}}}));

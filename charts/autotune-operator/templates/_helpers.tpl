@@ -104,14 +104,16 @@ log of a whole run. AutotuneJobs are read through a watch and written through th
   verbs: ["create"]
 # The afterTuning Job, created once the search succeeds; a multi-node trial's Indexed Job,
 # created at launch, watched (a trial whose Pods the Job controller has yet to make is pending,
-# not gone) and deleted, with its Pods, once the trial is recorded.
+# not gone) and deleted, with its Pods, once the trial is recorded; read by name when its name is
+# taken, to tell whose it is.
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["create", "delete", "list", "watch"]
-# A multi-node trial's headless Service, which gives its Pods their host names.
+  verbs: ["get", "create", "delete", "list", "watch"]
+# A multi-node trial's headless Service, which gives its Pods their host names; read by name when
+# its name is taken, to tell whose it is.
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["create", "delete"]
+  verbs: ["get", "create", "delete"]
 {{- end }}
 
 {{/*
