@@ -70,6 +70,7 @@ bench: build controlplane
 	bench/tuning/run $(BUILD_DIR)
 	bench/operator_overhead.sh 3
 	bench/operator_scale.sh
+	bench/handover.sh 5
 
 clean:
 	rm -rf $(BUILD_DIR)
