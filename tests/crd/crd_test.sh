@@ -191,7 +191,8 @@ check_creation() {
     "search": {"fast": false, "metric": "latency", "earlyStopping": 0, "plateauThreshold": 0,
                "minMicroBatchSize": 2, "maxMicroBatchSize": 2, "maxTrainBatchSize": 512,
                "numTuningMicroBatchSizes": 1, "seed": -7},
-    "schedulingTimeout": "1h30m", "maxFailedTrials": 1, "primaryContainer": "trainer",
+    "schedulingTimeout": "1h30m", "queueTimeout": "6h", "maxFailedTrials": 1,
+    "primaryContainer": "trainer",
     "output": {"configMapName": "crd-test.best", "retain": true}, "cleanup": "Keep",
     "queueName": "team-a", "afterTuning": {"spec": {"template": {"spec": {}}}}}}'
   expect "gpuMemory may be a number of bytes" accepted_on_create \
@@ -217,6 +218,8 @@ check_creation() {
     'a trialTimeout of 3000000h|spec.trialTimeout|{"spec": {"trialTimeout": "3000000h"}}|at most 720h'
     'a schedulingTimeout past what a duration holds|spec.schedulingTimeout|{"spec": {"schedulingTimeout": "99999999999h"}}|'
     'a schedulingTimeout in days|spec.schedulingTimeout|{"spec": {"schedulingTimeout": "1d"}}|'
+    'a queueTimeout of 0s|spec.queueTimeout|{"spec": {"queueTimeout": "0s"}}|longer than 0s'
+    'a queueTimeout of 721h|spec.queueTimeout|{"spec": {"queueTimeout": "721h"}}|at most 720h'
     'minMicroBatchSize above maxMicroBatchSize|spec.search.maxMicroBatchSize|{"spec": {"search": {"minMicroBatchSize": 8, "maxMicroBatchSize": 4}}}|at least spec.search.minMicroBatchSize'
     'plateauThreshold 1|spec.search.plateauThreshold|{"spec": {"search": {"plateauThreshold": 1}}}|'
     'earlyStopping -1|spec.search.earlyStopping|{"spec": {"search": {"earlyStopping": -1}}}|'
@@ -292,6 +295,8 @@ check_updates() {
     updated_to '{"spec": {"trialTimeout": "45m"}}' .spec.trialTimeout 45m
   expect "spec.schedulingTimeout can change" \
     updated_to '{"spec": {"schedulingTimeout": "5m"}}' .spec.schedulingTimeout 5m
+  expect "spec.queueTimeout can change" \
+    updated_to '{"spec": {"queueTimeout": "2h"}}' .spec.queueTimeout 2h
   expect "spec.maxFailedTrials can change" \
     updated_to '{"spec": {"maxFailedTrials": 3}}' .spec.maxFailedTrials 3
   expect "spec.search.maxTrials can change" \
@@ -356,8 +361,9 @@ status_patch() {
      "lastTransitionTime": "2025-01-01T10:00:00Z", "observedGeneration": 1},
     {"type": "Running", "status": "True", "reason": "TrialsRunning", "message": "2 trials running",
      "lastTransitionTime": "2025-01-01T10:00:01Z", "observedGeneration": 1}],
-  "trials": {"launched": 13, "pending": 0, "running": 2, "succeeded": 9, "failed": 0, "oom": 2,
-             "timedOut": 0, "pruned": 4},
+  "trials": {"launched": 13, "pending": 0, "queued": 1, "running": 2, "succeeded": 9, "failed": 0,
+             "oom": 2, "timedOut": 0, "pruned": 4},
+  "inFlight": [{"name": "z1_gas2_tmbspg3", "attempt": 1, "preemptions": 2}],
   "best": {"trial": "z1_gas1_tmbspg3", "metric": "throughput", "value": 87.3017, "zeroStage": 1,
            "microBatchSize": 3, "gradientAccumulationSteps": 1, "speedup": 2.48},
   "model": {"numParameters": 774000000, "activationMemoryPerSample": 9600000000},
@@ -381,10 +387,11 @@ status_written() {
   ! grep -q 'unknown field' <<<"$output" || return 1
   local template='{.status.phase} {.status.best.value} {.status.trials.pruned}'
   template+=' {.status.conditions[1].reason} {.status.results[1].outcome} {.status.afterTuningJob}'
+  template+=' {.status.trials.queued} {.status.inFlight[0].preemptions}'
   local read_back
   read_back=$(live_field "$template")
   echo "read back: $read_back"
-  [[ $read_back == 'Running 87.3017 4 TrialsRunning OOM crd-test-live-train' ]] &&
+  [[ $read_back == 'Running 87.3017 4 TrialsRunning OOM crd-test-live-train 1 2' ]] &&
     [[ $(live_field '{.metadata.generation}') == "$generation" ]]
 }
 
@@ -433,21 +440,21 @@ columns_shown() {
   local output
   output=$(kubectl get atj -n "$namespace")
   echo "$output"
-  grep -Eq '^NAME +PHASE +BEST +LAUNCHED +SUCCEEDED +AGE$' <<<"$output" &&
-    grep -Eq "^$live +Running +87\.3017 +13 +9 +[0-9]+[smh]" <<<"$output"
+  grep -Eq '^NAME +PHASE +BEST +LAUNCHED +SUCCEEDED +QUEUED +AGE$' <<<"$output" &&
+    grep -Eq "^$live +Running +87\.3017 +13 +9 +1 +[0-9]+[smh]" <<<"$output"
 }
 
 wide_columns_shown() {
   local output
   output=$(kubectl get atj -n "$namespace" -o wide)
   echo "$output"
-  grep -Eq '^NAME +PHASE +BEST +METRIC +BEST TRIAL +LAUNCHED +SUCCEEDED +RUNNING +MAX TRIALS +AGE$' \
+  grep -Eq '^NAME +PHASE +BEST +METRIC +BEST TRIAL +LAUNCHED +SUCCEEDED +RUNNING +QUEUED +MAX TRIALS +AGE$' \
     <<<"$output" &&
-    grep -Eq "^$live +Running +87\.3017 +throughput +z1_gas1_tmbspg3 +13 +9 +2 +40 " <<<"$output"
+    grep -Eq "^$live +Running +87\.3017 +throughput +z1_gas1_tmbspg3 +13 +9 +2 +1 +40 " <<<"$output"
 }
 
 check_printing() {
-  expect "kubectl get atj shows phase, best value, trial counts and age" columns_shown
+  expect "kubectl get atj shows phase, best value, trial counts, queued trials and age" columns_shown
   expect "kubectl get atj -o wide adds metric, best trial, running and max trials" wide_columns_shown
 }
 
