@@ -2,8 +2,6 @@
 // reads, a fixed global batch and the keys argMappings name.
 
 #include <algorithm>
-#include <cstdint>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,8 +10,10 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/deepspeed_keys.h"
 #include "api/fields.h"
 #include "api/job.h"
+#include "api/tuning_syntax.h"
 #include "api/validation.h"
 #include "api/validation_checks.h"
 
@@ -21,123 +21,23 @@ namespace autotune::api {
 namespace {
 
 using checks::fail;
+using checks::isAuto;
+using checks::isPositiveInteger;
+using checks::kConfigPath;
 using fields::fieldPath;
 using fields::itemPath;
 using fields::member;
 using nlohmann::json;
 
-constexpr std::string_view kMicroBatchKey = "train_micro_batch_size_per_gpu";
-constexpr std::string_view kGradientAccumulationKey = "gradient_accumulation_steps";
-constexpr std::string_view kTrainBatchKey = "train_batch_size";
-constexpr std::string_view kStageKey = "zero_optimization.stage";
-constexpr std::string_view kAutotuningKey = "autotuning";
-constexpr std::string_view kZeroKey = "zero_optimization";
-
-constexpr std::string_view kConfigPath = "spec.deepspeedConfig";
-
-constexpr std::string_view kEmptyCandidates = "a list of candidate values must not be empty";
-constexpr std::string_view kStageRange = "ZeRO stages are 0 to 3";
-constexpr std::string_view kStageSyntax = R"(must be an integer 0-3, a list of them, or "all")";
-constexpr std::string_view kBatchSyntax =
-    R"(must be "auto", a positive integer or a non-empty list of positive integers)";
-constexpr std::string_view kTrainBatchList =
-    "is derived per trial from micro-batch × gradient accumulation × data-parallel size; bound "
-    "it with spec.search.maxTrainBatchSize";
-
-// Batch sizes are counted in int, as DeepSpeed's engine and the search count them.
-bool isPositiveInteger(const json& value) {
-  return value.is_number_integer() && value.get<std::int64_t>() > 0 &&
-         value.get<std::int64_t>() <= std::numeric_limits<int>::max();
-}
-
-bool isAuto(const json& value) {
-  return value.is_string() && value.get_ref<const std::string&>() == "auto";
-}
-
-// --- the DeepSpeed config's tuning syntax ---
-
-void checkStage(const json& value, const std::string& path, FieldErrors& errors) {
-  const auto inRange = [](const json& stage) {
-    return stage.get<std::int64_t>() >= 0 && stage.get<std::int64_t>() <= 3;
-  };
-  if (value.is_number_integer()) {
-    if (!inRange(value)) {
-      fail(errors, path, kStageRange);
-    }
-  } else if (value.is_string()) {
-    if (value.get_ref<const std::string&>() != "all") {
-      fail(errors, path, kStageSyntax);
-    }
-  } else if (value.is_array()) {
-    if (value.empty()) {
-      fail(errors, path, kEmptyCandidates);
-    }
-    std::set<std::int64_t> seen;
-    for (std::size_t i = 0; i < value.size(); ++i) {
-      const json& stage = value[i];
-      if (!stage.is_number_integer()) {
-        fail(errors, itemPath(path, i), kStageSyntax);
-      } else if (!inRange(stage)) {
-        fail(errors, itemPath(path, i), kStageRange);
-      } else if (!seen.insert(stage.get<std::int64_t>()).second) {
-        fail(errors, itemPath(path, i), "lists stage " + stage.dump() + " twice");
-      }
-    }
-  } else {
-    fail(errors, path, kStageSyntax);
-  }
-}
-
-// train_micro_batch_size_per_gpu and gradient_accumulation_steps: "auto", a start, or a list.
-void checkBatchKey(const json& value, const std::string& path, FieldErrors& errors) {
-  if (isAuto(value)) {
-    return;
-  }
-  if (value.is_number_integer()) {
-    if (!isPositiveInteger(value)) {
-      fail(errors, path, "must be a positive integer");
-    }
-    return;
-  }
-  if (!value.is_array()) {
-    fail(errors, path, kBatchSyntax);
-    return;
-  }
-  if (value.empty()) {
-    fail(errors, path, kEmptyCandidates);
-  }
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (!isPositiveInteger(value[i])) {
-      fail(errors, itemPath(path, i), "must be a positive integer");
-    }
-  }
-}
-
-// Optimizer and scheduler parameters such as betas are lists by nature, not candidates.
-bool isPlainNumberList(std::string_view keyPath, const json& value) {
-  const bool underParams =
-      keyPath.starts_with("optimizer.params.") || keyPath.starts_with("scheduler.params.");
-  return underParams && !value.empty() &&
-         std::all_of(value.begin(), value.end(), [](const json& item) { return item.is_number(); });
-}
+// --- the values the engine reads ---
 
 template <typename Check>
 void checkCandidates(const json& list, const std::string& path, FieldErrors& errors, Check check) {
   if (list.empty()) {
-    fail(errors, path, kEmptyCandidates);
+    fail(errors, path, checks::kEmptyCandidates);
   }
   for (std::size_t i = 0; i < list.size(); ++i) {
     check(list[i], itemPath(path, i), errors);
-  }
-}
-
-// A numeric train_batch_size is the fixed global batch every trial keeps; "auto" or null leaves
-// it free.
-void checkTrainBatch(const json& value, const std::string& path, FieldErrors& errors) {
-  if (value.is_array()) {
-    fail(errors, path, kTrainBatchList);
-  } else if (!value.is_null() && !isAuto(value) && !isPositiveInteger(value)) {
-    fail(errors, path, R"(must be "auto" or a positive integer (a fixed global batch))");
   }
 }
 
@@ -188,10 +88,10 @@ struct ValueRule {
 // The config keys whose values the engine reads, and how each must look.
 const std::map<std::string, ValueRule, std::less<>>& valueRules() {
   static const std::map<std::string, ValueRule, std::less<>> rules = {
-      {std::string(kStageKey), {checkStage, false}},
-      {std::string(kMicroBatchKey), {checkBatchKey, false}},
-      {std::string(kGradientAccumulationKey), {checkBatchKey, false}},
-      {std::string(kTrainBatchKey), {checkTrainBatch, false}},
+      {std::string(kZeroStagePath), {checks::checkStages, false}},
+      {std::string(kMicroBatchKey), {checks::checkBatchChoice, false}},
+      {std::string(kGradientAccumulationKey), {checks::checkBatchChoice, false}},
+      {std::string(kTrainBatchKey), {checks::checkTrainBatch, false}},
       {"fp16.enabled", {checkPrecisionFlag, true}},
       {"bf16.enabled", {checkPrecisionFlag, true}},
       {"bfloat16.enabled", {checkPrecisionFlag, true}},
@@ -210,8 +110,9 @@ const std::map<std::string, ValueRule, std::less<>>& valueRules() {
 }
 
 bool isReadSection(std::string_view keyPath) {
-  return keyPath == "fp16" || keyPath == "bf16" || keyPath == "bfloat16" || keyPath == kZeroKey ||
-         keyPath == "optimizer" || keyPath == "zero_optimization.offload_optimizer" ||
+  return keyPath == kFp16Key || keyPath == kBf16Key || keyPath == kBfloat16Key ||
+         keyPath == kZeroKey || keyPath == kOptimizerKey ||
+         keyPath == "zero_optimization.offload_optimizer" ||
          keyPath == "zero_optimization.offload_param";
 }
 
@@ -238,9 +139,9 @@ void checkConfigValue(const json& value, const std::string& keyPath, const std::
     for (const auto& [key, child] : value.items()) {
       checkConfigValue(child, fieldPath(keyPath, key), fieldPath(path, key), errors);
     }
-  } else if (value.is_array() && !isPlainNumberList(keyPath, value)) {
+  } else if (value.is_array() && !isValueList(keyPath, value)) {
     if (value.empty()) {
-      fail(errors, path, kEmptyCandidates);
+      fail(errors, path, checks::kEmptyCandidates);
     }
     for (std::size_t i = 0; i < value.size(); ++i) {
       checkConfigValue(value[i], keyPath, itemPath(path, i), errors);
@@ -427,7 +328,7 @@ std::size_t configurations(const json& value, const std::string& keyPath) {
     for (const auto& [key, child] : value.items()) {
       count = times(count, configurations(child, fieldPath(keyPath, key)));
     }
-  } else if (value.is_array() && !isPlainNumberList(keyPath, value)) {
+  } else if (value.is_array() && !isValueList(keyPath, value)) {
     count = times(count, value.size());
   }
   return count;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "api/deepspeed_keys.h"
 #include "tuning/strategy.h"
 
 namespace autotune::tuning {
@@ -91,7 +92,7 @@ class DeepSpeedSearch {
       }
     }
     bool complete = true;
-    if (context_.space.microBatch.kind == BatchChoice::Kind::kList) {
+    if (context_.space.microBatch.kind == api::BatchChoice::Kind::kList) {
       for (const auto& stage : stages) {
         complete &= runListedMicroBatches(stage.bounds);
       }
@@ -250,7 +251,7 @@ class DeepSpeedSearch {
     int start = bounds.lowest;
     if (bounds.estimate) {
       start = *bounds.estimate;
-    } else if (context_.space.microBatch.kind == BatchChoice::Kind::kStart) {
+    } else if (context_.space.microBatch.kind == api::BatchChoice::Kind::kStart) {
       start = context_.space.microBatch.values.front();
     }
     return allowedWithin(bounds.lowest, bounds.cap, start);
@@ -574,8 +575,7 @@ class DeepSpeedSearch {
         knob.values = {buckets.begin(), buckets.end()};
       }
     }
-    const nlohmann::json zero =
-        context_.space.base.value("zero_optimization", nlohmann::json::object());
+    const nlohmann::json zero = context_.space.base.value(api::kZeroKey, nlohmann::json::object());
     std::erase_if(knobs, [&](const Dimension& knob) {
       const std::string key = knob.path.substr(knob.path.find('.') + 1);
       return zero.contains(key);
@@ -599,7 +599,7 @@ class DeepSpeedSearch {
       dimensions.push_back(std::move(knob));
     }
     std::vector<int> accumulations = {anchor.gradientAccumulation};
-    if (context_.space.gradientAccumulation.kind == BatchChoice::Kind::kList) {
+    if (context_.space.gradientAccumulation.kind == api::BatchChoice::Kind::kList) {
       accumulations = context_.space.gradientAccumulation.values;
     }
     if (dimensions.empty() && accumulations.size() == 1) {

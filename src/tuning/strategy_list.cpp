@@ -17,7 +17,7 @@ constexpr std::size_t kInitialModelBasedTrials = 2;
 
 std::vector<int> microBatchCandidates(const SearchContext& context, int stage, int gas) {
   const TuningSpace& space = context.space;
-  if (space.microBatch.kind != BatchChoice::Kind::kAuto) {
+  if (space.microBatch.kind != api::BatchChoice::Kind::kAuto) {
     return space.microBatch.values;
   }
   const api::Search& search = space.search;
@@ -54,7 +54,7 @@ std::vector<int> microBatchCandidates(const SearchContext& context, int stage, i
 }
 
 std::vector<int> accumulationCandidates(const TuningSpace& space) {
-  if (space.gradientAccumulation.kind == BatchChoice::Kind::kAuto) {
+  if (space.gradientAccumulation.kind == api::BatchChoice::Kind::kAuto) {
     return {1};
   }
   return space.gradientAccumulation.values;
