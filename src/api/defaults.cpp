@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/deepspeed_keys.h"
 #include "api/fields.h"
 
 namespace autotune::api {
@@ -40,15 +41,14 @@ void normalizeIntegers(json& deepspeedConfig) {
   if (!deepspeedConfig.is_object()) {
     return;
   }
-  for (const char* key :
-       {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
+  for (const std::string_view key : {kTrainBatchKey, kMicroBatchKey, kGradientAccumulationKey}) {
     if (deepspeedConfig.contains(key)) {
-      normalizeInteger(deepspeedConfig[key]);
+      normalizeInteger(deepspeedConfig[std::string(key)]);
     }
   }
-  const auto zero = deepspeedConfig.find("zero_optimization");
-  if (zero != deepspeedConfig.end() && zero->is_object() && zero->contains("stage")) {
-    normalizeInteger((*zero)["stage"]);
+  const auto zero = deepspeedConfig.find(kZeroKey);
+  if (zero != deepspeedConfig.end() && zero->is_object() && zero->contains(kStageKey)) {
+    normalizeInteger((*zero)[std::string(kStageKey)]);
   }
 }
 

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "api/deepspeed_keys.h"
+
 namespace autotune::tuning {
 namespace {
 
@@ -44,8 +46,6 @@ constexpr std::array<std::string_view, 6> kZero3SpaceOrder = {
     "overlap_comm",         "reduce_scatter",        "reduce_bucket_size",
     "allgather_partitions", "allgather_bucket_size", "contiguous_gradients"};
 
-constexpr std::string_view kZeroPrefix = "zero_optimization.";
-
 std::span<const std::string_view> templateOrder(int stage) {
   if (stage == 1) {
     return kZero1TemplateOrder;
@@ -60,13 +60,21 @@ std::span<const std::string_view> spaceOrder(int stage) {
   return kZero3SpaceOrder;
 }
 
+// The key of zero_optimization a dotted path names, if it names one.
+std::optional<std::string_view> zeroKeyOf(std::string_view path) {
+  const std::string_view zero = api::kZeroKey;
+  if (path.size() <= zero.size() || !path.starts_with(zero) || path[zero.size()] != '.') {
+    return std::nullopt;
+  }
+  return path.substr(zero.size() + 1);
+}
+
 // Rank of a path: ZeRO keys by the given order, then offload sections, then everything else.
 std::vector<std::string> orderBy(std::span<const std::string_view> zeroOrder,
                                  std::vector<std::string> paths) {
   const auto rank = [&](const std::string& path) -> std::pair<std::size_t, std::string> {
-    if (path.starts_with(kZeroPrefix)) {
-      const std::string_view key = std::string_view(path).substr(kZeroPrefix.size());
-      const auto found = std::find(zeroOrder.begin(), zeroOrder.end(), key);
+    if (const auto key = zeroKeyOf(path)) {
+      const auto found = std::find(zeroOrder.begin(), zeroOrder.end(), *key);
       if (found != zeroOrder.end()) {
         return {static_cast<std::size_t>(found - zeroOrder.begin()), ""};
       }
@@ -86,10 +94,10 @@ std::string lastKey(const std::string& path) {
 
 // The offload section a path lies in ("op" or "oo"), or nothing.
 std::optional<std::string_view> offloadPrefix(const std::string& path) {
-  if (path.find("offload_param") != std::string::npos) {
+  if (path.find(api::kOffloadParamKey) != std::string::npos) {
     return "op";
   }
-  if (path.find("offload_optimizer") != std::string::npos) {
+  if (path.find(api::kOffloadOptimizerKey) != std::string::npos) {
     return "oo";
   }
   return std::nullopt;

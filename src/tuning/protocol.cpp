@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <array>
 
+#include "api/deepspeed_keys.h"
 #include "api/text.h"
 #include "tuning/trial_metrics.h"
 
 namespace autotune::tuning {
 namespace {
 
-constexpr int kDefaultStartProfileStep = 3;
-constexpr int kDefaultEndProfileStep = 5;
 // Every finished trial keeps its reason in status.results, up to 1,000 of them in one object: a
 // reason takes at most this many bytes there, as a JSON string.
 constexpr std::size_t kReasonBytes = 256;
@@ -185,21 +184,23 @@ std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec) {
 
 nlohmann::json launchConfig(const api::Spec& spec, const Trial& trial, const TrialFiles& files) {
   nlohmann::json config = trial.config;
-  const nlohmann::json user = spec.deepspeedConfig.value("autotuning", nlohmann::json::object());
-  nlohmann::json autotuning = {{"enabled", true}};
+  const nlohmann::json user =
+      spec.deepspeedConfig.value(api::kAutotuningKey, nlohmann::json::object());
+  nlohmann::json autotuning = {{api::kEnabledKey, true}};
   if (trial.profile) {
-    autotuning["model_info"] = {{"profile", true}};
-    autotuning["model_info_path"] = files.metrics;
+    autotuning[api::kModelInfoKey] = {{"profile", true}};
+    autotuning[api::kModelInfoPathKey] = files.metrics;
   } else {
-    autotuning["metric_path"] = files.metrics;
-    const int start = user.value("start_profile_step", kDefaultStartProfileStep);
-    const int end = user.value("end_profile_step",
-                               std::max(kDefaultEndProfileStep,
-                                        start + kDefaultEndProfileStep - kDefaultStartProfileStep));
-    autotuning["start_profile_step"] = start;
-    autotuning["end_profile_step"] = end;
+    autotuning[api::kMetricPathKey] = files.metrics;
+    const int start = user.value(api::kStartProfileStepKey, api::kDefaultStartProfileStep);
+    const int end =
+        user.value(api::kEndProfileStepKey,
+                   std::max(api::kDefaultEndProfileStep,
+                            start + api::kDefaultEndProfileStep - api::kDefaultStartProfileStep));
+    autotuning[api::kStartProfileStepKey] = start;
+    autotuning[api::kEndProfileStepKey] = end;
   }
-  config["autotuning"] = std::move(autotuning);
+  config[api::kAutotuningKey] = std::move(autotuning);
   return config;
 }
 

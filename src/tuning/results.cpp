@@ -6,6 +6,7 @@
 #include <map>
 
 #include "api/codec.h"
+#include "api/deepspeed_keys.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
 
@@ -211,7 +212,7 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
 
 nlohmann::json optimalConfig(const Trial& best) {
   nlohmann::json config = best.config;
-  config.erase("autotuning");
+  config.erase(api::kAutotuningKey);
   return config;
 }
 
