@@ -80,7 +80,7 @@ class DeepSpeedSearch {
  public:
   explicit DeepSpeedSearch(const SearchContext& context) : context_(context) {}
 
-  Plan plan() {
+  Proposal propose() {
     finishedTrials_ = fastTrialsNamed(context_.launchOrder);
     for (const auto& trial : fastTrialsNamed(context_.inFlight)) {
       runningStages_.insert(trial.stage);
@@ -107,7 +107,7 @@ class DeepSpeedSearch {
       }
       tuneOtherKeys(results);
     }
-    return std::move(plan_);
+    return std::move(proposal_);
   }
 
  private:
@@ -133,19 +133,19 @@ class DeepSpeedSearch {
 
   void remember(const Trial& trial) {
     if (remembered_.insert(trial.name).second) {
-      plan_.known.push_back(trial);
+      proposal_.known.push_back(trial);
     }
   }
 
   void want(const Trial& trial) {
     if (wanted_.insert(trial.name).second) {
-      plan_.wanted.push_back(trial);
+      proposal_.wanted.push_back(trial);
     }
   }
 
   void prune(const Trial& trial, std::string reason) {
     remember(trial);
-    plan_.pruned.push_back({trial.name, std::move(reason)});
+    proposal_.pruned.push_back({trial.name, std::move(reason)});
   }
 
   // The stage's limits, or nothing when the stage is pruned.
@@ -543,7 +543,7 @@ class DeepSpeedSearch {
 
   StageResult bestOfStage(int stage) const {
     StageResult result{stage, {}, {}};
-    for (const auto& trial : plan_.known) {
+    for (const auto& trial : proposal_.known) {
       const auto score = context_.score(trial.name);
       if (trial.stage == result.stage && score &&
           (!result.bestScore || *score > *result.bestScore)) {
@@ -592,7 +592,7 @@ class DeepSpeedSearch {
     if (best == stages.end() || !best->bestTrial) {
       return;
     }
-    const Trial anchor = *std::find_if(plan_.known.begin(), plan_.known.end(),
+    const Trial anchor = *std::find_if(proposal_.known.begin(), proposal_.known.end(),
                                        [&](const Trial& t) { return t.name == *best->bestTrial; });
     std::vector<Dimension> dimensions = context_.space.dimensions;
     for (auto& knob : defaultKnobs(anchor.stage)) {
@@ -627,20 +627,20 @@ class DeepSpeedSearch {
     if (search().earlyStopping > 0 &&
         trialsSinceImprovement(context_, namesOf(candidates), best->bestScore) >=
             search().earlyStopping) {
-      plan_.stopReason = "early stopping: " + std::to_string(search().earlyStopping) +
-                         " trials in " + spaceName + " without improvement";
+      proposal_.stopReason = "early stopping: " + std::to_string(search().earlyStopping) +
+                             " trials in " + spaceName + " without improvement";
       return;
     }
     for (const auto& trial : candidates) {
       if (!context_.observation(trial.name) &&
-          plan_.wanted.size() < static_cast<std::size_t>(context_.wantedSlots)) {
+          proposal_.wanted.size() < static_cast<std::size_t>(context_.wantedSlots)) {
         want(trial);
       }
     }
   }
 
   const SearchContext& context_;
-  Plan plan_;
+  Proposal proposal_;
   std::set<std::string> remembered_;
   std::set<std::string> wanted_;
   std::vector<Trial> finishedTrials_;  // the micro-batch search's, in launch order
@@ -649,6 +649,8 @@ class DeepSpeedSearch {
 
 }  // namespace
 
-Plan planDeepSpeed(const SearchContext& context) { return DeepSpeedSearch(context).plan(); }
+Proposal proposeDeepSpeed(const SearchContext& context) {
+  return DeepSpeedSearch(context).propose();
+}
 
 }  // namespace autotune::tuning
