@@ -4,7 +4,6 @@
 #include "api/validation.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "api/codec.h"
 #include "api/fields.h"
 #include "api/job.h"
+#include "api/names.h"
 #include "api/validation_checks.h"
 
 namespace autotune::api {
@@ -32,42 +32,6 @@ constexpr std::string_view kDnsSubdomain =
 constexpr std::string_view kLabelValue =
     "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with "
     "a letter or digit";
-
-bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-bool isLowerAlphanumeric(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-// [a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*, at most 253 characters.
-bool isDnsSubdomain(std::string_view name) {
-  if (name.empty() || name.size() > 253) {
-    return false;
-  }
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = name.find('.', start);
-    const std::string_view label =
-        name.substr(start, dot == std::string_view::npos ? dot : dot - start);
-    if (label.empty() || !isLowerAlphanumeric(label.front()) ||
-        !isLowerAlphanumeric(label.back()) || !std::all_of(label.begin(), label.end(), [](char c) {
-          return isLowerAlphanumeric(c) || c == '-';
-        })) {
-      return false;
-    }
-    if (dot == std::string_view::npos) {
-      return true;
-    }
-    start = dot + 1;
-  }
-}
-
-// (([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?, at most 63 characters.
-bool isLabelValue(std::string_view value) {
-  if (value.empty()) {
-    return true;
-  }
-  return value.size() <= 63 && isAlphanumeric(value.front()) && isAlphanumeric(value.back()) &&
-         std::all_of(value.begin(), value.end(),
-                     [](char c) { return isAlphanumeric(c) || c == '-' || c == '_' || c == '.'; });
-}
 
 // --- the object as a whole ---
 

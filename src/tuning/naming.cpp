@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "api/deepspeed_keys.h"
+#include "api/names.h"
 
 namespace autotune::tuning {
 namespace {
@@ -130,14 +131,6 @@ std::string shortened(const std::string& name) {
 // the whole.
 std::string capped(const std::string& name) {
   return name.size() <= kMaxNameLength ? name : cutWithHash(name, name, kMaxNameLength, '~');
-}
-
-// A Kubernetes label value: at most 63 characters of [A-Za-z0-9-_.], beginning and ending with
-// an alphanumeric (or empty).
-bool isLabelValue(std::string_view text) {
-  const auto allowed = [](char c) { return isAlphanumeric(c) || c == '-' || c == '_' || c == '.'; };
-  return text.empty() || (text.size() <= kMaxLabelLength && isAlphanumeric(text.front()) &&
-                          isAlphanumeric(text.back()) && std::ranges::all_of(text, allowed));
 }
 
 bool isNameCharacter(char c) {
@@ -313,7 +306,7 @@ std::string trialLabel(std::string_view trialName) { return shortened(dnsSafe(tr
 std::string boundedName(std::string_view name) { return shortened(std::string(name)); }
 
 std::string labelValue(std::string_view text) {
-  if (isLabelValue(text)) {
+  if (api::isLabelValue(text)) {
     return std::string(text);
   }
   std::string kept;
