@@ -11,6 +11,7 @@
 #include "api/codec.h"
 #include "api/fields.h"
 #include "api/job.h"
+#include "api/placeholders.h"
 #include "api/validation.h"
 #include "api/validation_checks.h"
 
@@ -76,18 +77,16 @@ void checkPlaceholdersIn(std::string_view text, const std::string& path,
   if (known == nullptr) {
     return;
   }
-  std::size_t start = text.find("${");
-  while (start != std::string_view::npos) {
-    const std::size_t end = text.find('}', start + 2);
-    if (end == std::string_view::npos) {
-      fail(errors, path, "unterminated placeholder " + std::string(text.substr(start)));
-      return;
-    }
-    const std::string key(text.substr(start + 2, end - start - 2));
+  const PlaceholderScan scan = scanPlaceholders(text);
+  for (const Placeholder& placeholder : scan.placeholders) {
+    const std::string key(placeholder.key);
     if (!known->contains(key)) {
       fail(errors, path, unknownPlaceholder(key));
     }
-    start = text.find("${", end + 1);
+  }
+  if (scan.unterminatedAt) {
+    fail(errors, path,
+         "unterminated placeholder " + std::string(text.substr(*scan.unterminatedAt)));
   }
 }
 
@@ -164,8 +163,8 @@ void checks::checkTemplate(const Spec& spec, FieldErrors& errors) {
   }
   const std::vector<std::string> keyPaths = configKeyPaths(spec.deepspeedConfig);
   std::set<std::string> known(keyPaths.begin(), keyPaths.end());
-  known.insert("trial");
-  known.insert("job");
+  known.emplace(kTrialPlaceholder);
+  known.emplace(kJobPlaceholder);
   if (spec.resources.nodesPerTrial > 1) {
     known.insert(kRendezvousVariables.begin(), kRendezvousVariables.end());
   }

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "api/deepspeed_keys.h"
+#include "api/placeholders.h"
 #include "api/text.h"
 #include "tuning/trial_metrics.h"
 
@@ -96,33 +97,23 @@ const nlohmann::json* findKey(const nlohmann::json& config, const std::string& k
   return nullptr;
 }
 
-std::string fillPlaceholders(std::string text, const nlohmann::json& config,
-                             std::string_view jobName, const std::string& trialName) {
-  std::size_t start = 0;
-  while ((start = text.find("${", start)) != std::string::npos) {
-    const std::size_t end = text.find('}', start);
-    if (end == std::string::npos) {
-      break;
-    }
-    const std::string key = text.substr(start + 2, end - start - 2);
-    std::string replacement;
-    if (key == "trial") {
-      replacement = trialName;
-    } else if (key == "job") {
-      replacement = jobName;
-    } else if (std::ranges::find(api::kRendezvousVariables, key) !=
-               api::kRendezvousVariables.end()) {
-      replacement = "$(" + key + ")";  // each Pod of the trial has its own
-    } else if (const auto* value = findKey(config, key)) {
-      replacement = value->is_string() ? value->get<std::string>() : value->dump();
-    } else {
-      start = end + 1;  // validation rejects unknown placeholders; leave it visible
-      continue;
-    }
-    text.replace(start, end - start + 1, replacement);
-    start += replacement.size();
+// What a placeholder becomes in a trial, or nothing for a key the config lacks: validation rejects
+// those, and one that got here anyway is left visible.
+std::optional<std::string> replacementFor(std::string_view key, const nlohmann::json& config,
+                                          std::string_view jobName, const std::string& trialName) {
+  if (key == api::kTrialPlaceholder) {
+    return trialName;
   }
-  return text;
+  if (key == api::kJobPlaceholder) {
+    return std::string(jobName);
+  }
+  if (std::ranges::find(api::kRendezvousVariables, key) != api::kRendezvousVariables.end()) {
+    return "$(" + std::string(key) + ")";  // each Pod of the trial has its own
+  }
+  if (const auto* value = findKey(config, std::string(key))) {
+    return value->is_string() ? value->get<std::string>() : value->dump();
+  }
+  return std::nullopt;
 }
 
 void setFlag(std::vector<std::string>& argv, const std::string& flag, const std::string& value) {
@@ -263,8 +254,19 @@ std::string tail(std::string_view text, std::size_t maxBytes) {
   return last;
 }
 
-std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName) {
-  return fillPlaceholders(std::move(text), trial.config, jobName, trial.name);
+std::string substitutePlaceholders(std::string_view text, const Trial& trial,
+                                   std::string_view jobName) {
+  std::string filled;
+  std::size_t copied = 0;
+  for (const api::Placeholder& placeholder : api::scanPlaceholders(text).placeholders) {
+    const std::string_view whole = text.substr(placeholder.position, placeholder.length);
+    filled += text.substr(copied, placeholder.position - copied);
+    filled += replacementFor(placeholder.key, trial.config, jobName, trial.name)
+                  .value_or(std::string(whole));
+    copied = placeholder.position + placeholder.length;
+  }
+  filled += text.substr(copied);
+  return filled;
 }
 
 std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jobName,

@@ -56,7 +56,8 @@ std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec);
 // ${key}, ${trial} and ${job} in one word of the command or the environment, filled in; a
 // multi-node trial's ${AUTOTUNE_NODE_RANK} and the like (api::kRendezvousVariables) become
 // $(AUTOTUNE_NODE_RANK), which the kubelet expands from each Pod's environment.
-std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName);
+std::string substitutePlaceholders(std::string_view text, const Trial& trial,
+                                   std::string_view jobName);
 
 // A command line as one shell-quoted string.
 std::string shellJoin(const std::vector<std::string>& argv);
