@@ -20,7 +20,6 @@
 namespace autotune::tuning {
 namespace {
 
-constexpr std::size_t kMaxLabelLength = 63;
 constexpr std::size_t kHashDigits = 10;
 constexpr std::size_t kValueHashDigits = 8;
 // Trial and space names are file names in a local run and fill status.results up to 1,000 times.
@@ -111,26 +110,24 @@ std::string hashDigits(std::string_view text, std::size_t digits) {
 
 bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
-// `kept` cut so that `separator` and a hash of `whole` fit within `limit`, then those appended:
-// distinct texts keep distinct results. A '-' may follow only an alphanumeric, as DNS labels and
-// label values require.
-std::string cutWithHash(std::string kept, std::string_view whole, std::size_t limit,
-                        char separator) {
+// `kept` cut so that `separator` and a hash of `whole` fit within `limit`, then shortened until it
+// ends in a character `mayEnd` accepts, then those appended: distinct texts keep distinct results.
+template <typename MayEnd>
+std::string cutWithHash(std::string kept, std::string_view whole, std::size_t limit, char separator,
+                        MayEnd mayEnd) {
   kept.resize(std::min(kept.size(), limit - kHashDigits - 1));
-  while (separator == '-' && !kept.empty() && !isAlphanumeric(kept.back())) {
+  while (!kept.empty() && !mayEnd(kept.back())) {
     kept.pop_back();
   }
   return (kept.empty() ? "" : kept + separator) + hashDigits(whole, kHashDigits);
 }
 
-std::string shortened(const std::string& name) {
-  return name.size() <= kMaxLabelLength ? name : cutWithHash(name, name, kMaxLabelLength, '-');
-}
-
 // A name of at most kMaxNameLength characters: a longer one is cut and ends in '~' and a hash of
 // the whole.
 std::string capped(const std::string& name) {
-  return name.size() <= kMaxNameLength ? name : cutWithHash(name, name, kMaxNameLength, '~');
+  return name.size() <= kMaxNameLength
+             ? name
+             : cutWithHash(name, name, kMaxNameLength, '~', [](char) { return true; });
 }
 
 bool isNameCharacter(char c) {
@@ -298,12 +295,20 @@ std::string dnsSafe(std::string_view trialName) {
 }
 
 std::string podName(std::string_view jobName, std::string_view trialName) {
-  return shortened(std::string(jobName) + "-" + dnsSafe(trialName));
+  return boundedName(std::string(jobName) + "-" + dnsSafe(trialName));
 }
 
-std::string trialLabel(std::string_view trialName) { return shortened(dnsSafe(trialName)); }
+std::string trialLabel(std::string_view trialName) { return boundedName(dnsSafe(trialName)); }
 
-std::string boundedName(std::string_view name) { return shortened(std::string(name)); }
+std::string boundedName(std::string_view name, std::size_t maxLength, CutEnd cutEnd) {
+  if (name.size() <= maxLength) {
+    return std::string(name);
+  }
+  if (cutEnd == CutEnd::kAnyButHyphen) {
+    return cutWithHash(std::string(name), name, maxLength, '-', [](char c) { return c != '-'; });
+  }
+  return cutWithHash(std::string(name), name, maxLength, '-', isAlphanumeric);
+}
 
 std::string labelValue(std::string_view text) {
   if (api::isLabelValue(text)) {
@@ -316,7 +321,7 @@ std::string labelValue(std::string_view text) {
       kept.push_back(c);
     }
   }
-  return cutWithHash(std::move(kept), text, kMaxLabelLength, '-');
+  return cutWithHash(std::move(kept), text, api::kMaxLabelValueLength, '-', isAlphanumeric);
 }
 
 }  // namespace autotune::tuning
