@@ -25,7 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 constexpr auto kStopGrace = std::chrono::seconds(5);
-constexpr std::size_t kMessageBytes = 4096;
 
 volatile std::sig_atomic_t stopSignal = 0;
 
@@ -207,7 +206,8 @@ class LocalRun {
       exit.exitCode = status->exitCode;
       exit.signal = status->signal;
       exit.timedOut = it->timedOut;
-      exit.message = tuning::tail(readFile(it->paths.stderrLog).value_or(""), kMessageBytes);
+      exit.message = tuning::tail(readFile(it->paths.stderrLog).value_or(""),
+                                  tuning::kTerminationMessageBytes);
       exit.metrics = readFile(it->paths.protocol.metrics);
       const tuning::Classification result =
           tuning::classify(exit, job_.spec.search.metric, it->trial.profile);

@@ -62,6 +62,10 @@ std::string substitutePlaceholders(std::string_view text, const Trial& trial,
 // A command line as one shell-quoted string.
 std::string shellJoin(const std::vector<std::string>& argv);
 
+// The most of a trial's termination message the kubelet keeps, and so the most of a trial's error
+// output either runner reads into TrialExit::message.
+inline constexpr std::size_t kTerminationMessageBytes = 4096;
+
 // How a trial's process ended, as far as its runner could tell.
 struct TrialExit {
   std::optional<int> exitCode;
