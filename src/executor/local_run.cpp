@@ -4,7 +4,6 @@
 #include <array>
 #include <csignal>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -15,6 +14,7 @@
 #include "executor/process.h"
 #include "executor/progress.h"
 #include "executor/results_directory.h"
+#include "observability/time.h"
 #include "tuning/engine.h"
 #include "tuning/protocol.h"
 #include "tuning/results.h"
@@ -41,16 +41,8 @@ void installStopHandlers() {
 
 // RFC 3339 with milliseconds, so that the intervals of short trials can be compared.
 std::string utcNow() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  std::array<char, 32> text{};
-  const std::size_t length = std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(text.data() + length, text.size() - length, ".%03dZ", static_cast<int>(millis));
-  return text.data();
+  return observability::formatTime(std::chrono::system_clock::now(),
+                                   observability::Fraction::kMilliseconds);
 }
 
 // The last line of a reason: for a crash, usually the exception that ended it.
