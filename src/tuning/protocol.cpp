@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "api/deepspeed_keys.h"
 #include "api/placeholders.h"
@@ -35,23 +36,36 @@ std::optional<api::MeasuredModel> readModelInfo(const std::string& text) {
   return measured;
 }
 
+// An outcome without a value, a measured model or metrics.
+Classification ended(api::Outcome outcome, std::string reason) {
+  Classification classified;
+  classified.outcome = outcome;
+  classified.reason = std::move(reason);
+  return classified;
+}
+
 Classification exitedCleanly(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
   if (!exit.metrics) {
-    return {api::Outcome::kMetricsUnavailable, std::nullopt,
-            "exited 0 without writing its metrics file", std::nullopt};
+    return ended(api::Outcome::kMetricsUnavailable, "exited 0 without writing its metrics file");
   }
   if (profilingTrial) {
-    if (auto measured = readModelInfo(*exit.metrics)) {
-      return {api::Outcome::kSucceeded, std::nullopt, "", measured};
+    Classification profiled = ended(api::Outcome::kSucceeded, "");
+    profiled.measured = readModelInfo(*exit.metrics);
+    if (!profiled.measured) {
+      return ended(api::Outcome::kMetricsUnavailable,
+                   "the model info file has no positive num_params");
     }
-    return {api::Outcome::kMetricsUnavailable, std::nullopt,
-            "the model info file has no positive num_params", std::nullopt};
+    return profiled;
   }
-  auto value = readMetric(*exit.metrics, metric);
+  const MetricsFile file(*exit.metrics);
+  auto value = file.value(metric);
   if (!value) {
-    return {api::Outcome::kMetricsUnavailable, std::nullopt, value.error(), std::nullopt};
+    return ended(api::Outcome::kMetricsUnavailable, value.error());
   }
-  return {api::Outcome::kSucceeded, *value, "", std::nullopt};
+  Classification succeeded = ended(api::Outcome::kSucceeded, "");
+  succeeded.value = *value;
+  succeeded.metrics = file.values();
+  return succeeded;
 }
 
 // The value at a dotted path of nested objects ("zero_optimization.stage"), if there is one. Keys
@@ -136,11 +150,10 @@ void setFlag(std::vector<std::string>& argv, const std::string& flag, const std:
 // How the trial ended, with a reason of any length.
 Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
   if (exit.timedOut) {
-    return {api::Outcome::kTimedOut, std::nullopt, "ran longer than spec.trialTimeout",
-            std::nullopt};
+    return ended(api::Outcome::kTimedOut, "ran longer than spec.trialTimeout");
   }
   if (exit.oomKilled) {
-    return {api::Outcome::kOOM, std::nullopt, "OOMKilled", std::nullopt};
+    return ended(api::Outcome::kOOM, "OOMKilled");
   }
   if (exit.exitCode == 0) {
     Classification clean = exitedCleanly(exit, metric, profilingTrial);
@@ -149,7 +162,7 @@ Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool
     }
   }
   if (mentionsOutOfMemory(exit.message)) {
-    return {api::Outcome::kOOM, std::nullopt, tail(exit.message, kReasonBytes), std::nullopt};
+    return ended(api::Outcome::kOOM, tail(exit.message, kReasonBytes));
   }
   std::string reason = exit.signal ? "killed by signal " + std::to_string(*exit.signal)
                                    : "exited " + std::to_string(exit.exitCode.value_or(-1));
@@ -157,7 +170,7 @@ Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool
   if (!message.empty()) {
     reason += ": " + message;
   }
-  return {api::Outcome::kFailed, std::nullopt, reason, std::nullopt};
+  return ended(api::Outcome::kFailed, reason);
 }
 
 }  // namespace
@@ -210,12 +223,9 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
   return classified;
 }
 
-std::map<std::string, double> recordedMetrics(const TrialExit& exit,
+std::map<std::string, double> recordedMetrics(const TrialExit& /*exit*/,
                                               const Classification& classified) {
-  if (classified.outcome != api::Outcome::kSucceeded || classified.measured || !exit.metrics) {
-    return {};
-  }
-  return readMetrics(*exit.metrics);
+  return classified.metrics;
 }
 
 std::string boundedReason(std::string_view reason) {

@@ -81,12 +81,16 @@ struct Classification {
   std::optional<double> value;
   std::string reason;
   std::optional<api::MeasuredModel> measured;  // for a profiling trial that succeeded
+  // Every metric of its metrics file, for a trial that succeeded (a profiling trial's file holds
+  // the model's size instead).
+  std::map<std::string, double> metrics;
 };
 
+// How the trial ended; its metrics file, if it wrote one, is read once here.
 Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial);
 
-// What a trial's record keeps of its metrics file: every metric in it, once the trial succeeded
-// (a profiling trial's file holds the model's size instead).
+// What a trial's record keeps of its metrics file: classified.metrics, which classify read from
+// the exit's.
 std::map<std::string, double> recordedMetrics(const TrialExit& exit,
                                               const Classification& classified);
 
