@@ -201,12 +201,11 @@ class LocalRun {
       exit.message = tuning::tail(readFile(it->paths.stderrLog).value_or(""),
                                   tuning::kTerminationMessageBytes);
       exit.metrics = readFile(it->paths.protocol.metrics);
-      const tuning::Classification result =
-          tuning::classify(exit, job_.spec.search.metric, it->trial.profile);
       const double seconds = std::chrono::duration<double>(Clock::now() - it->started).count();
-      finish({it->trial.name, it->trial.space, result.outcome, result.value, result.reason,
-              it->startTime, seconds, tuning::recordedMetrics(exit, result)},
-             it->launchIndex, result.measured);
+      const tuning::RecordedExit recorded =
+          tuning::recordExit(it->trial.name, it->trial.space, exit, job_.spec.search.metric,
+                             it->trial.profile, it->startTime, seconds);
+      finish(recorded.record, it->launchIndex, recorded.measured);
       it = running_.erase(it);
     }
     return any;

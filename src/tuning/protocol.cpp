@@ -228,6 +228,16 @@ std::map<std::string, double> recordedMetrics(const TrialExit& /*exit*/,
   return classified.metrics;
 }
 
+RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
+                        api::Metric metric, bool profilingTrial, std::string_view startTime,
+                        double seconds) {
+  Classification classified = classify(exit, metric, profilingTrial);
+  api::TrialRecord record{std::string(name), std::string(space),           classified.outcome,
+                          classified.value,  std::move(classified.reason), std::string(startTime),
+                          seconds,           std::move(classified.metrics)};
+  return {std::move(record), classified.measured};
+}
+
 std::string boundedReason(std::string_view reason) {
   const std::string line = api::oneLine(reason);
   std::size_t encoded = 0;

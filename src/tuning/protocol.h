@@ -94,6 +94,19 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
 std::map<std::string, double> recordedMetrics(const TrialExit& exit,
                                               const Classification& classified);
 
+// A trial's record once its process ended, and for the profiling trial what it measured.
+struct RecordedExit {
+  api::TrialRecord record;
+  std::optional<api::MeasuredModel> measured;
+};
+
+// Exit, classification, record: how every runner records a trial whose process ended. The record
+// is classify(exit)'s outcome, value, reason and metrics, under the trial's name and space, with
+// when it started (RFC 3339) and for how many seconds it ran.
+RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
+                        api::Metric metric, bool profilingTrial, std::string_view startTime,
+                        double seconds);
+
 // Whether a message carries a CUDA / PyTorch out-of-memory error.
 bool mentionsOutOfMemory(std::string_view message);
 
