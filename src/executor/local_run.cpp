@@ -118,7 +118,7 @@ class LocalRun {
     }
     const int byParallelism = job_.spec.parallelism - static_cast<int>(running_.size());
     const int byGpus = slots_.free() / job_.spec.resources.gpusPerTrial;
-    input.freeSlots = std::max(0, std::min(byParallelism, byGpus));
+    input.freeSlots = tuning::freeSlots(byParallelism, byGpus);
     return input;
   }
 

@@ -218,4 +218,8 @@ Decision decide(const EngineInput& input) {
   return decision;
 }
 
+int freeSlots(int parallelismLeft, int gpuSlots) {
+  return std::max(0, std::min(parallelismLeft, gpuSlots));
+}
+
 }  // namespace autotune::tuning

@@ -565,5 +565,12 @@ TEST(FixedTrainBatch, EveryStrategyKeepsItAndEndsAtTheBestDivisorThatFits) {
   }
 }
 
+TEST(Engine, FreeSlotsAreWhatBothParallelismAndGpusAllowAndNeverNegative) {
+  EXPECT_EQ(freeSlots(2, 5), 2);
+  EXPECT_EQ(freeSlots(4, 1), 1);
+  EXPECT_EQ(freeSlots(-1, 3), 0);
+  EXPECT_EQ(freeSlots(3, -2), 0);
+}
+
 }  // namespace
 }  // namespace autotune::tuning
