@@ -34,7 +34,7 @@ const json* memberAt(const json& document, std::string_view dottedPath) {
   const json* node = &document;
   while (node != nullptr && !node->is_null() && !dottedPath.empty()) {
     const std::size_t dot = dottedPath.find('.');
-    node = member(*node, dottedPath.substr(0, dot));
+    node = findMember(*node, dottedPath.substr(0, dot));
     dottedPath = dot == std::string_view::npos ? std::string_view() : dottedPath.substr(dot + 1);
   }
   return node == nullptr || node->is_null() ? nullptr : node;

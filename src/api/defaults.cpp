@@ -15,7 +15,7 @@ using nlohmann::json;
 
 // A string member, or "" when it is missing or of another type (decoding reports that).
 std::string stringMember(const json& value, std::string_view key) {
-  const json* found = fields::member(value, key);
+  const json* found = fields::findMember(value, key);
   return found != nullptr && found->is_string() ? found->get<std::string>() : std::string();
 }
 
@@ -54,8 +54,9 @@ void normalizeIntegers(json& deepspeedConfig) {
 
 bool applyDefaults(AutotuneJob& job) {
   Spec& spec = job.spec;
-  const json* podSpec = fields::member(spec.podTemplate, "spec");
-  const json* containers = podSpec == nullptr ? nullptr : fields::member(*podSpec, "containers");
+  const json* podSpec = fields::findMember(spec.podTemplate, "spec");
+  const json* containers =
+      podSpec == nullptr ? nullptr : fields::findMember(*podSpec, "containers");
   if (spec.primaryContainer.empty() && containers != nullptr && containers->is_array() &&
       !containers->empty()) {
     spec.primaryContainer = stringMember(containers->front(), "name");

@@ -14,8 +14,8 @@ namespace {
 
 using checks::isAuto;
 using checks::isPositiveInteger;
+using fields::findMember;
 using fields::itemPath;
-using fields::member;
 using nlohmann::json;
 
 constexpr int kStageCount = 4;
@@ -90,7 +90,7 @@ std::optional<TrainBatch> trainBatchOf(const json& value) {
 // `key` of `object` as `decode` reads it into `out`, when it is there and readable.
 template <typename T, typename Decode>
 void decodeKey(const json* object, std::string_view key, Decode decode, T& out) {
-  const json* value = object == nullptr ? nullptr : member(*object, key);
+  const json* value = object == nullptr ? nullptr : findMember(*object, key);
   if (value == nullptr) {
     return;
   }
@@ -164,10 +164,10 @@ void checks::checkTrainBatch(const json& value, const std::string& path, FieldEr
 
 TuningSyntax tuningSyntaxOf(const json& deepspeedConfig) {
   TuningSyntax syntax;
-  decodeKey(member(deepspeedConfig, kZeroKey), kStageKey, stagesOf, syntax.stages);
+  decodeKey(findMember(deepspeedConfig, kZeroKey), kStageKey, stagesOf, syntax.stages);
   decodeKey(&deepspeedConfig, kMicroBatchKey, batchChoiceOf, syntax.microBatch);
   decodeKey(&deepspeedConfig, kGradientAccumulationKey, batchChoiceOf, syntax.gradientAccumulation);
-  syntax.gradientAccumulationSet = member(deepspeedConfig, kGradientAccumulationKey) != nullptr;
+  syntax.gradientAccumulationSet = findMember(deepspeedConfig, kGradientAccumulationKey) != nullptr;
   decodeKey(&deepspeedConfig, kTrainBatchKey, trainBatchOf, syntax.trainBatch);
   return syntax;
 }

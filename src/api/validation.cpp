@@ -23,7 +23,7 @@ namespace {
 
 using checks::fail;
 using fields::fieldPath;
-using fields::member;
+using fields::findMember;
 using nlohmann::json;
 
 constexpr std::string_view kDnsSubdomain =
@@ -40,7 +40,7 @@ void checkMetadata(const json& metadata, FieldErrors& errors) {
     fail(errors, "metadata", "must be an object");
     return;
   }
-  const json* name = member(metadata, "name");
+  const json* name = findMember(metadata, "name");
   if (name == nullptr || name->is_null() ||
       (name->is_string() && name->get_ref<const std::string&>().empty())) {
     fail(errors, "metadata.name", "is required");

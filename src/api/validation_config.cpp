@@ -25,8 +25,8 @@ using checks::isAuto;
 using checks::isPositiveInteger;
 using checks::kConfigPath;
 using fields::fieldPath;
+using fields::findMember;
 using fields::itemPath;
-using fields::member;
 using nlohmann::json;
 
 // --- the values the engine reads ---
@@ -174,7 +174,7 @@ bool anyDivisorWithin(int number, int lowest, int highest) {
 void checkBatchKeysReach(const Spec& spec, int perReplica, FieldErrors& errors) {
   const Search& search = spec.search;
   const std::string gasPath = fieldPath(kConfigPath, kGradientAccumulationKey);
-  const json* accumulation = member(spec.deepspeedConfig, kGradientAccumulationKey);
+  const json* accumulation = findMember(spec.deepspeedConfig, kGradientAccumulationKey);
   std::optional<int> fixedAccumulation;
   if (accumulation != nullptr && accumulation->is_array()) {
     fail(errors, gasPath,
@@ -188,7 +188,7 @@ void checkBatchKeysReach(const Spec& spec, int perReplica, FieldErrors& errors) 
     }
   }
   const std::string microPath = fieldPath(kConfigPath, kMicroBatchKey);
-  const json* micro = member(spec.deepspeedConfig, kMicroBatchKey);
+  const json* micro = findMember(spec.deepspeedConfig, kMicroBatchKey);
   if (micro != nullptr && isPositiveInteger(*micro)) {
     const int start = micro->get<int>();
     if (perReplica % start != 0) {
@@ -355,7 +355,7 @@ void checks::checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
 // data-parallel size equal to it: the micro-batch is searched over the divisors of the batch per
 // data-parallel rank, and gradient accumulation follows.
 void checks::checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
-  const json* train = member(spec.deepspeedConfig, kTrainBatchKey);
+  const json* train = findMember(spec.deepspeedConfig, kTrainBatchKey);
   const Resources& resources = spec.resources;
   if (train == nullptr || !isPositiveInteger(*train) || resources.gpusPerTrial < 1 ||
       resources.modelParallelSize < 1 ||

@@ -20,8 +20,8 @@ namespace {
 
 using checks::fail;
 using fields::fieldPath;
+using fields::findMember;
 using fields::itemPath;
-using fields::member;
 using nlohmann::json;
 
 constexpr std::string_view kContainersPath = "spec.template.spec.containers";
@@ -36,12 +36,12 @@ const json* checkContainers(const json& podTemplate, FieldErrors& errors) {
     fail(errors, "spec.template", "must be an object");
     return nullptr;
   }
-  const json* podSpec = member(podTemplate, "spec");
+  const json* podSpec = findMember(podTemplate, "spec");
   if (podSpec != nullptr && !podSpec->is_object()) {
     fail(errors, "spec.template.spec", "must be an object");
     return nullptr;
   }
-  const json* containers = podSpec == nullptr ? nullptr : member(*podSpec, "containers");
+  const json* containers = podSpec == nullptr ? nullptr : findMember(*podSpec, "containers");
   if (containers == nullptr || !containers->is_array() || containers->empty()) {
     fail(errors, std::string(kContainersPath), "must list at least one container");
     return nullptr;
@@ -49,7 +49,7 @@ const json* checkContainers(const json& podTemplate, FieldErrors& errors) {
   for (std::size_t i = 0; i < containers->size(); ++i) {
     const json& container = (*containers)[i];
     const std::string path = itemPath(kContainersPath, i);
-    const json* name = member(container, "name");
+    const json* name = findMember(container, "name");
     if (!container.is_object()) {
       fail(errors, path, "must be an object");
     } else if (name == nullptr || name->is_null() ||
@@ -102,8 +102,8 @@ void checkEnv(const json* env, const std::string& envPath, const std::set<std::s
   for (std::size_t i = 0; i < env->size(); ++i) {
     const json& entry = (*env)[i];
     const std::string entryPath = itemPath(envPath, i);
-    const json* name = member(entry, "name");
-    const json* value = member(entry, "value");
+    const json* name = findMember(entry, "name");
+    const json* value = findMember(entry, "value");
     if (!entry.is_object()) {
       fail(errors, entryPath, "must be an object");
     } else if (name == nullptr || !name->is_string()) {
@@ -123,7 +123,7 @@ void checkEnv(const json* env, const std::string& envPath, const std::set<std::s
 void checkPrimaryContainer(const json& container, const std::string& path,
                            const std::set<std::string>* known, FieldErrors& errors) {
   for (const std::string_view field : {"command", "args"}) {
-    const json* list = member(container, field);
+    const json* list = findMember(container, field);
     if (list == nullptr || list->is_null()) {
       continue;
     }
@@ -141,7 +141,7 @@ void checkPrimaryContainer(const json& container, const std::string& path,
       }
     }
   }
-  checkEnv(member(container, "env"), fieldPath(path, "env"), known, errors);
+  checkEnv(findMember(container, "env"), fieldPath(path, "env"), known, errors);
 }
 
 }  // namespace
@@ -153,7 +153,7 @@ void checks::checkTemplate(const Spec& spec, FieldErrors& errors) {
     return;
   }
   const auto primary = std::find_if(containers->begin(), containers->end(), [&](const json& c) {
-    const json* name = member(c, "name");
+    const json* name = findMember(c, "name");
     return name != nullptr && name->is_string() && *name == spec.primaryContainer;
   });
   if (primary == containers->end()) {
