@@ -97,7 +97,7 @@ const std::map<std::string, ValueRule, std::less<>>& valueRules() {
       {"bfloat16.enabled", {checkPrecisionFlag, true}},
       {"zero_optimization.offload_optimizer.device", {checkOffloadDevice, true}},
       {"zero_optimization.offload_param.device", {checkOffloadDevice, true}},
-      {"zero_force_ds_cpu_optimizer", {checkBoolean, true}},
+      {std::string(kForceDeepSpeedCpuOptimizerKey), {checkBoolean, true}},
       {"zero_optimization.reduce_bucket_size", {checkBucketSize, true}},
       {"zero_optimization.allgather_bucket_size", {checkBucketSize, true}},
       {"zero_optimization.stage3_prefetch_bucket_size", {checkBucketSize, true}},
