@@ -355,14 +355,13 @@ void checks::checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
 // data-parallel size equal to it: the micro-batch is searched over the divisors of the batch per
 // data-parallel rank, and gradient accumulation follows.
 void checks::checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
-  const json* train = findMember(spec.deepspeedConfig, kTrainBatchKey);
+  const std::optional<int> fixed = tuningSyntaxOf(spec.deepspeedConfig).trainBatch.fixed;
   const Resources& resources = spec.resources;
-  if (train == nullptr || !isPositiveInteger(*train) || resources.gpusPerTrial < 1 ||
-      resources.modelParallelSize < 1 ||
+  if (!fixed || resources.gpusPerTrial < 1 || resources.modelParallelSize < 1 ||
       resources.gpusPerTrial % resources.modelParallelSize != 0) {
     return;
   }
-  const int batch = train->get<int>();
+  const int batch = *fixed;
   const int dataParallel = resources.gpusPerTrial / resources.modelParallelSize;
   if (batch % dataParallel != 0) {
     fail(errors, fieldPath(kConfigPath, kTrainBatchKey),
