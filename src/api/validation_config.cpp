@@ -170,7 +170,9 @@ bool anyDivisorWithin(int number, int lowest, int highest) {
   return false;
 }
 
-// The batch keys the user set must reach the fixed batch per data-parallel rank.
+// The batch keys the user set must reach the fixed batch per data-parallel rank. They are read as
+// written rather than through tuningSyntaxOf, so that an error names the list item it is about,
+// even in a list that breaks the syntax elsewhere.
 void checkBatchKeysReach(const Spec& spec, int perReplica, FieldErrors& errors) {
   const Search& search = spec.search;
   const std::string gasPath = fieldPath(kConfigPath, kGradientAccumulationKey);
