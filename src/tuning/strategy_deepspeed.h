@@ -4,11 +4,13 @@
 // the next micro-batches of one stage's curve; strategy_deepspeed_knobs.cpp tunes the other keys
 // at the best trial.
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tuning/space.h"
