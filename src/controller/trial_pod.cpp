@@ -248,19 +248,11 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
 
 std::string trialBatchJobName(std::string_view jobName, std::string_view trialName, int attempt) {
   constexpr std::size_t kMaxLength = 56;  // room for "-<index>" in a 63-character host name
-  constexpr std::size_t kHashDigits = 10;
   std::string name = trialPodName(jobName, trialName, attempt);
   if (name.empty() || std::isalpha(static_cast<unsigned char>(name.front())) == 0) {
     name.insert(0, "t");
   }
-  if (name.size() <= kMaxLength) {
-    return name;
-  }
-  std::string kept = name.substr(0, kMaxLength - kHashDigits - 1);
-  while (!kept.empty() && kept.back() == '-') {
-    kept.pop_back();
-  }
-  return kept + "-" + tuning::fnv1aHex(name).substr(0, kHashDigits);
+  return tuning::boundedName(name, kMaxLength, tuning::CutEnd::kAnyButHyphen);
 }
 
 json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,

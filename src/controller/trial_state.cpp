@@ -11,9 +11,6 @@
 namespace autotune::controller {
 namespace {
 
-// The kubelet keeps at most this much of a termination message.
-constexpr std::size_t kMessageBytes = 4096;
-
 // Waiting reasons of a container that cannot be created: no retry by the kubelet will help
 // before someone changes the image, the registry or the objects the Pod refers to.
 constexpr std::array<std::string_view, 6> kCannotStartReasons = {
@@ -133,7 +130,7 @@ tuning::TrialExit trialExit(const ContainerStatus::Terminated& terminated) {
   if (message.empty() && terminated.reason != "Error") {
     message = terminated.reason;
   }
-  exit.message = tuning::tail(message, kMessageBytes);
+  exit.message = tuning::tail(message, tuning::kTerminationMessageBytes);
   return exit;
 }
 
