@@ -139,6 +139,9 @@ void checkRunLimits(const Spec& spec, FieldErrors& errors) {
   }
   checkTimeout("spec.trialTimeout", spec.trialTimeout, errors);
   checkTimeout("spec.schedulingTimeout", spec.schedulingTimeout, errors);
+  if (spec.queueTimeout) {
+    checkTimeout("spec.queueTimeout", *spec.queueTimeout, errors);
+  }
 }
 
 // --- names ---

@@ -1,7 +1,9 @@
-// validate()'s checks of the trial template: its containers, and the primary container's command,
-// args and env, which every trial rewrites, with only known placeholders.
+// validate()'s checks of the trial template: its containers and volumes, and the primary
+// container's command, args, env, volume mounts and termination message path, which every trial
+// rewrites or adds to, with only known placeholders.
 
 #include <algorithm>
+#include <initializer_list>
 #include <iterator>
 #include <set>
 #include <string>
@@ -46,6 +48,7 @@ const json* checkContainers(const json& podTemplate, FieldErrors& errors) {
     fail(errors, std::string(kContainersPath), "must list at least one container");
     return nullptr;
   }
+  checkKeyedList(findMember(*podSpec, "volumes"), "spec.template.spec.volumes", {"name"}, errors);
   for (std::size_t i = 0; i < containers->size(); ++i) {
     const json& container = (*containers)[i];
     const std::string path = itemPath(kContainersPath, i);
@@ -90,25 +93,43 @@ void checkPlaceholdersIn(std::string_view text, const std::string& path,
   }
 }
 
+// A list the trial Pod merges its own entries into, matching them by these fields (env and
+// volumes by name, volume mounts also by mountPath): each entry an object with them as strings.
+// Returns whether the list is usable.
+bool checkKeyedList(const json* list, const std::string& listPath,
+                    std::initializer_list<std::string_view> keys, FieldErrors& errors) {
+  if (list == nullptr || list->is_null()) {
+    return false;
+  }
+  if (!list->is_array()) {
+    fail(errors, listPath, "must be a list");
+    return false;
+  }
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const json& entry = (*list)[i];
+    const std::string entryPath = itemPath(listPath, i);
+    if (!entry.is_object()) {
+      fail(errors, entryPath, "must be an object");
+      continue;
+    }
+    for (const std::string_view key : keys) {
+      const json* field = findMember(entry, key);
+      if (field == nullptr || !field->is_string()) {
+        fail(errors, fieldPath(entryPath, key), "must be a string");
+      }
+    }
+  }
+  return true;
+}
+
 void checkEnv(const json* env, const std::string& envPath, const std::set<std::string>* known,
               FieldErrors& errors) {
-  if (env == nullptr || env->is_null()) {
-    return;
-  }
-  if (!env->is_array()) {
-    fail(errors, envPath, "must be a list");
+  if (!checkKeyedList(env, envPath, {"name"}, errors)) {
     return;
   }
   for (std::size_t i = 0; i < env->size(); ++i) {
-    const json& entry = (*env)[i];
     const std::string entryPath = itemPath(envPath, i);
-    const json* name = findMember(entry, "name");
-    const json* value = findMember(entry, "value");
-    if (!entry.is_object()) {
-      fail(errors, entryPath, "must be an object");
-    } else if (name == nullptr || !name->is_string()) {
-      fail(errors, entryPath + ".name", "must be a string");
-    }
+    const json* value = findMember((*env)[i], "value");
     if (value != nullptr && !value->is_null() && !value->is_string()) {
       fail(errors, entryPath + ".value", "must be a string");
     } else if (value != nullptr && value->is_string()) {
@@ -142,6 +163,13 @@ void checkPrimaryContainer(const json& container, const std::string& path,
     }
   }
   checkEnv(findMember(container, "env"), fieldPath(path, "env"), known, errors);
+  checkKeyedList(findMember(container, "volumeMounts"), fieldPath(path, "volumeMounts"),
+                 {"name", "mountPath"}, errors);
+  // Where the trial writes its metrics: the trial Pod keeps the template's path.
+  const json* messagePath = findMember(container, "terminationMessagePath");
+  if (messagePath != nullptr && !messagePath->is_null() && !messagePath->is_string()) {
+    fail(errors, fieldPath(path, "terminationMessagePath"), "must be a string");
+  }
 }
 
 }  // namespace

@@ -373,14 +373,10 @@ std::optional<TrialResult> resultOf(const TrialRunState& state, const api::Spec&
   switch (state.phase) {
     case Phase::kFinished: {
       const bool profiling = state.trialName == tuning::kProfileTrialName;
-      const tuning::Classification result =
-          tuning::classify(state.exit, spec.search.metric, profiling);
-      api::TrialRecord record =
-          recordOf(state, result.outcome, result.reason, started,
-                   state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
-      record.value = result.value;
-      record.metrics = tuning::recordedMetrics(state.exit, result);
-      return TrialResult{std::move(record), result.measured};
+      return tuning::recordExit(
+          state.trialName, state.space, state.exit, spec.search.metric, profiling,
+          formatTime(started),
+          state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
     }
     case Phase::kLost:
       if (shouldRelaunch(state)) {

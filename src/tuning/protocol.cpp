@@ -223,11 +223,6 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
   return classified;
 }
 
-std::map<std::string, double> recordedMetrics(const TrialExit& /*exit*/,
-                                              const Classification& classified) {
-  return classified.metrics;
-}
-
 RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
                         api::Metric metric, bool profilingTrial, std::string_view startTime,
                         double seconds) {

@@ -89,11 +89,6 @@ struct Classification {
 // How the trial ended; its metrics file, if it wrote one, is read once here.
 Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial);
 
-// What a trial's record keeps of its metrics file: classified.metrics, which classify read from
-// the exit's.
-std::map<std::string, double> recordedMetrics(const TrialExit& exit,
-                                              const Classification& classified);
-
 // A trial's record once its process ended, and for the profiling trial what it measured.
 struct RecordedExit {
   api::TrialRecord record;

@@ -26,7 +26,6 @@ using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::mentionsOutOfMemory;
 using autotune::tuning::protocolEnvironment;
-using autotune::tuning::recordedMetrics;
 using autotune::tuning::recordExit;
 using autotune::tuning::shellJoin;
 using autotune::tuning::substitutePlaceholders;
@@ -107,9 +106,9 @@ TEST(Classify, ASucceededTrialsRecordKeepsAllItsMetricsAndAFailedOneNone) {
   // "flops": 7 is not what DeepSpeed writes; FLOPS_per_gpu is.
   const std::map<std::string, double> expected{
       {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
-  EXPECT_EQ(recordedMetrics(succeeded, classifyFast(succeeded)), expected);
+  EXPECT_EQ(classifyFast(succeeded).metrics, expected);
   const TrialExit failed = exitedWith(1, "ValueError: unknown optimizer Adamw\n");
-  EXPECT_TRUE(recordedMetrics(failed, classifyFast(failed)).empty());
+  EXPECT_TRUE(classifyFast(failed).metrics.empty());
 }
 
 TEST(Classify, TheLatencyMetricIsReadFromLatency) {
