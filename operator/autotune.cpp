@@ -116,7 +116,7 @@ std::string nodesOf(const autotune::api::Resources& resources) {
     return "";
   }
   return " on " + std::to_string(resources.nodesPerTrial) + " nodes (" +
-         std::to_string(resources.gpusPerTrial / resources.nodesPerTrial) + " each)";
+         std::to_string(resources.gpusPerNode()) + " each)";
 }
 
 void printHeader(const AutotuneJob& job, const tuning::TuningSpace& space) {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "api/deepspeed_keys.h"
 #include "api/fields.h"
 
 namespace autotune::api {
@@ -33,7 +34,7 @@ const json* memberAt(const json& document, std::string_view dottedPath) {
   const json* node = &document;
   while (node != nullptr && !node->is_null() && !dottedPath.empty()) {
     const std::size_t dot = dottedPath.find('.');
-    node = member(*node, dottedPath.substr(0, dot));
+    node = findMember(*node, dottedPath.substr(0, dot));
     dottedPath = dot == std::string_view::npos ? std::string_view() : dottedPath.substr(dot + 1);
   }
   return node == nullptr || node->is_null() ? nullptr : node;
@@ -225,27 +226,25 @@ void readSection(SectionReader& reader, Spec& spec, FieldErrors& errors) {
                 search.numTuningMicroBatchSizes, asInt);
   reader.supply("mp_size", "resources.modelParallelSize", spec.resources.modelParallelSize, asInt);
   reader.mergeArgMappings(spec.argMappings);
-  reader.nested("model_info", [&](SectionReader& nested) { readModelInfo(nested, spec.model); });
+  reader.nested(kModelInfoKey, [&](SectionReader& nested) { readModelInfo(nested, spec.model); });
 
-  reader.keep("enabled");  // every trial runs with autotuning enabled
+  reader.keep(kEnabledKey);  // every trial runs with autotuning enabled
   std::optional<int> start;
   std::optional<int> end;
-  if (const json* value = reader.keep("start_profile_step")) {
-    start = asProfileStep(*value, reader.pathOf("start_profile_step"), errors);
+  if (const json* value = reader.keep(kStartProfileStepKey)) {
+    start = asProfileStep(*value, reader.pathOf(kStartProfileStepKey), errors);
   }
-  if (const json* value = reader.keep("end_profile_step")) {
-    end = asProfileStep(*value, reader.pathOf("end_profile_step"), errors);
+  if (const json* value = reader.keep(kEndProfileStepKey)) {
+    end = asProfileStep(*value, reader.pathOf(kEndProfileStepKey), errors);
   }
-  // DeepSpeed starts profiling at step 3 unless told otherwise.
-  constexpr int kDefaultStartProfileStep = 3;
   if (end && *end < start.value_or(kDefaultStartProfileStep)) {
-    errors.push_back({reader.pathOf("end_profile_step"),
+    errors.push_back({reader.pathOf(kEndProfileStepKey),
                       "must be at least start_profile_step (" +
                           std::to_string(start.value_or(kDefaultStartProfileStep)) + ")"});
   }
 
-  reader.ignore("metric_path", "each trial's metrics path is set by the trial protocol");
-  reader.ignore("model_info_path", "the profiling trial's path is set by the trial protocol");
+  reader.ignore(kMetricPathKey, "each trial's metrics path is set by the trial protocol");
+  reader.ignore(kModelInfoPathKey, "the profiling trial's path is set by the trial protocol");
   reader.ignore("results_dir",
                 "results go to the job's status and output ConfigMap (autotune run: --results)");
   reader.ignore("exps_dir", "trial configs go to the trial Pods (autotune run: --results)");
@@ -263,7 +262,7 @@ AutotuningDefaults applyAutotuningSection(const json& specDocument, Spec& spec,
   if (!spec.deepspeedConfig.is_object()) {
     return defaults;
   }
-  const auto found = spec.deepspeedConfig.find("autotuning");
+  const auto found = spec.deepspeedConfig.find(kAutotuningKey);
   if (found == spec.deepspeedConfig.end() || found->is_null()) {
     return defaults;
   }

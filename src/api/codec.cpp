@@ -193,7 +193,7 @@ tl::expected<Decoded, FieldErrors> decode(const json& document) {
   FieldErrors errors;
   AutotuneJob job = readFields(document, errors);
   normalizeIntegers(job.spec.deepspeedConfig);
-  const json* specDocument = fields::member(document, "spec");
+  const json* specDocument = fields::findMember(document, "spec");
   AutotuningDefaults defaults = applyAutotuningSection(
       specDocument == nullptr ? json::object() : *specDocument, job.spec, errors);
   const bool configMapNameDefaulted = applyDefaults(job);

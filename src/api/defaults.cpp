@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/deepspeed_keys.h"
 #include "api/fields.h"
 
 namespace autotune::api {
@@ -14,7 +15,7 @@ using nlohmann::json;
 
 // A string member, or "" when it is missing or of another type (decoding reports that).
 std::string stringMember(const json& value, std::string_view key) {
-  const json* found = fields::member(value, key);
+  const json* found = fields::findMember(value, key);
   return found != nullptr && found->is_string() ? found->get<std::string>() : std::string();
 }
 
@@ -40,22 +41,22 @@ void normalizeIntegers(json& deepspeedConfig) {
   if (!deepspeedConfig.is_object()) {
     return;
   }
-  for (const char* key :
-       {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
+  for (const std::string_view key : {kTrainBatchKey, kMicroBatchKey, kGradientAccumulationKey}) {
     if (deepspeedConfig.contains(key)) {
-      normalizeInteger(deepspeedConfig[key]);
+      normalizeInteger(deepspeedConfig[std::string(key)]);
     }
   }
-  const auto zero = deepspeedConfig.find("zero_optimization");
-  if (zero != deepspeedConfig.end() && zero->is_object() && zero->contains("stage")) {
-    normalizeInteger((*zero)["stage"]);
+  const auto zero = deepspeedConfig.find(kZeroKey);
+  if (zero != deepspeedConfig.end() && zero->is_object() && zero->contains(kStageKey)) {
+    normalizeInteger((*zero)[std::string(kStageKey)]);
   }
 }
 
 bool applyDefaults(AutotuneJob& job) {
   Spec& spec = job.spec;
-  const json* podSpec = fields::member(spec.podTemplate, "spec");
-  const json* containers = podSpec == nullptr ? nullptr : fields::member(*podSpec, "containers");
+  const json* podSpec = fields::findMember(spec.podTemplate, "spec");
+  const json* containers =
+      podSpec == nullptr ? nullptr : fields::findMember(*podSpec, "containers");
   if (spec.primaryContainer.empty() && containers != nullptr && containers->is_array() &&
       !containers->empty()) {
     spec.primaryContainer = stringMember(containers->front(), "name");

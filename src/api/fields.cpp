@@ -62,7 +62,7 @@ std::string itemPath(std::string_view parent, std::size_t index) {
   return std::string(parent) + "[" + std::to_string(index) + "]";
 }
 
-const json* member(const json& value, std::string_view key) {
+const json* findMember(const json& value, std::string_view key) {
   if (!value.is_object()) {
     return nullptr;
   }

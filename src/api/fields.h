@@ -25,7 +25,7 @@ std::string fieldPath(std::string_view parent, std::string_view key);
 std::string itemPath(std::string_view parent, std::size_t index);
 
 // The member `key` of `value`, or nullptr when value is no object or lacks it.
-const json* member(const json& value, std::string_view key);
+const json* findMember(const json& value, std::string_view key);
 
 // "must be an integer", or "must be an integer, not a list" for a user who tried to give several.
 std::string mustBe(std::string_view what, const json& value);

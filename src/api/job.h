@@ -50,6 +50,12 @@ struct Resources {
   int nodesPerTrial = 1;
   std::optional<Quantity> gpuMemory;  // else the node label nvidia.com/gpu.memory
   int modelParallelSize = 1;
+
+  // The GPUs of each of a trial's nodes (validation makes nodesPerTrial divide gpusPerTrial); all
+  // of them when nodesPerTrial is not positive.
+  int gpusPerNode() const {
+    return nodesPerTrial <= 0 ? gpusPerTrial : gpusPerTrial / nodesPerTrial;
+  }
 };
 
 struct Search {

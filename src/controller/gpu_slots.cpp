@@ -115,11 +115,9 @@ GpuCapacity GpuLedger::capacity() const {
   return capacity;
 }
 
-int TrialShape::gpusPerNode() const { return nodes > 0 ? gpus / nodes : 0; }
-
-int freeSlotsFor(const GpuCapacity& capacity, TrialShape trial) {
+int freeSlotsFor(const GpuCapacity& capacity, const api::Resources& trial) {
   const int perNode = trial.gpusPerNode();
-  if (perNode <= 0) {
+  if (perNode <= 0 || trial.nodesPerTrial <= 0) {
     return 0;
   }
   // k trials fit when the nodes' shares, each node giving at most one per trial, add up to
@@ -132,13 +130,13 @@ int freeSlotsFor(const GpuCapacity& capacity, TrialShape trial) {
       total += share;
     }
   }
-  int trials = total / trial.nodes;
+  int trials = total / trial.nodesPerTrial;
   const auto fits = [&](int count) {
     std::int64_t placed = 0;
     for (const int share : shares) {
       placed += std::min(share, count);
     }
-    return placed >= std::int64_t{count} * trial.nodes;
+    return placed >= std::int64_t{count} * trial.nodesPerTrial;
   };
   while (trials > 0 && !fits(trials)) {
     --trials;
@@ -146,14 +144,14 @@ int freeSlotsFor(const GpuCapacity& capacity, TrialShape trial) {
   return trials;
 }
 
-bool fitsSomeNodes(const GpuCapacity& capacity, TrialShape trial) {
+bool fitsSomeNodes(const GpuCapacity& capacity, const api::Resources& trial) {
   const auto holding = std::ranges::count_if(capacity.nodes, [&](const NodeGpus& node) {
     return node.allocatable >= trial.gpusPerNode();
   });
-  return trial.gpusPerNode() > 0 && holding >= trial.nodes;
+  return trial.gpusPerNode() > 0 && holding >= trial.nodesPerTrial;
 }
 
-std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, TrialShape trial) {
+std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, const api::Resources& trial) {
   std::optional<std::int64_t> smallest;
   for (const auto& node : capacity.nodes) {
     if (node.allocatable >= trial.gpusPerNode() && node.memoryBytes) {

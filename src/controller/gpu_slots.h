@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/job.h"
 #include "controller/objects.h"
 
 namespace autotune::controller {
@@ -67,24 +68,18 @@ class GpuLedger {
   std::map<std::string, int, std::less<>> unbound_;  // Pod key -> GPUs
 };
 
-// What one trial takes: `gpus` over `nodes` distinct nodes, the same number on each.
-struct TrialShape {
-  int gpus = 1;
-  int nodes = 1;
-
-  int gpusPerNode() const;
-};
+// A trial takes gpusPerTrial over nodesPerTrial distinct nodes, the same number on each.
 
 // How many trials of this shape can start now, all or nothing: each needs its share of GPUs free
 // on each of `nodes` distinct nodes, so that no trial is launched half placed, to hold GPUs while
 // it waits for others that another half-placed trial holds.
-int freeSlotsFor(const GpuCapacity& capacity, TrialShape trial);
+int freeSlotsFor(const GpuCapacity& capacity, const api::Resources& trial);
 
 // Whether enough nodes could hold a trial of this shape once they are idle.
-bool fitsSomeNodes(const GpuCapacity& capacity, TrialShape trial);
+bool fitsSomeNodes(const GpuCapacity& capacity, const api::Resources& trial);
 
 // The per-GPU memory a trial can count on when spec.resources.gpuMemory is absent: the smallest
 // labelled among the nodes that could hold its share. Nothing when none of them is labelled.
-std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, TrialShape trial);
+std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, const api::Resources& trial);
 
 }  // namespace autotune::controller

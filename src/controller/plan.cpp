@@ -309,16 +309,13 @@ bool failedBeforeLaunch(Draft& draft) {
 
 }  // namespace
 
-int Slots::free() const { return std::max(0, std::min(byParallelism, byGpus)); }
-
 Slots slotsOf(const Snapshot& snapshot) {
   const api::Resources& resources = snapshot.job.spec.resources;
-  const TrialShape shape{resources.gpusPerTrial, resources.nodesPerTrial};
   const int lost = static_cast<int>(std::ranges::count_if(snapshot.inFlight, shouldRelaunch));
   Slots slots;
   slots.byParallelism = snapshot.job.spec.parallelism - static_cast<int>(snapshot.inFlight.size());
-  slots.byGpus = freeSlotsFor(snapshot.capacity, shape) - lost - snapshot.slotsHeldForOlderJobs;
-  slots.schedulable = fitsSomeNodes(snapshot.capacity, shape);
+  slots.byGpus = freeSlotsFor(snapshot.capacity, resources) - lost - snapshot.slotsHeldForOlderJobs;
+  slots.schedulable = fitsSomeNodes(snapshot.capacity, resources);
   return slots;
 }
 
@@ -329,12 +326,13 @@ tuning::EngineInput question(const Snapshot& snapshot) {
   input.jobUid = snapshot.job.uid();
   input.measured = snapshot.model;
   input.gpuMemoryBytes = gpuMemoryBytes(
-      snapshot.capacity, TrialShape{spec.resources.gpusPerTrial, spec.resources.nodesPerTrial});
+      snapshot.capacity, spec.resources);
   input.finished = snapshot.results;
   for (const auto& state : snapshot.inFlight) {
     input.inFlight.push_back(state.trialName);
   }
-  input.freeSlots = slotsOf(snapshot).free();
+  const Slots slots = slotsOf(snapshot);
+  input.freeSlots = tuning::freeSlots(slots.byParallelism, slots.byGpus);
   return input;
 }
 

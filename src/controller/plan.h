@@ -26,8 +26,6 @@ struct Slots {
   int byParallelism = 0;
   int byGpus = 0;
   bool schedulable = false;  // some node could hold a trial once idle
-
-  int free() const;
 };
 Slots slotsOf(const Snapshot& snapshot);
 

@@ -85,7 +85,7 @@ void summarise(Draft& draft) {
 }
 
 std::string unschedulableBecause(const api::Resources& resources, const GpuCapacity& capacity) {
-  const int perNode = TrialShape{resources.gpusPerTrial, resources.nodesPerTrial}.gpusPerNode();
+  const int perNode = resources.gpusPerNode();
   if (resources.nodesPerTrial > 1) {
     const auto enough = std::ranges::count_if(
         capacity.nodes, [&](const NodeGpus& node) { return node.allocatable >= perNode; });

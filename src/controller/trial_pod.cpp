@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "k8s/object.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
 
@@ -31,7 +32,7 @@ void upsert(json& list, json item, std::string_view alsoKey = {}) {
     if (!entry.is_object()) {
       return false;
     }
-    return entry.value("name", "") == item.value("name", "") ||
+    return k8s::text(entry, "name") == k8s::text(item, "name") ||
            (!alsoKey.empty() && entry.contains(alsoKey) && entry.at(alsoKey) == item.at(alsoKey));
   };
   json kept = json::array();
@@ -90,7 +91,7 @@ json environment(const json& templateContainer, const api::AutotuneJob& job,
     env.push_back(variable);
   }
   for (json variable : arrayAt(templateContainer, "env")) {
-    if (!variable.is_object() || protocolNames.contains(variable.value("name", ""))) {
+    if (!variable.is_object() || protocolNames.contains(k8s::text(variable, "name"))) {
       continue;
     }
     if (const auto value = variable.find("value"); value != variable.end() && value->is_string()) {
@@ -172,10 +173,6 @@ json rendezvousEnvironment(const api::AutotuneJob& job, const std::string& name)
        {{"name", "AUTOTUNE_MASTER_PORT"}, {"value", std::to_string(api::kMasterPort)}}});
 }
 
-int gpusPerPod(const api::Spec& spec) {
-  return spec.resources.gpusPerTrial / std::max(1, spec.resources.nodesPerTrial);
-}
-
 // Keeps each of a trial's Pods off the nodes of its others.
 void spreadOverNodes(json& podSpec, const std::string& name) {
   json affinity = objectAt(podSpec, "affinity");
@@ -197,8 +194,10 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
 
   const auto primary = tuning::primaryContainer(spec);
   const json templateContainer = primary ? primary->container : json::object();
-  const std::string messagePath = templateContainer.value(
-      "terminationMessagePath", std::string(kDefaultTerminationMessagePath));
+  std::string messagePath = k8s::text(templateContainer, "terminationMessagePath");
+  if (messagePath.empty()) {
+    messagePath = kDefaultTerminationMessagePath;
+  }
   const tuning::TrialFiles files{std::string(tuning::kTrialConfigPath), messagePath};
 
   if (json* found = containerAt(podSpec, primary)) {
@@ -206,7 +205,7 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
     setCommand(container, templateContainer,
                tuning::trialCommand(spec, job.name(), trial, tuning::kTrialConfigPath));
     container["env"] = environment(templateContainer, job, trial, files, rendezvous);
-    setGpus(container, gpusPerPod(spec));
+    setGpus(container, spec.resources.gpusPerNode());
     container["terminationMessagePath"] = messagePath;
     container["terminationMessagePolicy"] = "FallbackToLogsOnError";
     mountConfig(container);
@@ -248,19 +247,11 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
 
 std::string trialBatchJobName(std::string_view jobName, std::string_view trialName, int attempt) {
   constexpr std::size_t kMaxLength = 56;  // room for "-<index>" in a 63-character host name
-  constexpr std::size_t kHashDigits = 10;
   std::string name = trialPodName(jobName, trialName, attempt);
   if (name.empty() || std::isalpha(static_cast<unsigned char>(name.front())) == 0) {
     name.insert(0, "t");
   }
-  if (name.size() <= kMaxLength) {
-    return name;
-  }
-  std::string kept = name.substr(0, kMaxLength - kHashDigits - 1);
-  while (!kept.empty() && kept.back() == '-') {
-    kept.pop_back();
-  }
-  return kept + "-" + tuning::fnv1aHex(name).substr(0, kHashDigits);
+  return tuning::boundedName(name, kMaxLength, tuning::CutEnd::kAnyButHyphen);
 }
 
 json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,

@@ -11,9 +11,6 @@
 namespace autotune::controller {
 namespace {
 
-// The kubelet keeps at most this much of a termination message.
-constexpr std::size_t kMessageBytes = 4096;
-
 // Waiting reasons of a container that cannot be created: no retry by the kubelet will help
 // before someone changes the image, the registry or the objects the Pod refers to.
 constexpr std::array<std::string_view, 6> kCannotStartReasons = {
@@ -133,7 +130,7 @@ tuning::TrialExit trialExit(const ContainerStatus::Terminated& terminated) {
   if (message.empty() && terminated.reason != "Error") {
     message = terminated.reason;
   }
-  exit.message = tuning::tail(message, kMessageBytes);
+  exit.message = tuning::tail(message, tuning::kTerminationMessageBytes);
   return exit;
 }
 
@@ -376,14 +373,10 @@ std::optional<TrialResult> resultOf(const TrialRunState& state, const api::Spec&
   switch (state.phase) {
     case Phase::kFinished: {
       const bool profiling = state.trialName == tuning::kProfileTrialName;
-      const tuning::Classification result =
-          tuning::classify(state.exit, spec.search.metric, profiling);
-      api::TrialRecord record =
-          recordOf(state, result.outcome, result.reason, started,
-                   state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
-      record.value = result.value;
-      record.metrics = tuning::recordedMetrics(state.exit, result);
-      return TrialResult{std::move(record), result.measured};
+      return tuning::recordExit(
+          state.trialName, state.space, state.exit, spec.search.metric, profiling,
+          formatTime(started),
+          state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
     }
     case Phase::kLost:
       if (shouldRelaunch(state)) {

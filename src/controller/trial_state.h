@@ -118,14 +118,12 @@ bool shouldRelaunch(const TrialRunState& state);
 // it still runs (past its deadline) or was lost; when it finished, unless spec.cleanup is Keep.
 bool removable(const TrialRunState& state, const api::Spec& spec);
 
-// A trial's result, to write to status.results before its run is deleted.
-struct TrialResult {
-  api::TrialRecord record;
-  std::optional<api::MeasuredModel> measured;  // what the profiling trial measured
-};
+// A trial's result, to write to status.results before its run is deleted: its record and, for
+// the profiling trial, what it measured.
+using TrialResult = tuning::RecordedExit;
 
 // The result of a trial at `now`, if it has one:
-// - finished: tuning::classify of its exit (the profiling trial's model info in `measured`),
+// - finished: tuning::recordExit of its exit (the profiling trial's model info in `measured`),
 //   started and lasting as its container did;
 // - running past its trial timeout: TimedOut (the caller deletes the Pod after recording);
 // - lost with no relaunch left: Failed, naming what happened to it. A lost trial may be the

@@ -4,7 +4,6 @@
 #include <array>
 #include <csignal>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -15,6 +14,7 @@
 #include "executor/process.h"
 #include "executor/progress.h"
 #include "executor/results_directory.h"
+#include "observability/time.h"
 #include "tuning/engine.h"
 #include "tuning/protocol.h"
 #include "tuning/results.h"
@@ -25,7 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 constexpr auto kStopGrace = std::chrono::seconds(5);
-constexpr std::size_t kMessageBytes = 4096;
 
 volatile std::sig_atomic_t stopSignal = 0;
 
@@ -42,16 +41,8 @@ void installStopHandlers() {
 
 // RFC 3339 with milliseconds, so that the intervals of short trials can be compared.
 std::string utcNow() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  std::array<char, 32> text{};
-  const std::size_t length = std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(text.data() + length, text.size() - length, ".%03dZ", static_cast<int>(millis));
-  return text.data();
+  return observability::formatTime(std::chrono::system_clock::now(),
+                                   observability::Fraction::kMilliseconds);
 }
 
 // The last line of a reason: for a crash, usually the exception that ended it.
@@ -127,7 +118,7 @@ class LocalRun {
     }
     const int byParallelism = job_.spec.parallelism - static_cast<int>(running_.size());
     const int byGpus = slots_.free() / job_.spec.resources.gpusPerTrial;
-    input.freeSlots = std::max(0, std::min(byParallelism, byGpus));
+    input.freeSlots = tuning::freeSlots(byParallelism, byGpus);
     return input;
   }
 
@@ -207,14 +198,14 @@ class LocalRun {
       exit.exitCode = status->exitCode;
       exit.signal = status->signal;
       exit.timedOut = it->timedOut;
-      exit.message = tuning::tail(readFile(it->paths.stderrLog).value_or(""), kMessageBytes);
+      exit.message = tuning::tail(readFile(it->paths.stderrLog).value_or(""),
+                                  tuning::kTerminationMessageBytes);
       exit.metrics = readFile(it->paths.protocol.metrics);
-      const tuning::Classification result =
-          tuning::classify(exit, job_.spec.search.metric, it->trial.profile);
       const double seconds = std::chrono::duration<double>(Clock::now() - it->started).count();
-      finish({it->trial.name, it->trial.space, result.outcome, result.value, result.reason,
-              it->startTime, seconds, tuning::recordedMetrics(exit, result)},
-             it->launchIndex, result.measured);
+      const tuning::RecordedExit recorded =
+          tuning::recordExit(it->trial.name, it->trial.space, exit, job_.spec.search.metric,
+                             it->trial.profile, it->startTime, seconds);
+      finish(recorded.record, it->launchIndex, recorded.measured);
       it = running_.erase(it);
     }
     return any;

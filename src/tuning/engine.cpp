@@ -133,7 +133,7 @@ int trialsSinceImprovement(const SearchContext& context, const std::vector<std::
   return since;
 }
 
-// Trials that ran or run but that the plan has walked past (a speculative probe beyond the
+// Trials that ran or run but that the strategy has walked past (a speculative probe beyond the
 // boundary it later found) are still trials of this search: callers look their configs up.
 void addTrialsLeftBehind(const SearchContext& context, const EngineInput& input,
                          Decision& decision) {
@@ -166,11 +166,12 @@ Decision decide(const EngineInput& input) {
     return decision;
   }
 
-  Plan plan = context.space.search.strategy == api::Strategy::kDeepSpeed ? planDeepSpeed(context)
-                                                                         : planList(context);
-  decision.trials = std::move(plan.known);
+  Proposal proposal = context.space.search.strategy == api::Strategy::kDeepSpeed
+                          ? proposeDeepSpeed(context)
+                          : proposeFromList(context);
+  decision.trials = std::move(proposal.known);
   addTrialsLeftBehind(context, input, decision);
-  decision.pruned = std::move(plan.pruned);
+  decision.pruned = std::move(proposal.pruned);
   selectBest(context, decision);
 
   const int failures = static_cast<int>(std::count_if(
@@ -191,7 +192,7 @@ Decision decide(const EngineInput& input) {
       static_cast<int>(context.inFlight.size() - (context.inFlight.contains(profile.name) ? 1 : 0));
   const int remaining = input.spec.search.maxTrials - started;
   const int launchable = std::min(input.freeSlots, remaining);
-  for (const auto& trial : plan.wanted) {
+  for (const auto& trial : proposal.wanted) {
     if (static_cast<int>(decision.launch.size()) >= launchable) {
       break;
     }
@@ -200,21 +201,25 @@ Decision decide(const EngineInput& input) {
     }
   }
 
-  const bool wantsMore = std::any_of(plan.wanted.begin(), plan.wanted.end(),
+  const bool wantsMore = std::any_of(proposal.wanted.begin(), proposal.wanted.end(),
                                      [&](const Trial& t) { return !context.observation(t.name); });
   if (!context.inFlight.empty() || (wantsMore && remaining > 0)) {
     return decision;
   }
   if (wantsMore) {
-    plan.stopReason =
+    proposal.stopReason =
         "spec.search.maxTrials (" + std::to_string(input.spec.search.maxTrials) + ") reached";
   }
-  decision.message = plan.stopReason.empty() ? "search complete" : plan.stopReason;
+  decision.message = proposal.stopReason.empty() ? "search complete" : proposal.stopReason;
   decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
   if (!decision.best) {
     decision.message = "no trial succeeded: " + decision.message;
   }
   return decision;
+}
+
+int freeSlots(int parallelismLeft, int gpuSlots) {
+  return std::max(0, std::min(parallelismLeft, gpuSlots));
 }
 
 }  // namespace autotune::tuning

@@ -47,4 +47,8 @@ struct Decision {
 
 Decision decide(const EngineInput& input);
 
+// EngineInput::freeSlots: what both spec.parallelism (the trials it leaves room for) and the free
+// GPUs (the trials they hold) allow, and never below 0.
+int freeSlots(int parallelismLeft, int gpuSlots);
+
 }  // namespace autotune::tuning

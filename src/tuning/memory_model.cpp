@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "api/deepspeed_keys.h"
+
 namespace autotune::tuning {
 namespace {
 
@@ -30,7 +32,7 @@ std::optional<nlohmann::json> enabledFlag(const nlohmann::json& config, std::str
   if (found == config.end() || !found->is_object()) {
     return std::nullopt;
   }
-  const auto flag = found->find("enabled");
+  const auto flag = found->find(api::kEnabledKey);
   return flag == found->end() ? std::nullopt : std::optional<nlohmann::json>(*flag);
 }
 
@@ -52,14 +54,14 @@ std::optional<double> MemoryEstimate::total(int microBatch) const {
 }
 
 Precision precisionOf(const nlohmann::json& deepspeedConfig) {
-  if (enabled(deepspeedConfig, "fp16")) {
+  if (enabled(deepspeedConfig, api::kFp16Key)) {
     return Precision::kFp16;
   }
-  if (enabled(deepspeedConfig, "bf16") || enabled(deepspeedConfig, "bfloat16")) {
+  if (enabled(deepspeedConfig, api::kBf16Key) || enabled(deepspeedConfig, api::kBfloat16Key)) {
     return Precision::kBf16;
   }
-  if (automatic(deepspeedConfig, "fp16") || automatic(deepspeedConfig, "bf16") ||
-      automatic(deepspeedConfig, "bfloat16")) {
+  if (automatic(deepspeedConfig, api::kFp16Key) || automatic(deepspeedConfig, api::kBf16Key) ||
+      automatic(deepspeedConfig, api::kBfloat16Key)) {
     return Precision::kHalfAuto;
   }
   return Precision::kFp32;
@@ -67,8 +69,8 @@ Precision precisionOf(const nlohmann::json& deepspeedConfig) {
 
 MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& trialConfig,
                               const Parallelism& parallelism) {
-  const nlohmann::json zero = trialConfig.value("zero_optimization", nlohmann::json::object());
-  const int stage = zero.value("stage", 0);
+  const nlohmann::json zero = trialConfig.value(api::kZeroKey, nlohmann::json::object());
+  const int stage = zero.value(api::kStageKey, 0);
   const BytesPerParameter bytes = bytesPerParameter(precisionOf(trialConfig));
   const double parametersPerGpu =
       static_cast<double>(model.numParameters) / parallelism.modelParallel;
@@ -79,10 +81,10 @@ MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& tria
   estimate.gradients = parametersPerGpu * bytes.gradients / (stage >= 2 ? dataParallel : 1);
   estimate.optimizerStates =
       parametersPerGpu * bytes.optimizerStates / (stage >= 1 ? dataParallel : 1);
-  if (offloads(zero, "offload_optimizer")) {
+  if (offloads(zero, api::kOffloadOptimizerKey)) {
     estimate.optimizerStates = 0;
   }
-  if (offloads(zero, "offload_param")) {
+  if (offloads(zero, api::kOffloadParamKey)) {
     estimate.parameters = 0;
   }
   if (model.activationBytesPerSample) {

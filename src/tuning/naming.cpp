@@ -14,10 +14,12 @@
 #include <string_view>
 #include <system_error>
 
+#include "api/deepspeed_keys.h"
+#include "api/names.h"
+
 namespace autotune::tuning {
 namespace {
 
-constexpr std::size_t kMaxLabelLength = 63;
 constexpr std::size_t kHashDigits = 10;
 constexpr std::size_t kValueHashDigits = 8;
 // Trial and space names are file names in a local run and fill status.results up to 1,000 times.
@@ -44,8 +46,6 @@ constexpr std::array<std::string_view, 6> kZero3SpaceOrder = {
     "overlap_comm",         "reduce_scatter",        "reduce_bucket_size",
     "allgather_partitions", "allgather_bucket_size", "contiguous_gradients"};
 
-constexpr std::string_view kZeroPrefix = "zero_optimization.";
-
 std::span<const std::string_view> templateOrder(int stage) {
   if (stage == 1) {
     return kZero1TemplateOrder;
@@ -60,13 +60,21 @@ std::span<const std::string_view> spaceOrder(int stage) {
   return kZero3SpaceOrder;
 }
 
+// The key of zero_optimization a dotted path names, if it names one.
+std::optional<std::string_view> zeroKeyOf(std::string_view path) {
+  const std::string_view zero = api::kZeroKey;
+  if (path.size() <= zero.size() || !path.starts_with(zero) || path[zero.size()] != '.') {
+    return std::nullopt;
+  }
+  return path.substr(zero.size() + 1);
+}
+
 // Rank of a path: ZeRO keys by the given order, then offload sections, then everything else.
 std::vector<std::string> orderBy(std::span<const std::string_view> zeroOrder,
                                  std::vector<std::string> paths) {
   const auto rank = [&](const std::string& path) -> std::pair<std::size_t, std::string> {
-    if (path.starts_with(kZeroPrefix)) {
-      const std::string_view key = std::string_view(path).substr(kZeroPrefix.size());
-      const auto found = std::find(zeroOrder.begin(), zeroOrder.end(), key);
+    if (const auto key = zeroKeyOf(path)) {
+      const auto found = std::find(zeroOrder.begin(), zeroOrder.end(), *key);
       if (found != zeroOrder.end()) {
         return {static_cast<std::size_t>(found - zeroOrder.begin()), ""};
       }
@@ -86,10 +94,10 @@ std::string lastKey(const std::string& path) {
 
 // The offload section a path lies in ("op" or "oo"), or nothing.
 std::optional<std::string_view> offloadPrefix(const std::string& path) {
-  if (path.find("offload_param") != std::string::npos) {
+  if (path.find(api::kOffloadParamKey) != std::string::npos) {
     return "op";
   }
-  if (path.find("offload_optimizer") != std::string::npos) {
+  if (path.find(api::kOffloadOptimizerKey) != std::string::npos) {
     return "oo";
   }
   return std::nullopt;
@@ -102,34 +110,24 @@ std::string hashDigits(std::string_view text, std::size_t digits) {
 
 bool isAlphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
-// `kept` cut so that `separator` and a hash of `whole` fit within `limit`, then those appended:
-// distinct texts keep distinct results. A '-' may follow only an alphanumeric, as DNS labels and
-// label values require.
-std::string cutWithHash(std::string kept, std::string_view whole, std::size_t limit,
-                        char separator) {
+// `kept` cut so that `separator` and a hash of `whole` fit within `limit`, then shortened until it
+// ends in a character `mayEnd` accepts, then those appended: distinct texts keep distinct results.
+template <typename MayEnd>
+std::string cutWithHash(std::string kept, std::string_view whole, std::size_t limit, char separator,
+                        MayEnd mayEnd) {
   kept.resize(std::min(kept.size(), limit - kHashDigits - 1));
-  while (separator == '-' && !kept.empty() && !isAlphanumeric(kept.back())) {
+  while (!kept.empty() && !mayEnd(kept.back())) {
     kept.pop_back();
   }
   return (kept.empty() ? "" : kept + separator) + hashDigits(whole, kHashDigits);
 }
 
-std::string shortened(const std::string& name) {
-  return name.size() <= kMaxLabelLength ? name : cutWithHash(name, name, kMaxLabelLength, '-');
-}
-
 // A name of at most kMaxNameLength characters: a longer one is cut and ends in '~' and a hash of
 // the whole.
 std::string capped(const std::string& name) {
-  return name.size() <= kMaxNameLength ? name : cutWithHash(name, name, kMaxNameLength, '~');
-}
-
-// A Kubernetes label value: at most 63 characters of [A-Za-z0-9-_.], beginning and ending with
-// an alphanumeric (or empty).
-bool isLabelValue(std::string_view text) {
-  const auto allowed = [](char c) { return isAlphanumeric(c) || c == '-' || c == '_' || c == '.'; };
-  return text.empty() || (text.size() <= kMaxLabelLength && isAlphanumeric(text.front()) &&
-                          isAlphanumeric(text.back()) && std::ranges::all_of(text, allowed));
+  return name.size() <= kMaxNameLength
+             ? name
+             : cutWithHash(name, name, kMaxNameLength, '~', [](char) { return true; });
 }
 
 bool isNameCharacter(char c) {
@@ -297,15 +295,23 @@ std::string dnsSafe(std::string_view trialName) {
 }
 
 std::string podName(std::string_view jobName, std::string_view trialName) {
-  return shortened(std::string(jobName) + "-" + dnsSafe(trialName));
+  return boundedName(std::string(jobName) + "-" + dnsSafe(trialName));
 }
 
-std::string trialLabel(std::string_view trialName) { return shortened(dnsSafe(trialName)); }
+std::string trialLabel(std::string_view trialName) { return boundedName(dnsSafe(trialName)); }
 
-std::string boundedName(std::string_view name) { return shortened(std::string(name)); }
+std::string boundedName(std::string_view name, std::size_t maxLength, CutEnd cutEnd) {
+  if (name.size() <= maxLength) {
+    return std::string(name);
+  }
+  if (cutEnd == CutEnd::kAnyButHyphen) {
+    return cutWithHash(std::string(name), name, maxLength, '-', [](char c) { return c != '-'; });
+  }
+  return cutWithHash(std::string(name), name, maxLength, '-', isAlphanumeric);
+}
 
 std::string labelValue(std::string_view text) {
-  if (isLabelValue(text)) {
+  if (api::isLabelValue(text)) {
     return std::string(text);
   }
   std::string kept;
@@ -315,7 +321,7 @@ std::string labelValue(std::string_view text) {
       kept.push_back(c);
     }
   }
-  return cutWithHash(std::move(kept), text, kMaxLabelLength, '-');
+  return cutWithHash(std::move(kept), text, api::kMaxLabelValueLength, '-', isAlphanumeric);
 }
 
 }  // namespace autotune::tuning

@@ -54,16 +54,25 @@ std::string fnv1aHex(std::string_view text);
 // A trial name as a DNS-1123 label fragment: lower case, '_' and '.' to '-', '+' dropped.
 std::string dnsSafe(std::string_view trialName);
 
-// "<job>-<trial>" as a Pod name of at most 63 characters; longer names are cut and end in a
-// 10-digit hash of the whole name, so distinct trials keep distinct names.
+// "<job>-<trial>" as a Pod name of at most 63 characters, through boundedName.
 std::string podName(std::string_view jobName, std::string_view trialName);
 
 // The trial's value for the autotune.io/trial label (also at most 63 characters).
 std::string trialLabel(std::string_view trialName);
 
-// A DNS-1123 name of at most 63 characters, cut and ending in a hash of the whole when longer:
-// for objects whose names become label values (a batch/v1 Job's).
-std::string boundedName(std::string_view name);
+inline constexpr std::size_t kMaxDnsLabelLength = 63;
+
+// What the start of a cut name may end in, before the '-' that follows it.
+enum class CutEnd {
+  kAlphanumeric,  // as every DNS name and label value needs
+  kAnyButHyphen,  // a '.' stays: the names of multi-node trials' Jobs have always been cut so
+};
+
+// A name of at most maxLength characters: `name` itself when it fits; else its start, shortened
+// to end as `cutEnd` says, then '-' and a 10-digit hash of the whole name, so that distinct names
+// keep distinct results. At 63 characters a name can become a label value (a batch/v1 Job's).
+std::string boundedName(std::string_view name, std::size_t maxLength = kMaxDnsLabelLength,
+                        CutEnd cutEnd = CutEnd::kAlphanumeric);
 
 // Any text as a label value: kept when it is one, else its valid characters cut to fit and a hash
 // of the whole text, so that distinct texts keep distinct values.

@@ -2,15 +2,16 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
+#include "api/deepspeed_keys.h"
+#include "api/placeholders.h"
 #include "api/text.h"
 #include "tuning/trial_metrics.h"
 
 namespace autotune::tuning {
 namespace {
 
-constexpr int kDefaultStartProfileStep = 3;
-constexpr int kDefaultEndProfileStep = 5;
 // Every finished trial keeps its reason in status.results, up to 1,000 of them in one object: a
 // reason takes at most this many bytes there, as a JSON string.
 constexpr std::size_t kReasonBytes = 256;
@@ -35,23 +36,36 @@ std::optional<api::MeasuredModel> readModelInfo(const std::string& text) {
   return measured;
 }
 
+// An outcome without a value, a measured model or metrics.
+Classification ended(api::Outcome outcome, std::string reason) {
+  Classification classified;
+  classified.outcome = outcome;
+  classified.reason = std::move(reason);
+  return classified;
+}
+
 Classification exitedCleanly(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
   if (!exit.metrics) {
-    return {api::Outcome::kMetricsUnavailable, std::nullopt,
-            "exited 0 without writing its metrics file", std::nullopt};
+    return ended(api::Outcome::kMetricsUnavailable, "exited 0 without writing its metrics file");
   }
   if (profilingTrial) {
-    if (auto measured = readModelInfo(*exit.metrics)) {
-      return {api::Outcome::kSucceeded, std::nullopt, "", measured};
+    Classification profiled = ended(api::Outcome::kSucceeded, "");
+    profiled.measured = readModelInfo(*exit.metrics);
+    if (!profiled.measured) {
+      return ended(api::Outcome::kMetricsUnavailable,
+                   "the model info file has no positive num_params");
     }
-    return {api::Outcome::kMetricsUnavailable, std::nullopt,
-            "the model info file has no positive num_params", std::nullopt};
+    return profiled;
   }
-  auto value = readMetric(*exit.metrics, metric);
+  const MetricsFile file(*exit.metrics);
+  auto value = file.value(metric);
   if (!value) {
-    return {api::Outcome::kMetricsUnavailable, std::nullopt, value.error(), std::nullopt};
+    return ended(api::Outcome::kMetricsUnavailable, value.error());
   }
-  return {api::Outcome::kSucceeded, *value, "", std::nullopt};
+  Classification succeeded = ended(api::Outcome::kSucceeded, "");
+  succeeded.value = *value;
+  succeeded.metrics = file.values();
+  return succeeded;
 }
 
 // The value at a dotted path of nested objects ("zero_optimization.stage"), if there is one. Keys
@@ -97,33 +111,23 @@ const nlohmann::json* findKey(const nlohmann::json& config, const std::string& k
   return nullptr;
 }
 
-std::string fillPlaceholders(std::string text, const nlohmann::json& config,
-                             std::string_view jobName, const std::string& trialName) {
-  std::size_t start = 0;
-  while ((start = text.find("${", start)) != std::string::npos) {
-    const std::size_t end = text.find('}', start);
-    if (end == std::string::npos) {
-      break;
-    }
-    const std::string key = text.substr(start + 2, end - start - 2);
-    std::string replacement;
-    if (key == "trial") {
-      replacement = trialName;
-    } else if (key == "job") {
-      replacement = jobName;
-    } else if (std::ranges::find(api::kRendezvousVariables, key) !=
-               api::kRendezvousVariables.end()) {
-      replacement = "$(" + key + ")";  // each Pod of the trial has its own
-    } else if (const auto* value = findKey(config, key)) {
-      replacement = value->is_string() ? value->get<std::string>() : value->dump();
-    } else {
-      start = end + 1;  // validation rejects unknown placeholders; leave it visible
-      continue;
-    }
-    text.replace(start, end - start + 1, replacement);
-    start += replacement.size();
+// What a placeholder becomes in a trial, or nothing for a key the config lacks: validation rejects
+// those, and one that got here anyway is left visible.
+std::optional<std::string> replacementFor(std::string_view key, const nlohmann::json& config,
+                                          std::string_view jobName, const std::string& trialName) {
+  if (key == api::kTrialPlaceholder) {
+    return trialName;
   }
-  return text;
+  if (key == api::kJobPlaceholder) {
+    return std::string(jobName);
+  }
+  if (std::ranges::find(api::kRendezvousVariables, key) != api::kRendezvousVariables.end()) {
+    return "$(" + std::string(key) + ")";  // each Pod of the trial has its own
+  }
+  if (const auto* value = findKey(config, std::string(key))) {
+    return value->is_string() ? value->get<std::string>() : value->dump();
+  }
+  return std::nullopt;
 }
 
 void setFlag(std::vector<std::string>& argv, const std::string& flag, const std::string& value) {
@@ -146,11 +150,10 @@ void setFlag(std::vector<std::string>& argv, const std::string& flag, const std:
 // How the trial ended, with a reason of any length.
 Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
   if (exit.timedOut) {
-    return {api::Outcome::kTimedOut, std::nullopt, "ran longer than spec.trialTimeout",
-            std::nullopt};
+    return ended(api::Outcome::kTimedOut, "ran longer than spec.trialTimeout");
   }
   if (exit.oomKilled) {
-    return {api::Outcome::kOOM, std::nullopt, "OOMKilled", std::nullopt};
+    return ended(api::Outcome::kOOM, "OOMKilled");
   }
   if (exit.exitCode == 0) {
     Classification clean = exitedCleanly(exit, metric, profilingTrial);
@@ -159,7 +162,7 @@ Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool
     }
   }
   if (mentionsOutOfMemory(exit.message)) {
-    return {api::Outcome::kOOM, std::nullopt, tail(exit.message, kReasonBytes), std::nullopt};
+    return ended(api::Outcome::kOOM, tail(exit.message, kReasonBytes));
   }
   std::string reason = exit.signal ? "killed by signal " + std::to_string(*exit.signal)
                                    : "exited " + std::to_string(exit.exitCode.value_or(-1));
@@ -167,7 +170,7 @@ Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool
   if (!message.empty()) {
     reason += ": " + message;
   }
-  return {api::Outcome::kFailed, std::nullopt, reason, std::nullopt};
+  return ended(api::Outcome::kFailed, reason);
 }
 
 }  // namespace
@@ -185,21 +188,23 @@ std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec) {
 
 nlohmann::json launchConfig(const api::Spec& spec, const Trial& trial, const TrialFiles& files) {
   nlohmann::json config = trial.config;
-  const nlohmann::json user = spec.deepspeedConfig.value("autotuning", nlohmann::json::object());
-  nlohmann::json autotuning = {{"enabled", true}};
+  const nlohmann::json user =
+      spec.deepspeedConfig.value(api::kAutotuningKey, nlohmann::json::object());
+  nlohmann::json autotuning = {{api::kEnabledKey, true}};
   if (trial.profile) {
-    autotuning["model_info"] = {{"profile", true}};
-    autotuning["model_info_path"] = files.metrics;
+    autotuning[api::kModelInfoKey] = {{"profile", true}};
+    autotuning[api::kModelInfoPathKey] = files.metrics;
   } else {
-    autotuning["metric_path"] = files.metrics;
-    const int start = user.value("start_profile_step", kDefaultStartProfileStep);
-    const int end = user.value("end_profile_step",
-                               std::max(kDefaultEndProfileStep,
-                                        start + kDefaultEndProfileStep - kDefaultStartProfileStep));
-    autotuning["start_profile_step"] = start;
-    autotuning["end_profile_step"] = end;
+    autotuning[api::kMetricPathKey] = files.metrics;
+    const int start = user.value(api::kStartProfileStepKey, api::kDefaultStartProfileStep);
+    const int end =
+        user.value(api::kEndProfileStepKey,
+                   std::max(api::kDefaultEndProfileStep,
+                            start + api::kDefaultEndProfileStep - api::kDefaultStartProfileStep));
+    autotuning[api::kStartProfileStepKey] = start;
+    autotuning[api::kEndProfileStepKey] = end;
   }
-  config["autotuning"] = std::move(autotuning);
+  config[api::kAutotuningKey] = std::move(autotuning);
   return config;
 }
 
@@ -218,12 +223,14 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
   return classified;
 }
 
-std::map<std::string, double> recordedMetrics(const TrialExit& exit,
-                                              const Classification& classified) {
-  if (classified.outcome != api::Outcome::kSucceeded || classified.measured || !exit.metrics) {
-    return {};
-  }
-  return readMetrics(*exit.metrics);
+RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
+                        api::Metric metric, bool profilingTrial, std::string_view startTime,
+                        double seconds) {
+  Classification classified = classify(exit, metric, profilingTrial);
+  api::TrialRecord record{std::string(name), std::string(space),           classified.outcome,
+                          classified.value,  std::move(classified.reason), std::string(startTime),
+                          seconds,           std::move(classified.metrics)};
+  return {std::move(record), classified.measured};
 }
 
 std::string boundedReason(std::string_view reason) {
@@ -262,8 +269,19 @@ std::string tail(std::string_view text, std::size_t maxBytes) {
   return last;
 }
 
-std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName) {
-  return fillPlaceholders(std::move(text), trial.config, jobName, trial.name);
+std::string substitutePlaceholders(std::string_view text, const Trial& trial,
+                                   std::string_view jobName) {
+  std::string filled;
+  std::size_t copied = 0;
+  for (const api::Placeholder& placeholder : api::scanPlaceholders(text).placeholders) {
+    const std::string_view whole = text.substr(placeholder.position, placeholder.length);
+    filled += text.substr(copied, placeholder.position - copied);
+    filled += replacementFor(placeholder.key, trial.config, jobName, trial.name)
+                  .value_or(std::string(whole));
+    copied = placeholder.position + placeholder.length;
+  }
+  filled += text.substr(copied);
+  return filled;
 }
 
 std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jobName,

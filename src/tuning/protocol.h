@@ -56,10 +56,15 @@ std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec);
 // ${key}, ${trial} and ${job} in one word of the command or the environment, filled in; a
 // multi-node trial's ${AUTOTUNE_NODE_RANK} and the like (api::kRendezvousVariables) become
 // $(AUTOTUNE_NODE_RANK), which the kubelet expands from each Pod's environment.
-std::string substitutePlaceholders(std::string text, const Trial& trial, std::string_view jobName);
+std::string substitutePlaceholders(std::string_view text, const Trial& trial,
+                                   std::string_view jobName);
 
 // A command line as one shell-quoted string.
 std::string shellJoin(const std::vector<std::string>& argv);
+
+// The most of a trial's termination message the kubelet keeps, and so the most of a trial's error
+// output either runner reads into TrialExit::message.
+inline constexpr std::size_t kTerminationMessageBytes = 4096;
 
 // How a trial's process ended, as far as its runner could tell.
 struct TrialExit {
@@ -76,14 +81,26 @@ struct Classification {
   std::optional<double> value;
   std::string reason;
   std::optional<api::MeasuredModel> measured;  // for a profiling trial that succeeded
+  // Every metric of its metrics file, for a trial that succeeded (a profiling trial's file holds
+  // the model's size instead).
+  std::map<std::string, double> metrics;
 };
 
+// How the trial ended; its metrics file, if it wrote one, is read once here.
 Classification classify(const TrialExit& exit, api::Metric metric, bool profilingTrial);
 
-// What a trial's record keeps of its metrics file: every metric in it, once the trial succeeded
-// (a profiling trial's file holds the model's size instead).
-std::map<std::string, double> recordedMetrics(const TrialExit& exit,
-                                              const Classification& classified);
+// A trial's record once its process ended, and for the profiling trial what it measured.
+struct RecordedExit {
+  api::TrialRecord record;
+  std::optional<api::MeasuredModel> measured;
+};
+
+// Exit, classification, record: how every runner records a trial whose process ended. The record
+// is classify(exit)'s outcome, value, reason and metrics, under the trial's name and space, with
+// when it started (RFC 3339) and for how many seconds it ran.
+RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
+                        api::Metric metric, bool profilingTrial, std::string_view startTime,
+                        double seconds);
 
 // Whether a message carries a CUDA / PyTorch out-of-memory error.
 bool mentionsOutOfMemory(std::string_view message);

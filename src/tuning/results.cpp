@@ -6,6 +6,7 @@
 #include <map>
 
 #include "api/codec.h"
+#include "api/deepspeed_keys.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
 
@@ -86,7 +87,7 @@ std::string launchCommand(const api::Spec& spec, std::string_view jobName, const
     return shellJoin(argv);
   }
   std::string command = "# On each of " + std::to_string(nodes) + " nodes with " +
-                        std::to_string(spec.resources.gpusPerTrial / nodes) +
+                        std::to_string(spec.resources.gpusPerNode()) +
                         " GPUs each, with AUTOTUNE_NUM_NODES=" + std::to_string(nodes) +
                         ", AUTOTUNE_NODE_RANK the node's rank (0 to " + std::to_string(nodes - 1) +
                         "), AUTOTUNE_MASTER_ADDR rank 0's address and AUTOTUNE_MASTER_PORT=" +
@@ -211,7 +212,7 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
 
 nlohmann::json optimalConfig(const Trial& best) {
   nlohmann::json config = best.config;
-  config.erase("autotuning");
+  config.erase(api::kAutotuningKey);
   return config;
 }
 

@@ -6,63 +6,10 @@
 #include <optional>
 #include <set>
 
+#include "api/deepspeed_keys.h"
+
 namespace autotune::tuning {
 namespace {
-
-constexpr std::string_view kMicroBatchKey = "train_micro_batch_size_per_gpu";
-constexpr std::string_view kGradientAccumulationKey = "gradient_accumulation_steps";
-constexpr std::string_view kTrainBatchKey = "train_batch_size";
-constexpr std::string_view kAutotuningKey = "autotuning";
-constexpr int kAllStages = 4;
-
-std::vector<int> stagesOf(const nlohmann::json& config) {
-  const auto zero = config.find("zero_optimization");
-  if (zero == config.end() || !zero->is_object() || !zero->contains("stage")) {
-    return {0};  // as DeepSpeed: no stage given means ZeRO disabled, not tuned
-  }
-  const nlohmann::json& stage = zero->at("stage");
-  if (stage.is_string()) {
-    std::vector<int> all(kAllStages);
-    for (int s = 0; s < kAllStages; ++s) {
-      all[static_cast<std::size_t>(s)] = s;
-    }
-    return all;
-  }
-  if (stage.is_number_integer()) {
-    return {stage.get<int>()};
-  }
-  std::set<int> distinct;
-  for (const auto& value : stage) {
-    distinct.insert(value.get<int>());
-  }
-  return {distinct.begin(), distinct.end()};
-}
-
-BatchChoice batchChoiceOf(const nlohmann::json& config, std::string_view key) {
-  const auto found = config.find(key);
-  if (found == config.end() || found->is_string()) {
-    return {};
-  }
-  if (found->is_number_integer()) {
-    return {BatchChoice::Kind::kStart, {found->get<int>()}};
-  }
-  BatchChoice choice{BatchChoice::Kind::kList, {}};
-  for (const auto& value : *found) {
-    if (std::find(choice.values.begin(), choice.values.end(), value.get<int>()) ==
-        choice.values.end()) {
-      choice.values.push_back(value.get<int>());
-    }
-  }
-  return choice;
-}
-
-// A flat list of numbers under optimizer.params or scheduler.params (Adam's betas) is a value.
-bool isPlainValue(const std::string& path, const nlohmann::json& list) {
-  const bool underParams =
-      path.starts_with("optimizer.params.") || path.starts_with("scheduler.params.");
-  return underParams &&
-         std::all_of(list.begin(), list.end(), [](const auto& v) { return v.is_number(); });
-}
 
 // Replaces every dimension in `node` by its first value and records it.
 void extractDimensions(nlohmann::json& node, const std::string& prefix,
@@ -75,7 +22,7 @@ void extractDimensions(nlohmann::json& node, const std::string& prefix,
     path += key;
     if (value.is_object()) {
       extractDimensions(value, path, dimensions);
-    } else if (value.is_array() && !value.empty() && !isPlainValue(path, value)) {
+    } else if (value.is_array() && !value.empty() && !api::isValueList(path, value)) {
       Dimension dimension{path, {}};
       for (const auto& candidate : value) {
         if (std::find(dimension.values.begin(), dimension.values.end(), candidate) ==
@@ -107,13 +54,13 @@ Trial makeTrial(const TuningSpace& space, int stage, int microBatch, int gradien
   trial.microBatch = microBatch;
   trial.gradientAccumulation = gradientAccumulation;
   trial.config = space.base;
-  setPath(trial.config, "zero_optimization.stage", stage);
+  setPath(trial.config, std::string(api::kZeroStagePath), stage);
   for (const auto& [path, value] : knobs) {
     setPath(trial.config, path, value);
   }
-  trial.config[kMicroBatchKey] = microBatch;
-  trial.config[kGradientAccumulationKey] = gradientAccumulation;
-  trial.config[kTrainBatchKey] =
+  trial.config[api::kMicroBatchKey] = microBatch;
+  trial.config[api::kGradientAccumulationKey] = gradientAccumulation;
+  trial.config[api::kTrainBatchKey] =
       space.trainBatchAuto
           ? nlohmann::json("auto")
           : nlohmann::json(trainBatchSize(space, microBatch, gradientAccumulation));
@@ -189,19 +136,16 @@ int MicroBatchLadder::gradientAccumulationFor(int microBatch, int freeChoice) co
 }
 
 TuningSpace describeSpace(const api::Spec& spec) {
+  const api::TuningSyntax syntax = api::tuningSyntaxOf(spec.deepspeedConfig);
   TuningSpace space;
-  const nlohmann::json& config = spec.deepspeedConfig;
-  space.stages = stagesOf(config);
-  space.microBatch = batchChoiceOf(config, kMicroBatchKey);
-  space.gradientAccumulation = batchChoiceOf(config, kGradientAccumulationKey);
-  space.userSetGradientAccumulation = config.contains(kGradientAccumulationKey);
+  space.stages = syntax.stages;
+  space.microBatch = syntax.microBatch;
+  space.gradientAccumulation = syntax.gradientAccumulation;
+  space.userSetGradientAccumulation = syntax.gradientAccumulationSet;
+  space.fixedTrainBatch = syntax.trainBatch.fixed;
+  space.trainBatchAuto = syntax.trainBatch.automatic;
   space.parallelism = {spec.resources.gpusPerTrial, spec.resources.modelParallelSize};
   space.search = spec.search;
-  const auto trainBatch = config.find(kTrainBatchKey);
-  if (trainBatch != config.end() && trainBatch->is_number_integer()) {
-    space.fixedTrainBatch = trainBatch->get<int>();
-  }
-  space.trainBatchAuto = trainBatch != config.end() && trainBatch->is_string();
   std::optional<int> batchPerReplica;
   if (space.fixedTrainBatch) {
     batchPerReplica = *space.fixedTrainBatch / space.parallelism.dataParallel();
@@ -209,13 +153,13 @@ TuningSpace describeSpace(const api::Spec& spec) {
   space.microBatches = MicroBatchLadder(spec.search.minMicroBatchSize,
                                         spec.search.maxMicroBatchSize, batchPerReplica);
 
-  space.base = config;
-  for (const auto key :
-       {kMicroBatchKey, kGradientAccumulationKey, kTrainBatchKey, kAutotuningKey}) {
+  space.base = spec.deepspeedConfig;
+  for (const auto key : {api::kMicroBatchKey, api::kGradientAccumulationKey, api::kTrainBatchKey,
+                         api::kAutotuningKey}) {
     space.base.erase(std::string(key));
   }
-  if (space.base.contains("zero_optimization")) {
-    space.base["zero_optimization"].erase("stage");
+  if (space.base.contains(api::kZeroKey)) {
+    space.base[api::kZeroKey].erase(std::string(api::kStageKey));
   }
   extractDimensions(space.base, "", space.dimensions);
   std::sort(space.dimensions.begin(), space.dimensions.end(),
@@ -310,21 +254,21 @@ Trial makeProfileTrial(const TuningSpace& space) {
   trial.name = std::string(kProfileTrialName);
   trial.space = std::string(kProfileTrialName);
   trial.profile = true;
-  trial.config[kAutotuningKey] = {{"model_info", {{"profile", true}}}};
+  trial.config[api::kAutotuningKey] = {{api::kModelInfoKey, {{"profile", true}}}};
   return trial;
 }
 
 std::optional<std::string> inconsistency(const TuningSpace& space, const Trial& trial) {
-  const nlohmann::json zero = trial.config.value("zero_optimization", nlohmann::json::object());
-  if (offloads(zero, "offload_param") && trial.stage != 3) {
+  const nlohmann::json zero = trial.config.value(api::kZeroKey, nlohmann::json::object());
+  if (offloads(zero, api::kOffloadParamKey) && trial.stage != 3) {
     return "offload_param needs ZeRO stage 3";
   }
-  if (offloads(zero, "offload_optimizer")) {
+  if (offloads(zero, api::kOffloadOptimizerKey)) {
     if (trial.stage == 0) {
       return "offload_optimizer needs ZeRO stage 1 or higher";
     }
-    if (!trial.config.contains("optimizer") &&
-        trial.config.value("zero_force_ds_cpu_optimizer", true)) {
+    if (!trial.config.contains(api::kOptimizerKey) &&
+        trial.config.value(api::kForceDeepSpeedCpuOptimizerKey, true)) {
       return "offload_optimizer needs DeepSpeed's own optimizer (an optimizer section); a client "
              "optimizer cannot be offloaded";
     }

@@ -9,20 +9,11 @@
 #include <vector>
 
 #include "api/job.h"
+#include "api/tuning_syntax.h"
 #include "tuning/memory_model.h"
 #include "tuning/naming.h"
 
 namespace autotune::tuning {
-
-// How the user gave train_micro_batch_size_per_gpu or gradient_accumulation_steps: "auto" (search
-// it), an integer (where the search starts) or a list (exactly these values).
-struct BatchChoice {
-  enum class Kind { kAuto, kStart, kList };
-  Kind kind = Kind::kAuto;
-  std::vector<int> values;
-
-  int first(int fallback) const { return values.empty() ? fallback : values.front(); }
-};
 
 // Another list-valued key of the config: a dimension of the search.
 struct Dimension {
@@ -62,12 +53,11 @@ struct TuningSpace {
   // The user's config with every dimension at its first value and without the keys a trial sets
   // itself (stage, micro-batch, gradient accumulation, train_batch_size, autotuning).
   nlohmann::json base;
+  // The config's tuning syntax, as api::TuningSyntax decodes it.
   std::vector<int> stages;  // ascending, distinct
-  BatchChoice microBatch;
-  BatchChoice gradientAccumulation;
+  api::BatchChoice microBatch;
+  api::BatchChoice gradientAccumulation;
   bool userSetGradientAccumulation = false;
-  // train_batch_size: a number fixes the global batch; "auto" is kept for the training script
-  // (Hugging Face fills it); absent, each trial gets micro-batch x accumulation x DP degree.
   std::optional<int> fixedTrainBatch;
   bool trainBatchAuto = false;
   MicroBatchLadder microBatches;

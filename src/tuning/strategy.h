@@ -42,15 +42,16 @@ struct SearchContext {
   std::optional<std::string> pruneReason(const Trial& trial) const;
 };
 
-struct Plan {
+// What a strategy proposes, given what has run: the trials to run next and the ones it rules out.
+struct Proposal {
   std::vector<Trial> wanted;  // trials whose outcome the strategy wants now, most urgent first
   std::vector<Trial> known;   // every trial the strategy has considered, for looking up names
   std::vector<PrunedTrial> pruned;
   std::string stopReason;  // why it wants nothing more, when it stopped early
 };
 
-Plan planDeepSpeed(const SearchContext& context);
-Plan planList(const SearchContext& context);
+Proposal proposeDeepSpeed(const SearchContext& context);
+Proposal proposeFromList(const SearchContext& context);
 
 // The number of finished trials in `names` (launch order) since the best among them, with
 // `baseline` as the score to beat at the start.

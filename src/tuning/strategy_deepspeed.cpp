@@ -6,80 +6,35 @@
 // one probe at the best's memory use, and a search of their own only when that probe is close too.
 // Then, in full mode or when the user listed other keys, a grid over those keys at the best.
 
+#include "tuning/strategy_deepspeed.h"
+
 #include <algorithm>
 #include <cmath>
-#include <limits>
-
-#include "tuning/strategy.h"
 
 namespace autotune::tuning {
 namespace {
 
-constexpr double kDidNotRun = -std::numeric_limits<double>::infinity();
-// The first step away from a lone measurement, as a share of its micro-batch.
-constexpr double kLocalStep = 0.1;
-// Gaps no wider than this share of the best micro-batch are not split further.
-constexpr double kResolution = 0.03;
-// A gap is closed once the slopes around it bound what it could hold to this share above the best.
-constexpr double kGainTolerance = 0.003;
-// How much each step down grows while the lower probe keeps winning (the golden ratio).
-constexpr double kExpansion = 1.618;
-constexpr double kGoldenSection = 0.382;
+using deepspeed::allowedWithin;
+using deepspeed::bestMicroBatch;
+using deepspeed::Curve;
+using deepspeed::curveProbes;
+using deepspeed::ProposalBuilder;
+using deepspeed::Stage;
+using deepspeed::StageBounds;
+using deepspeed::StageResult;
+using deepspeed::tuneOtherKeys;
+
 // After running out of memory before anything fitted, the next probe of the stage.
 constexpr double kBackOff = 0.7;
 // A stage whose screen is within spec.search.plateauThreshold of the best screen is a contender:
 // it gets a search of its own when its probe at the best's memory use is within this of the best.
 constexpr double kContenderProbe = 0.01;
 
-// Where one stage's micro-batch search may go.
-struct StageBounds {
-  int stage = 0;
-  int lowest = 1;  // the smallest allowed micro-batch
-  int cap = 1;     // the largest allowed by the spec
-  int gradientAccumulation = 1;
-  std::optional<int> estimate;  // the memory model's largest micro-batch
-};
-
-// What the finished trials of one stage (at its gradient accumulation) measured.
-struct Curve {
-  std::map<int, double> scores;     // micro-batches that ran
-  std::optional<int> firstFit;      // the first to run, in launch order: the stage's screen
-  std::optional<int> smallestMiss;  // the smallest that did not run (out of memory or failed)
-  bool missFailed = false;          // that one failed for another reason than memory
-};
-
-struct Stage {
-  StageBounds bounds;
-  Curve curve;
-
-  std::optional<double> screen() const {
-    return curve.firstFit ? std::optional(curve.scores.at(*curve.firstFit)) : std::nullopt;
-  }
-  // The largest micro-batch the search may still try.
-  int highest() const {
-    return curve.smallestMiss ? std::min(bounds.cap, *curve.smallestMiss - 1) : bounds.cap;
-  }
-};
-
-struct StageResult {
-  int stage = 0;
-  std::optional<std::string> bestTrial;
-  std::optional<double> bestScore;
-};
-
-// The straight line through two measurements, extended past them.
-struct Line {
-  double x0 = 0;
-  double y0 = 0;
-  double slope = 0;
-  double at(double x) const { return y0 + slope * (x - x0); }
-};
-
 class DeepSpeedSearch {
  public:
   explicit DeepSpeedSearch(const SearchContext& context) : context_(context) {}
 
-  Plan plan() {
+  Proposal propose() {
     finishedTrials_ = fastTrialsNamed(context_.launchOrder);
     for (const auto& trial : fastTrialsNamed(context_.inFlight)) {
       runningStages_.insert(trial.stage);
@@ -91,7 +46,7 @@ class DeepSpeedSearch {
       }
     }
     bool complete = true;
-    if (context_.space.microBatch.kind == BatchChoice::Kind::kList) {
+    if (context_.space.microBatch.kind == api::BatchChoice::Kind::kList) {
       for (const auto& stage : stages) {
         complete &= runListedMicroBatches(stage.bounds);
       }
@@ -104,9 +59,9 @@ class DeepSpeedSearch {
       for (const auto& stage : stages) {
         results.push_back(bestOfStage(stage.bounds.stage));
       }
-      tuneOtherKeys(results);
+      tuneOtherKeys(context_, results, builder_);
     }
-    return std::move(plan_);
+    return builder_.take();
   }
 
  private:
@@ -120,7 +75,7 @@ class DeepSpeedSearch {
   // completes a fixed global batch.
   Trial probe(const StageBounds& bounds, int microBatch) {
     Trial trial = unremembered(bounds, microBatch);
-    remember(trial);
+    builder_.remember(trial);
     return trial;
   }
 
@@ -128,23 +83,6 @@ class DeepSpeedSearch {
   Trial unremembered(const StageBounds& bounds, int microBatch) const {
     return makeFastTrial(context_.space, bounds.stage, microBatch,
                          ladder().gradientAccumulationFor(microBatch, bounds.gradientAccumulation));
-  }
-
-  void remember(const Trial& trial) {
-    if (remembered_.insert(trial.name).second) {
-      plan_.known.push_back(trial);
-    }
-  }
-
-  void want(const Trial& trial) {
-    if (wanted_.insert(trial.name).second) {
-      plan_.wanted.push_back(trial);
-    }
-  }
-
-  void prune(const Trial& trial, std::string reason) {
-    remember(trial);
-    plan_.pruned.push_back({trial.name, std::move(reason)});
   }
 
   // The stage's limits, or nothing when the stage is pruned.
@@ -162,19 +100,19 @@ class DeepSpeedSearch {
         ladder().atLeast(search().minMicroBatchSize).value_or(search().minMicroBatchSize);
     const Trial first = probe(bounds, std::min(bounds.lowest, std::max(bounds.cap, 1)));
     if (bounds.cap < search().minMicroBatchSize) {
-      prune(first, "spec.search.maxTrainBatchSize leaves no micro-batch of at least " +
-                       std::to_string(search().minMicroBatchSize));
+      builder_.prune(first, "spec.search.maxTrainBatchSize leaves no micro-batch of at least " +
+                                std::to_string(search().minMicroBatchSize));
       return std::nullopt;
     }
     if (const auto reason = inconsistency(context_.space, first)) {
-      prune(first, *reason);
+      builder_.prune(first, *reason);
       return std::nullopt;
     }
     bounds.estimate = context_.estimatedLargestMicroBatch(first);
     if (bounds.estimate && *bounds.estimate < search().minMicroBatchSize) {
-      prune(first, "the memory model leaves no room for a micro-batch of " +
-                       std::to_string(search().minMicroBatchSize) + " at ZeRO stage " +
-                       std::to_string(stage));
+      builder_.prune(first, "the memory model leaves no room for a micro-batch of " +
+                                std::to_string(search().minMicroBatchSize) + " at ZeRO stage " +
+                                std::to_string(stage));
       return std::nullopt;
     }
     return bounds;
@@ -200,7 +138,7 @@ class DeepSpeedSearch {
               ladder().gradientAccumulationFor(trial.microBatch, bounds.gradientAccumulation)) {
         continue;
       }
-      remember(trial);
+      builder_.remember(trial);
       if (const auto score = context_.score(trial.name)) {
         curve.scores[trial.microBatch] = *score;
         ran.push_back(trial.microBatch);
@@ -220,14 +158,6 @@ class DeepSpeedSearch {
       curve.firstFit = ran.front();
     }
     return curve;
-  }
-
-  // The allowed micro-batch nearest `aim` within [low, high], if any.
-  std::optional<int> allowedWithin(int low, int high, int aim) const {
-    if (low > high) {
-      return std::nullopt;
-    }
-    return ladder().closestBetween(low - 1, high + 1, std::clamp(aim, low, high));
   }
 
   // The micro-batch of `to` that uses the memory `from` uses at `microBatch`, to the nearest
@@ -250,10 +180,10 @@ class DeepSpeedSearch {
     int start = bounds.lowest;
     if (bounds.estimate) {
       start = *bounds.estimate;
-    } else if (context_.space.microBatch.kind == BatchChoice::Kind::kStart) {
+    } else if (context_.space.microBatch.kind == api::BatchChoice::Kind::kStart) {
       start = context_.space.microBatch.values.front();
     }
-    return allowedWithin(bounds.lowest, bounds.cap, start);
+    return allowedWithin(ladder(), bounds.lowest, bounds.cap, start);
   }
 
   // Where a stage that has not run yet is tried next, or nothing when it cannot run. Every stage
@@ -281,10 +211,10 @@ class DeepSpeedSearch {
     if (stage.curve.missFailed) {
       // A config DeepSpeed rejects, or a script that breaks, fails at any micro-batch: the
       // smallest tells that apart from a failure of the larger one alone, in one launch.
-      return allowedWithin(bounds.lowest, *miss - 1, bounds.lowest);
+      return allowedWithin(ladder(), bounds.lowest, *miss - 1, bounds.lowest);
     }
     const int backedOff = static_cast<int>(std::floor(kBackOff * *miss));
-    return allowedWithin(bounds.lowest, *miss - 1, backedOff);
+    return allowedWithin(ladder(), bounds.lowest, *miss - 1, backedOff);
   }
 
   // The largest micro-batch of `to` by a memory model that charges each sample all the room the
@@ -302,7 +232,8 @@ class DeepSpeedSearch {
         largest = static_cast<int>(std::floor(ran * room / anchorRoom));
       }
     }
-    return allowedWithin(to.lowest, std::max(to.lowest, to.cap), largest).value_or(to.lowest);
+    return allowedWithin(ladder(), to.lowest, std::max(to.lowest, to.cap), largest)
+        .value_or(to.lowest);
   }
 
   // Screens every stage, then searches the best one and its contenders. True when done.
@@ -317,7 +248,7 @@ class DeepSpeedSearch {
       if (runningStages_.contains(stage.bounds.stage)) {
         screened = false;  // its outcome decides where it goes next
       } else if (const auto next = screenProbe(stage, anchor)) {
-        want(probe(stage.bounds, *next));
+        builder_.want(probe(stage.bounds, *next));
         screened = false;
       }
     }
@@ -339,16 +270,6 @@ class DeepSpeedSearch {
     return searchContenders(stages, *best);
   }
 
-  static int bestMicroBatch(const Curve& curve) {
-    int best = curve.scores.begin()->first;
-    for (const auto& [microBatch, score] : curve.scores) {
-      if (score >= curve.scores.at(best)) {
-        best = microBatch;  // ties go to the larger micro-batch
-      }
-    }
-    return best;
-  }
-
   // Stages whose screen came close to the best's: one probe at the memory use of the best
   // stage's best micro-batch, and a search of their own when that probe is close too.
   bool searchContenders(const std::vector<Stage>& stages, const Stage& leader) {
@@ -362,7 +283,7 @@ class DeepSpeedSearch {
           *stage.screen() < leaderScreen - search().plateauThreshold * std::abs(leaderScreen)) {
         continue;
       }
-      const auto at = allowedWithin(stage.bounds.lowest, stage.highest(),
+      const auto at = allowedWithin(ladder(), stage.bounds.lowest, stage.highest(),
                                     equalMemory(leader.bounds, leaderBest, stage.bounds));
       if (!at) {
         continue;
@@ -371,7 +292,7 @@ class DeepSpeedSearch {
       if (measured == stage.curve.scores.end()) {
         const Trial trial = probe(stage.bounds, *at);
         if (!context_.observation(trial.name)) {
-          want(trial);
+          builder_.want(trial);
           complete = false;
         }
         continue;
@@ -385,144 +306,12 @@ class DeepSpeedSearch {
 
   // Wants the next probes of the stage's curve search; true when it needs none.
   bool wantCurveProbes(const Stage& stage) {
-    const std::vector<int> probes = curveProbes(stage);
+    const std::vector<int> probes = curveProbes(stage, ladder());
     const auto useful = std::min<std::size_t>(probes.size(), context_.wantedSlots > 1 ? 2 : 1);
     for (std::size_t i = 0; i < useful; ++i) {
-      want(probe(stage.bounds, probes[i]));
+      builder_.want(probe(stage.bounds, probes[i]));
     }
     return probes.empty();
-  }
-
-  // The most a gap next to the best could hold, by the lines through the measurements on either
-  // side of it (a unimodal curve lies below both), or nothing when neither side bounds it.
-  std::optional<double> gapBound(const Curve& curve, int best, int edge, bool up) const {
-    const auto& scores = curve.scores;
-    std::optional<Line> fromBest;
-    std::optional<Line> fromEdge;
-    const auto bestAt = scores.find(best);
-    if (up ? bestAt != scores.begin() : std::next(bestAt) != scores.end()) {
-      const auto other = up ? std::prev(bestAt) : std::next(bestAt);
-      fromBest = Line{static_cast<double>(best), bestAt->second,
-                      (bestAt->second - other->second) / (best - other->first)};
-    }
-    const auto edgeAt = scores.find(edge);
-    const bool beyondEdge = edgeAt != scores.end() &&
-                            (up ? std::next(edgeAt) != scores.end() : edgeAt != scores.begin());
-    if (beyondEdge) {
-      const auto beyond = up ? std::next(edgeAt) : std::prev(edgeAt);
-      const double slope = (beyond->second - edgeAt->second) / (beyond->first - edge);
-      if ((up && slope <= 0) || (!up && slope >= 0)) {  // falling away from the best
-        fromEdge = Line{static_cast<double>(edge), edgeAt->second, slope};
-      }
-    }
-    if (!fromBest && !fromEdge) {
-      return std::nullopt;
-    }
-    const int step = up ? 1 : -1;
-    std::vector<double> points = {static_cast<double>(best + step),
-                                  static_cast<double>(edge - step)};
-    if (fromBest && fromEdge && fromBest->slope != fromEdge->slope) {
-      const double crossing = (fromEdge->y0 - fromBest->y0 + fromBest->slope * fromBest->x0 -
-                               fromEdge->slope * fromEdge->x0) /
-                              (fromBest->slope - fromEdge->slope);
-      points.push_back(
-          std::clamp(crossing, std::min(points[0], points[1]), std::max(points[0], points[1])));
-    }
-    double most = kDidNotRun;
-    for (const double x : points) {
-      double bound = std::numeric_limits<double>::infinity();
-      for (const auto& line : {fromBest, fromEdge}) {
-        if (line) {
-          bound = std::min(bound, line->at(x));
-        }
-      }
-      most = std::max(most, bound);
-    }
-    return most;
-  }
-
-  // Whether the micro-batches strictly between best and edge could beat the best by more than
-  // the tolerance.
-  bool mayHoldBetter(const Curve& curve, int best, int edge, bool up) const {
-    const double bestScore = curve.scores.at(best);
-    const auto bound = gapBound(curve, best, edge, up);
-    return !bound || *bound > bestScore + kGainTolerance * std::abs(bestScore);
-  }
-
-  // A gap worth splitting: wider than the resolution, and it may hold a better point.
-  bool gapOpen(const Curve& curve, int best, int edge, bool up) const {
-    return std::abs(edge - best) > resolutionAt(best) && mayHoldBetter(curve, best, edge, up);
-  }
-
-  // The next micro-batches the stage's curve search wants, most useful first: below a best with
-  // nothing measured under it; above a best that is the largest that ran, up to the memory
-  // boundary (a climb can find much more than a gap); else inside the gaps around the best that
-  // could still hold a better point, the wider first.
-  std::vector<int> curveProbes(const Stage& stage) {
-    const Curve& curve = stage.curve;
-    const StageBounds& bounds = stage.bounds;
-    const int best = bestMicroBatch(curve);
-    const auto at = curve.scores.find(best);
-    const int below = at == curve.scores.begin() ? 0 : std::prev(at)->first;  // 0: none
-    const int above = std::next(at) == curve.scores.end() ? 0 : std::next(at)->first;
-    const bool unexploredBelow = below == 0 && best > bounds.lowest;
-    const bool climb = above == 0 && best < stage.highest() &&
-                       mayHoldBetter(curve, best, stage.highest() + 1, true);
-
-    std::optional<int> lower;
-    if (unexploredBelow) {
-      const double step = above != 0 ? kExpansion * (above - best) : kLocalStep * best;
-      lower = allowedWithin(bounds.lowest, best - 1,
-                            best - static_cast<int>(std::max(1.0, std::round(step))));
-    } else if (below != 0 && gapOpen(curve, best, below, false)) {
-      lower = allowedWithin(below + 1, best - 1, golden(best, below));
-    }
-    std::optional<int> upper;
-    if (climb) {
-      upper = allowedWithin(best + 1, stage.highest(), best + climbStep(stage, best, below));
-    } else if (above != 0 && gapOpen(curve, best, above, true)) {
-      upper = allowedWithin(best + 1, above - 1, golden(best, above));
-    }
-    const bool upperFirst =
-        !unexploredBelow && upper && (climb || !lower || *upper - best > best - *lower);
-    std::vector<std::optional<int>> probes =
-        upperFirst ? std::vector{upper, lower} : std::vector{lower, upper};
-    std::vector<int> wanted;
-    for (const auto& probe : probes) {
-      if (probe && !curve.scores.contains(*probe)) {
-        wanted.push_back(*probe);
-      }
-    }
-    // Below a lone best the lower probe alone: where the optimum lies below the screen, a climb
-    // beside it would be a launch spent for nothing.
-    if (unexploredBelow && wanted.size() > 1) {
-      wanted.resize(1);
-    }
-    return wanted;
-  }
-
-  // From the screen, one resolution step proves a memory model that was right; after that the
-  // climb doubles its last step (without a memory model, the micro-batch), and once a micro-batch
-  // did not run it halves the distance to it.
-  int climbStep(const Stage& stage, int best, int below) const {
-    if (stage.curve.smallestMiss && *stage.curve.smallestMiss > best) {
-      return std::max(1, (*stage.curve.smallestMiss - best) / 2);
-    }
-    const bool fromScreen = below == 0 || stage.curve.firstFit == best;
-    if (!stage.bounds.estimate) {
-      return fromScreen ? best : 2 * (best - below);
-    }
-    return fromScreen ? resolutionAt(best) : std::max(resolutionAt(best), 2 * (best - below));
-  }
-
-  static int resolutionAt(int microBatch) {
-    return std::max(1, static_cast<int>(std::floor(kResolution * microBatch)));
-  }
-
-  static int golden(int best, int edge) {
-    const int step =
-        std::max(1, static_cast<int>(std::round(kGoldenSection * std::abs(edge - best))));
-    return edge > best ? best + step : best - step;
   }
 
   // Listed micro-batches: each one that can run. True when every one has run.
@@ -531,9 +320,9 @@ class DeepSpeedSearch {
     for (const int microBatch : context_.space.microBatch.values) {
       const Trial trial = probe(bounds, microBatch);
       if (const auto reason = context_.pruneReason(trial)) {
-        prune(trial, *reason);
+        builder_.prune(trial, *reason);
       } else if (!context_.observation(trial.name)) {
-        want(trial);
+        builder_.want(trial);
         complete = false;
       }
     }
@@ -542,7 +331,7 @@ class DeepSpeedSearch {
 
   StageResult bestOfStage(int stage) const {
     StageResult result{stage, {}, {}};
-    for (const auto& trial : plan_.known) {
+    for (const auto& trial : builder_.proposal().known) {
       const auto score = context_.score(trial.name);
       if (trial.stage == result.stage && score &&
           (!result.bestScore || *score > *result.bestScore)) {
@@ -553,102 +342,16 @@ class DeepSpeedSearch {
     return result;
   }
 
-  // Default ZeRO knobs DeepSpeed's full mode tunes per stage, for keys the user left unset.
-  std::vector<Dimension> defaultKnobs(int stage) const {
-    if (search().fast || stage == 0) {
-      return {};
-    }
-    const nlohmann::json buckets = {50000000, 500000000, 1000000000};
-    std::vector<Dimension> knobs = {{"zero_optimization.allgather_bucket_size", {}},
-                                    {"zero_optimization.reduce_bucket_size", {}}};
-    if (stage >= 2) {
-      knobs.push_back({"zero_optimization.contiguous_gradients", {false, true}});
-      knobs.push_back({"zero_optimization.overlap_comm", {true, false}});
-      knobs.push_back({"zero_optimization.reduce_scatter", {false, true}});
-    }
-    if (stage == 3) {
-      knobs.push_back({"zero_optimization.allgather_partitions", {true, false}});
-    }
-    for (auto& knob : knobs) {
-      if (knob.values.empty()) {
-        knob.values = {buckets.begin(), buckets.end()};
-      }
-    }
-    const nlohmann::json zero =
-        context_.space.base.value("zero_optimization", nlohmann::json::object());
-    std::erase_if(knobs, [&](const Dimension& knob) {
-      const std::string key = knob.path.substr(knob.path.find('.') + 1);
-      return zero.contains(key);
-    });
-    return knobs;
-  }
-
-  // A grid over the user's other list-valued keys (and, in full mode, the ZeRO knobs) at the
-  // micro-batch of the best stage, with early stopping.
-  void tuneOtherKeys(const std::vector<StageResult>& stages) {
-    const auto best = std::max_element(stages.begin(), stages.end(), [](auto& l, auto& r) {
-      return l.bestScore.value_or(kDidNotRun) < r.bestScore.value_or(kDidNotRun);
-    });
-    if (best == stages.end() || !best->bestTrial) {
-      return;
-    }
-    const Trial anchor = *std::find_if(plan_.known.begin(), plan_.known.end(),
-                                       [&](const Trial& t) { return t.name == *best->bestTrial; });
-    std::vector<Dimension> dimensions = context_.space.dimensions;
-    for (auto& knob : defaultKnobs(anchor.stage)) {
-      dimensions.push_back(std::move(knob));
-    }
-    std::vector<int> accumulations = {anchor.gradientAccumulation};
-    if (context_.space.gradientAccumulation.kind == BatchChoice::Kind::kList) {
-      accumulations = context_.space.gradientAccumulation.values;
-    }
-    if (dimensions.empty() && accumulations.size() == 1) {
-      return;
-    }
-    const std::vector<std::string> paths = orderForSpace(anchor.stage, pathsOf(dimensions));
-    const std::string spaceName = knobSpaceName(anchor.stage, paths);
-
-    std::vector<Trial> candidates;
-    for (const int gas : accumulations) {
-      for (auto& knobs : combinations(dimensions, paths)) {
-        Trial trial = makeKnobTrial(context_.space, anchor.stage, anchor.microBatch, gas,
-                                    std::move(knobs), spaceName);
-        if (trial.config == anchor.config) {
-          continue;
-        }
-        if (const auto reason = context_.pruneReason(trial)) {
-          prune(trial, *reason);
-          continue;
-        }
-        remember(trial);
-        candidates.push_back(std::move(trial));
-      }
-    }
-    if (search().earlyStopping > 0 &&
-        trialsSinceImprovement(context_, namesOf(candidates), best->bestScore) >=
-            search().earlyStopping) {
-      plan_.stopReason = "early stopping: " + std::to_string(search().earlyStopping) +
-                         " trials in " + spaceName + " without improvement";
-      return;
-    }
-    for (const auto& trial : candidates) {
-      if (!context_.observation(trial.name) &&
-          plan_.wanted.size() < static_cast<std::size_t>(context_.wantedSlots)) {
-        want(trial);
-      }
-    }
-  }
-
   const SearchContext& context_;
-  Plan plan_;
-  std::set<std::string> remembered_;
-  std::set<std::string> wanted_;
+  ProposalBuilder builder_;
   std::vector<Trial> finishedTrials_;  // the micro-batch search's, in launch order
   std::set<int> runningStages_;        // stages with a micro-batch trial in flight
 };
 
 }  // namespace
 
-Plan planDeepSpeed(const SearchContext& context) { return DeepSpeedSearch(context).plan(); }
+Proposal proposeDeepSpeed(const SearchContext& context) {
+  return DeepSpeedSearch(context).propose();
+}
 
 }  // namespace autotune::tuning

@@ -17,7 +17,7 @@ constexpr std::size_t kInitialModelBasedTrials = 2;
 
 std::vector<int> microBatchCandidates(const SearchContext& context, int stage, int gas) {
   const TuningSpace& space = context.space;
-  if (space.microBatch.kind != BatchChoice::Kind::kAuto) {
+  if (space.microBatch.kind != api::BatchChoice::Kind::kAuto) {
     return space.microBatch.values;
   }
   const api::Search& search = space.search;
@@ -54,7 +54,7 @@ std::vector<int> microBatchCandidates(const SearchContext& context, int stage, i
 }
 
 std::vector<int> accumulationCandidates(const TuningSpace& space) {
-  if (space.gradientAccumulation.kind == BatchChoice::Kind::kAuto) {
+  if (space.gradientAccumulation.kind == api::BatchChoice::Kind::kAuto) {
     return {1};
   }
   return space.gradientAccumulation.values;
@@ -205,25 +205,26 @@ std::vector<Trial> order(const SearchContext& context, const std::vector<Trial>&
 
 }  // namespace
 
-Plan planList(const SearchContext& context) {
-  Plan plan;
-  plan.known = enumerate(context, plan.pruned);
+Proposal proposeFromList(const SearchContext& context) {
+  Proposal proposal;
+  proposal.known = enumerate(context, proposal.pruned);
   const int patience = context.space.search.earlyStopping;
   if (patience > 0 &&
-      trialsSinceImprovement(context, namesOf(plan.known), std::nullopt) >= patience) {
-    plan.stopReason = "early stopping: " + std::to_string(patience) + " trials without improvement";
-    return plan;
+      trialsSinceImprovement(context, namesOf(proposal.known), std::nullopt) >= patience) {
+    proposal.stopReason =
+        "early stopping: " + std::to_string(patience) + " trials without improvement";
+    return proposal;
   }
   std::set<std::string> taken;
-  for (auto& trial : order(context, plan.known)) {
-    if (plan.wanted.size() >= static_cast<std::size_t>(std::max(1, context.wantedSlots))) {
+  for (auto& trial : order(context, proposal.known)) {
+    if (proposal.wanted.size() >= static_cast<std::size_t>(std::max(1, context.wantedSlots))) {
       break;
     }
     if (taken.insert(trial.name).second) {
-      plan.wanted.push_back(std::move(trial));
+      proposal.wanted.push_back(std::move(trial));
     }
   }
-  return plan;
+  return proposal;
 }
 
 }  // namespace autotune::tuning

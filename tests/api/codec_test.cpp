@@ -546,6 +546,9 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
       {"spec: {schedulingTimeout: 0s}", "spec.schedulingTimeout", "must be longer than 0s"},
       {"spec: {trialTimeout: 3000000h}", "spec.trialTimeout", "must be at most 720h"},
       {"spec: {schedulingTimeout: 720h1ms}", "spec.schedulingTimeout", "must be at most 720h"},
+      {"spec: {queueTimeout: 0s}", "spec.queueTimeout", "must be longer than 0s"},
+      {"spec: {queueTimeout: 721h}", "spec.queueTimeout", "must be at most 720h"},
+      {"spec: {queueTimeout: 1d}", "spec.queueTimeout", "must be a duration such as 30m or 1h30m"},
       {"spec: {cleanup: Delete}", "spec.cleanup", "must be one of DeleteFinished, Keep"},
       {"spec: {queueName: 'team a'}", "spec.queueName",
        "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending "

@@ -297,5 +297,38 @@ TEST(ConfigValueTypes, ThePrimaryContainersCommandArgsAndEnvAreStrings) {
               ElementsAre(FieldError{container + "env", "must be a list"}));
 }
 
+// The trial Pod adds its config volume and mount, matched by name (and mount path), and keeps
+// the template's termination message path: those fields must be what Kubernetes says they are.
+TEST(ConfigValueTypes, TheVolumesMountsAndTerminationMessagePathTheTrialPodAddsToAreStrings) {
+  const auto podSpecErrors = [](const std::string& podSpec) {
+    const std::string yaml =
+        "apiVersion: autotune.io/v1alpha1\nkind: AutotuneJob\n"
+        "metadata: {name: x}\nspec:\n  deepspeedConfig: {}\n"
+        "  template: {spec: " +
+        podSpec + "}\n";
+    auto result = decodeYaml(yaml);
+    return result ? FieldErrors{} : result.error();
+  };
+  const std::string podSpec = "spec.template.spec.";
+  const std::string container = podSpec + "containers[0].";
+  EXPECT_THAT(podSpecErrors("{containers: [{name: t}], volumes: [{name: 5, emptyDir: {}}]}"),
+              ElementsAre(FieldError{podSpec + "volumes[0].name", "must be a string"}));
+  EXPECT_THAT(podSpecErrors("{containers: [{name: t}], volumes: {data: {emptyDir: {}}}}"),
+              ElementsAre(FieldError{podSpec + "volumes", "must be a list"}));
+  EXPECT_THAT(podSpecErrors("{containers: [{name: t}], volumes: [data]}"),
+              ElementsAre(FieldError{podSpec + "volumes[0]", "must be an object"}));
+  EXPECT_THAT(
+      podSpecErrors("{containers: [{name: t, volumeMounts: [{name: data, mountPath: 7}]}]}"),
+      ElementsAre(FieldError{container + "volumeMounts[0].mountPath", "must be a string"}));
+  EXPECT_THAT(podSpecErrors("{containers: [{name: t, volumeMounts: [{mountPath: /data}]}]}"),
+              ElementsAre(FieldError{container + "volumeMounts[0].name", "must be a string"}));
+  EXPECT_THAT(podSpecErrors("{containers: [{name: t, terminationMessagePath: 1}]}"),
+              ElementsAre(FieldError{container + "terminationMessagePath", "must be a string"}));
+  EXPECT_THAT(podSpecErrors("{containers: [{name: t, terminationMessagePath: /tmp/metrics.json,"
+                            " volumeMounts: [{name: data, mountPath: /data}]}],"
+                            " volumes: [{name: data, emptyDir: {}}]}"),
+              ElementsAre());
+}
+
 }  // namespace
 }  // namespace autotune::api

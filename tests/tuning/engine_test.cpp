@@ -255,7 +255,8 @@ std::map<int, int> estimates(const api::Spec& spec) {
 // A profile of our own: each stage runs up to `boundaries`, and its throughput, `scale` times a
 // curve of the micro-batch's share of that boundary, rises to a peak at `peakShare` and falls
 // past it (allocator pressure).
-Oracle curveOracle(std::map<int, int> boundaries, std::map<int, double> scale, double peakShare) {
+Oracle curveOracle(const std::map<int, int>& boundaries, const std::map<int, double>& scale,
+                   double peakShare) {
   return [=](const Trial& trial) -> TrialOutcome {
     const int boundary = boundaries.at(trial.stage);
     if (trial.microBatch > boundary) {
@@ -563,6 +564,13 @@ TEST(FixedTrainBatch, EveryStrategyKeepsItAndEndsAtTheBestDivisorThatFits) {
       }
     }
   }
+}
+
+TEST(Engine, FreeSlotsAreWhatBothParallelismAndGpusAllowAndNeverNegative) {
+  EXPECT_EQ(freeSlots(2, 5), 2);
+  EXPECT_EQ(freeSlots(4, 1), 1);
+  EXPECT_EQ(freeSlots(-1, 3), 0);
+  EXPECT_EQ(freeSlots(3, -2), 0);
 }
 
 }  // namespace

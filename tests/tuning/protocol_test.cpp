@@ -17,6 +17,7 @@ namespace {
 using autotune::api::Metric;
 using autotune::api::Outcome;
 using autotune::api::Spec;
+using autotune::api::TrialRecord;
 using autotune::tuning::Classification;
 using autotune::tuning::classify;
 using autotune::tuning::describeSpace;
@@ -25,7 +26,7 @@ using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::mentionsOutOfMemory;
 using autotune::tuning::protocolEnvironment;
-using autotune::tuning::recordedMetrics;
+using autotune::tuning::recordExit;
 using autotune::tuning::shellJoin;
 using autotune::tuning::substitutePlaceholders;
 using autotune::tuning::tail;
@@ -105,9 +106,9 @@ TEST(Classify, ASucceededTrialsRecordKeepsAllItsMetricsAndAFailedOneNone) {
   // "flops": 7 is not what DeepSpeed writes; FLOPS_per_gpu is.
   const std::map<std::string, double> expected{
       {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
-  EXPECT_EQ(recordedMetrics(succeeded, classifyFast(succeeded)), expected);
+  EXPECT_EQ(classifyFast(succeeded).metrics, expected);
   const TrialExit failed = exitedWith(1, "ValueError: unknown optimizer Adamw\n");
-  EXPECT_TRUE(recordedMetrics(failed, classifyFast(failed)).empty());
+  EXPECT_TRUE(classifyFast(failed).metrics.empty());
 }
 
 TEST(Classify, TheLatencyMetricIsReadFromLatency) {
@@ -280,6 +281,36 @@ TEST(Classify, AProfilingTrialReadsModelInfoNotTheSearchMetric) {
   const auto result = classify(succeededWith(kMetrics), Metric::kThroughput, true);
   EXPECT_EQ(result.outcome, Outcome::kMetricsUnavailable);
   EXPECT_EQ(result.measured, std::nullopt);
+}
+
+// --- recordExit ---------------------------------------------------------------------------------
+
+TEST(RecordExit, ARecordHoldsTheClassificationUnderTheTrialsNameAndTimes) {
+  const auto recorded = recordExit("z1_gas1_tmbspg3", "z1", succeededWith(kMetrics),
+                                   Metric::kThroughput, false, "2026-01-02T03:04:05.678Z", 42.5);
+  const std::map<std::string, double> metrics{
+      {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
+  EXPECT_EQ(recorded.record, (TrialRecord{"z1_gas1_tmbspg3", "z1", Outcome::kSucceeded, 87.3, "",
+                                          "2026-01-02T03:04:05.678Z", 42.5, metrics}));
+  EXPECT_EQ(recorded.measured, std::nullopt);
+}
+
+TEST(RecordExit, AFailedTrialKeepsItsReasonAndNoMetrics) {
+  const auto recorded = recordExit("z1_gas1_tmbspg3", "z1", exitedWith(1, "ValueError: bad\n"),
+                                   Metric::kThroughput, false, "2026-01-02T03:04:05Z", 1);
+  EXPECT_EQ(recorded.record.outcome, Outcome::kFailed);
+  EXPECT_EQ(recorded.record.reason, "exited 1: ValueError: bad");
+  EXPECT_EQ(recorded.record.value, std::nullopt);
+  EXPECT_TRUE(recorded.record.metrics.empty());
+}
+
+TEST(RecordExit, AProfilingTrialHandsOverTheMeasuredModel) {
+  const auto recorded = recordExit("profile_model_info", "profile_model_info",
+                                   succeededWith(R"({"num_params": 774000000})"),
+                                   Metric::kThroughput, true, "2026-01-02T03:04:05Z", 1);
+  EXPECT_EQ(recorded.record.outcome, Outcome::kSucceeded);
+  ASSERT_TRUE(recorded.measured.has_value());
+  EXPECT_EQ(recorded.measured->numParameters, 774000000);
 }
 
 // --- launchConfig -------------------------------------------------------------------------------

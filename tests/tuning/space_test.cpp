@@ -11,8 +11,8 @@
 
 namespace {
 
+using autotune::api::BatchChoice;
 using autotune::api::Spec;
-using autotune::tuning::BatchChoice;
 using autotune::tuning::combinations;
 using autotune::tuning::describeSpace;
 using autotune::tuning::Dimension;

@@ -13,33 +13,34 @@ constexpr std::string_view kDeepSpeedMetrics =
         "FLOPS_per_gpu": 12500000000000.0, "throughput": 87.3017, "rank": 0})";
 
 TEST(TrialMetrics, EachSearchMetricReadsItsOwnKey) {
-  EXPECT_DOUBLE_EQ(*readMetric(kDeepSpeedMetrics, api::Metric::kThroughput), 87.3017);
-  EXPECT_DOUBLE_EQ(*readMetric(kDeepSpeedMetrics, api::Metric::kLatency), 3900.75);
+  EXPECT_DOUBLE_EQ(*MetricsFile(kDeepSpeedMetrics).value(api::Metric::kThroughput), 87.3017);
+  EXPECT_DOUBLE_EQ(*MetricsFile(kDeepSpeedMetrics).value(api::Metric::kLatency), 3900.75);
 }
 
 // DeepSpeed's autotuner read "flops", a key its engine never writes (defect B4).
 TEST(TrialMetrics, FlopsComesFromFlopsPerGpu) {
   EXPECT_EQ(metricsFileKey(api::Metric::kFlops), "FLOPS_per_gpu");
-  EXPECT_DOUBLE_EQ(*readMetric(kDeepSpeedMetrics, api::Metric::kFlops), 1.25e13);
+  EXPECT_DOUBLE_EQ(*MetricsFile(kDeepSpeedMetrics).value(api::Metric::kFlops), 1.25e13);
 }
 
 TEST(TrialMetrics, GarbageIsNotAMetric) {
-  const auto result = readMetric("Traceback (most recent call last):", api::Metric::kThroughput);
+  const auto result =
+      MetricsFile("Traceback (most recent call last):").value(api::Metric::kThroughput);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error(), "the metrics file is not a JSON object");
 }
 
 TEST(TrialMetrics, AMissingKeyIsNamed) {
-  const auto result = readMetric(R"({"throughput": 1.0})", api::Metric::kFlops);
+  const auto result = MetricsFile(R"({"throughput": 1.0})").value(api::Metric::kFlops);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error(), "the metrics file has no \"FLOPS_per_gpu\"");
 }
 
 TEST(TrialMetrics, ZeroNegativeOrNonNumericValuesAreRejected) {
-  EXPECT_FALSE(readMetric(R"({"throughput": 0})", api::Metric::kThroughput));
-  EXPECT_FALSE(readMetric(R"({"throughput": -3.5})", api::Metric::kThroughput));
-  EXPECT_FALSE(readMetric(R"({"throughput": "fast"})", api::Metric::kThroughput));
-  EXPECT_FALSE(readMetric(R"({"throughput": null})", api::Metric::kThroughput));
+  EXPECT_FALSE(MetricsFile(R"({"throughput": 0})").value(api::Metric::kThroughput));
+  EXPECT_FALSE(MetricsFile(R"({"throughput": -3.5})").value(api::Metric::kThroughput));
+  EXPECT_FALSE(MetricsFile(R"({"throughput": "fast"})").value(api::Metric::kThroughput));
+  EXPECT_FALSE(MetricsFile(R"({"throughput": null})").value(api::Metric::kThroughput));
 }
 
 // A record keeps every search metric the file held, by the spec's names, and nothing else in it.
