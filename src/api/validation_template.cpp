@@ -28,6 +28,35 @@ using nlohmann::json;
 
 constexpr std::string_view kContainersPath = "spec.template.spec.containers";
 
+// A list the trial Pod merges its own entries into, matching them by these fields (env and
+// volumes by name, volume mounts also by mountPath): each entry an object with them as strings.
+// Returns whether the list is usable.
+bool checkKeyedList(const json* list, const std::string& listPath,
+                    std::initializer_list<std::string_view> keys, FieldErrors& errors) {
+  if (list == nullptr || list->is_null()) {
+    return false;
+  }
+  if (!list->is_array()) {
+    fail(errors, listPath, "must be a list");
+    return false;
+  }
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const json& entry = (*list)[i];
+    const std::string entryPath = itemPath(listPath, i);
+    if (!entry.is_object()) {
+      fail(errors, entryPath, "must be an object");
+      continue;
+    }
+    for (const std::string_view key : keys) {
+      const json* field = findMember(entry, key);
+      if (field == nullptr || !field->is_string()) {
+        fail(errors, fieldPath(entryPath, key), "must be a string");
+      }
+    }
+  }
+  return true;
+}
+
 // The template's containers, or nullptr after reporting why there are none to use.
 const json* checkContainers(const json& podTemplate, FieldErrors& errors) {
   if (podTemplate.is_null() || (podTemplate.is_object() && podTemplate.empty())) {
@@ -91,35 +120,6 @@ void checkPlaceholdersIn(std::string_view text, const std::string& path,
     fail(errors, path,
          "unterminated placeholder " + std::string(text.substr(*scan.unterminatedAt)));
   }
-}
-
-// A list the trial Pod merges its own entries into, matching them by these fields (env and
-// volumes by name, volume mounts also by mountPath): each entry an object with them as strings.
-// Returns whether the list is usable.
-bool checkKeyedList(const json* list, const std::string& listPath,
-                    std::initializer_list<std::string_view> keys, FieldErrors& errors) {
-  if (list == nullptr || list->is_null()) {
-    return false;
-  }
-  if (!list->is_array()) {
-    fail(errors, listPath, "must be a list");
-    return false;
-  }
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const json& entry = (*list)[i];
-    const std::string entryPath = itemPath(listPath, i);
-    if (!entry.is_object()) {
-      fail(errors, entryPath, "must be an object");
-      continue;
-    }
-    for (const std::string_view key : keys) {
-      const json* field = findMember(entry, key);
-      if (field == nullptr || !field->is_string()) {
-        fail(errors, fieldPath(entryPath, key), "must be a string");
-      }
-    }
-  }
-  return true;
 }
 
 void checkEnv(const json* env, const std::string& envPath, const std::set<std::string>* known,

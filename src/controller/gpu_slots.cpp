@@ -151,7 +151,8 @@ bool fitsSomeNodes(const GpuCapacity& capacity, const api::Resources& trial) {
   return trial.gpusPerNode() > 0 && holding >= trial.nodesPerTrial;
 }
 
-std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, const api::Resources& trial) {
+std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity,
+                                           const api::Resources& trial) {
   std::optional<std::int64_t> smallest;
   for (const auto& node : capacity.nodes) {
     if (node.allocatable >= trial.gpusPerNode() && node.memoryBytes) {

@@ -80,6 +80,7 @@ bool fitsSomeNodes(const GpuCapacity& capacity, const api::Resources& trial);
 
 // The per-GPU memory a trial can count on when spec.resources.gpuMemory is absent: the smallest
 // labelled among the nodes that could hold its share. Nothing when none of them is labelled.
-std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity, const api::Resources& trial);
+std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity,
+                                           const api::Resources& trial);
 
 }  // namespace autotune::controller

@@ -325,8 +325,7 @@ tuning::EngineInput question(const Snapshot& snapshot) {
   input.spec = spec;
   input.jobUid = snapshot.job.uid();
   input.measured = snapshot.model;
-  input.gpuMemoryBytes = gpuMemoryBytes(
-      snapshot.capacity, spec.resources);
+  input.gpuMemoryBytes = gpuMemoryBytes(snapshot.capacity, spec.resources);
   input.finished = snapshot.results;
   for (const auto& state : snapshot.inFlight) {
     input.inFlight.push_back(state.trialName);

@@ -28,6 +28,14 @@ using nlohmann::json;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
 
+// A trial of `gpus` GPUs over `nodes` nodes.
+autotune::api::Resources shape(int gpus, int nodes = 1) {
+  autotune::api::Resources resources;
+  resources.gpusPerTrial = gpus;
+  resources.nodesPerTrial = nodes;
+  return resources;
+}
+
 // A Ready node with `gpus` allocatable GPUs, as the API server returns it (quantities as strings).
 json gpuNode(const std::string& name, int gpus, std::optional<std::string> memoryMiB = {}) {
   json node = {{"metadata", {{"name", name}, {"labels", json::object()}}},
@@ -155,7 +163,7 @@ TEST(GpuCapacity, AnUnboundPodTakesTheTightestNodeThatFits) {
       gpuCapacity({gpuNode("a", 8), gpuNode("b", 4)}, {gpuPod("small", 4, "", "Pending")});
   EXPECT_EQ(capacity.nodes[0].reserved, 0);
   EXPECT_EQ(capacity.nodes[1].reserved, 4);
-  EXPECT_EQ(freeSlotsFor(capacity, {8}), 1);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(8)), 1);
 }
 
 // Each unbound Pod sees the nodes as the Pods before it left them.
@@ -175,40 +183,40 @@ TEST(GpuCapacity, UnboundPodsFillTheTightestNodeFirstAndTheFirstByNameAmongEqual
 TEST(FreeSlots, TrialsFitOnOneNodeEach) {
   const GpuCapacity capacity =
       gpuCapacity({gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 4)}, {gpuPod("train", 2, "a")});
-  EXPECT_EQ(freeSlotsFor(capacity, {1}), 18);
-  EXPECT_EQ(freeSlotsFor(capacity, {2}), 9);
-  EXPECT_EQ(freeSlotsFor(capacity, {4}), 4);
-  EXPECT_EQ(freeSlotsFor(capacity, {8}), 1);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(1)), 18);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(2)), 9);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(4)), 4);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(8)), 1);
 }
 
 TEST(FreeSlots, FreeGpusSpreadOverNodesDoNotMakeASlot) {
   const GpuCapacity capacity =
       gpuCapacity({gpuNode("a", 8), gpuNode("b", 8)}, {gpuPod("x", 4, "a"), gpuPod("y", 4, "b")});
   EXPECT_EQ(capacity.free(), 8);
-  EXPECT_EQ(freeSlotsFor(capacity, {8}), 0);
-  EXPECT_TRUE(fitsSomeNodes(capacity, {8}));
+  EXPECT_EQ(freeSlotsFor(capacity, shape(8)), 0);
+  EXPECT_TRUE(fitsSomeNodes(capacity, shape(8)));
 }
 
 TEST(FreeSlots, ATrialLargerThanEveryNodeNeverFits) {
   const GpuCapacity capacity = gpuCapacity({gpuNode("a", 8), gpuNode("b", 8)}, {});
   EXPECT_EQ(capacity.free(), 16);
-  EXPECT_EQ(freeSlotsFor(capacity, {16}), 0);
-  EXPECT_FALSE(fitsSomeNodes(capacity, {16}));
-  EXPECT_EQ(freeSlotsFor(capacity, {0}), 0);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(16)), 0);
+  EXPECT_FALSE(fitsSomeNodes(capacity, shape(16)));
+  EXPECT_EQ(freeSlotsFor(capacity, shape(0)), 0);
 }
 
 TEST(FreeSlots, CordonedAndNotReadyNodesGiveNoSlots) {
   const GpuCapacity capacity =
       gpuCapacity({cordoned(gpuNode("a", 16)), notReady(gpuNode("b", 16))}, {});
-  EXPECT_EQ(freeSlotsFor(capacity, {16}), 0);
-  EXPECT_FALSE(fitsSomeNodes(capacity, {16}));
+  EXPECT_EQ(freeSlotsFor(capacity, shape(16)), 0);
+  EXPECT_FALSE(fitsSomeNodes(capacity, shape(16)));
 }
 
 TEST(FreeSlots, FinishedTrialPodsGiveTheirGpusBack) {
   const std::vector<json> nodes = {gpuNode("a", 16)};
-  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a")}), {16}), 0);
-  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a", "Succeeded")}), {16}), 1);
-  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a", "Failed")}), {16}), 1);
+  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a")}), shape(16)), 0);
+  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a", "Succeeded")}), shape(16)), 1);
+  EXPECT_EQ(freeSlotsFor(gpuCapacity(nodes, {gpuPod("t1", 16, "a", "Failed")}), shape(16)), 1);
 }
 
 TEST(FreeSlots, AnOverCommittedNodeHasNoneFreeRatherThanLessThanNone) {
@@ -216,7 +224,7 @@ TEST(FreeSlots, AnOverCommittedNodeHasNoneFreeRatherThanLessThanNone) {
       gpuCapacity({gpuNode("a", 4), gpuNode("b", 4)}, {gpuPod("x", 8, "a")});
   EXPECT_EQ(capacity.nodes[0].free(), 0);
   EXPECT_EQ(capacity.free(), 4);
-  EXPECT_EQ(freeSlotsFor(capacity, {4}), 1);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(4)), 1);
 }
 
 // A multi-node trial's slots are whole trials: each needs its share free on as many distinct
@@ -224,20 +232,20 @@ TEST(FreeSlots, AnOverCommittedNodeHasNoneFreeRatherThanLessThanNone) {
 TEST(FreeSlots, AMultiNodeTrialNeedsItsShareOnDistinctNodes) {
   const GpuCapacity capacity =
       gpuCapacity({gpuNode("a", 8), gpuNode("b", 8), gpuNode("c", 8)}, {gpuPod("x", 4, "c")});
-  EXPECT_EQ(freeSlotsFor(capacity, {16, 2}), 1);  // 8 on each of a and b; c has 4
-  EXPECT_EQ(freeSlotsFor(capacity, {8, 2}), 2);   // a+b, then a+b again, or c
-  EXPECT_EQ(freeSlotsFor(capacity, {24, 3}), 0);  // c cannot give 8
-  EXPECT_EQ(freeSlotsFor(capacity, {12, 3}), 1);
-  EXPECT_TRUE(fitsSomeNodes(capacity, {24, 3}));
-  EXPECT_FALSE(fitsSomeNodes(capacity, {32, 4}));
-  EXPECT_FALSE(fitsSomeNodes(capacity, {18, 2}));
+  EXPECT_EQ(freeSlotsFor(capacity, shape(16, 2)), 1);  // 8 on each of a and b; c has 4
+  EXPECT_EQ(freeSlotsFor(capacity, shape(8, 2)), 2);   // a+b, then a+b again, or c
+  EXPECT_EQ(freeSlotsFor(capacity, shape(24, 3)), 0);  // c cannot give 8
+  EXPECT_EQ(freeSlotsFor(capacity, shape(12, 3)), 1);
+  EXPECT_TRUE(fitsSomeNodes(capacity, shape(24, 3)));
+  EXPECT_FALSE(fitsSomeNodes(capacity, shape(32, 4)));
+  EXPECT_FALSE(fitsSomeNodes(capacity, shape(18, 2)));
 }
 
 TEST(FreeSlots, ManySharesOnOneNodeAreNotTwoNodes) {
   const GpuCapacity capacity = gpuCapacity({gpuNode("a", 8), gpuNode("b", 2)}, {});
   // a holds four shares of 2, b one: one trial of 2 nodes x 2 can use b, the others cannot.
-  EXPECT_EQ(freeSlotsFor(capacity, {4, 2}), 1);
-  EXPECT_EQ(freeSlotsFor(capacity, {4, 1}), 2);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(4, 2)), 1);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(4, 1)), 2);
 }
 
 // Half of a waiting trial is already on the scheduler's queue: its Pods' GPUs are reserved, so
@@ -246,19 +254,19 @@ TEST(FreeSlots, APartlyBoundTrialsWaitingPodsHoldTheirShare) {
   const GpuCapacity capacity = gpuCapacity(
       {gpuNode("a", 8), gpuNode("b", 8)}, {gpuPod("t-0", 8, "a"), gpuPod("t-1", 8, "", "Pending")});
   EXPECT_EQ(capacity.free(), 0);
-  EXPECT_EQ(freeSlotsFor(capacity, {16, 2}), 0);
+  EXPECT_EQ(freeSlotsFor(capacity, shape(16, 2)), 0);
 }
 
 TEST(GpuMemory, AMultiNodeTrialCountsOnNodesThatHoldItsShare) {
   const GpuCapacity capacity = gpuCapacity(
       {gpuNode("big", 8, "81920"), gpuNode("small", 4, "16384"), gpuNode("other", 8, "40960")}, {});
-  EXPECT_EQ(gpuMemoryBytes(capacity, {16, 2}), 40960 * kMiB);
-  EXPECT_EQ(gpuMemoryBytes(capacity, {8, 2}), 16384 * kMiB);
+  EXPECT_EQ(gpuMemoryBytes(capacity, shape(16, 2)), 40960 * kMiB);
+  EXPECT_EQ(gpuMemoryBytes(capacity, shape(8, 2)), 16384 * kMiB);
 }
 
 TEST(GpuMemory, TheLabelIsMebibytesAsFeatureDiscoveryWritesIt) {
   const GpuCapacity capacity = gpuCapacity({gpuNode("a", 8, "81920")}, {});
-  EXPECT_EQ(gpuMemoryBytes(capacity, {8}), 81920 * kMiB);
+  EXPECT_EQ(gpuMemoryBytes(capacity, shape(8)), 81920 * kMiB);
 }
 
 TEST(GpuMemory, TheSmallestOfTheNodesThatCouldHoldTheTrialCounts) {
@@ -266,17 +274,17 @@ TEST(GpuMemory, TheSmallestOfTheNodesThatCouldHoldTheTrialCounts) {
       {gpuNode("a100", 8, "81920"), gpuNode("v100", 16, "32768"), gpuNode("t4", 2, "15360"),
        gpuNode("unlabelled", 8), cordoned(gpuNode("l4", 16, "23034"))},
       {});
-  EXPECT_EQ(gpuMemoryBytes(capacity, {8}), 32768 * kMiB);
-  EXPECT_EQ(gpuMemoryBytes(capacity, {16}), 32768 * kMiB);
-  EXPECT_EQ(gpuMemoryBytes(capacity, {1}), 15360 * kMiB);
-  EXPECT_FALSE(gpuMemoryBytes(capacity, {32}).has_value());
+  EXPECT_EQ(gpuMemoryBytes(capacity, shape(8)), 32768 * kMiB);
+  EXPECT_EQ(gpuMemoryBytes(capacity, shape(16)), 32768 * kMiB);
+  EXPECT_EQ(gpuMemoryBytes(capacity, shape(1)), 15360 * kMiB);
+  EXPECT_FALSE(gpuMemoryBytes(capacity, shape(32)).has_value());
 }
 
 TEST(GpuMemory, AQuantityIsReadWithItsUnitAndNonsenseIsIgnored) {
-  EXPECT_EQ(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "40Gi")}, {}), {8}), 40 * 1024 * kMiB);
-  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "lots")}, {}), {8}).has_value());
-  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "0")}, {}), {8}).has_value());
-  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8)}, {}), {8}).has_value());
+  EXPECT_EQ(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "40Gi")}, {}), shape(8)), 40 * 1024 * kMiB);
+  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "lots")}, {}), shape(8)).has_value());
+  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8, "0")}, {}), shape(8)).has_value());
+  EXPECT_FALSE(gpuMemoryBytes(gpuCapacity({gpuNode("a", 8)}, {}), shape(8)).has_value());
 }
 
 // The ledger follows each change: a Pod bound, finished and deleted; a Node cordoned and gone.
