@@ -272,6 +272,7 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics) {
     }
   };
   hooks.statusWritten = [&metrics](const api::AutotuneJob& job, const api::Status& status) {
+    metrics.trialsQueued(job.namespaceName(), job.name(), status.trials.queued);
     if (status.best) {
       metrics.bestValue(job.namespaceName(), job.name(),
                         std::string(api::toString(status.best->metric)), status.best->value);

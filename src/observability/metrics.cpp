@@ -159,7 +159,8 @@ Counter& countFor(Family<Counter>& family, std::map<std::string, Counter*>& byVa
                   const std::pair<std::string, std::string>& label) {
   Counter*& counter = byValue[label.second];
   if (counter == nullptr) {
-    counter = &family.Add({{"namespace", ns}, {"job", job}, {label.first, label.second}});
+    counter = &family.Add(
+        {{"namespace", ns}, {std::string(kJobLabel), job}, {label.first, label.second}});
   }
   return *counter;
 }
@@ -167,6 +168,7 @@ Counter& countFor(Family<Counter>& family, std::map<std::string, Counter*>& byVa
 // The series labelled with one job, so that forgetJob() can remove them.
 struct JobSeries {
   Counter* launched = nullptr;
+  Gauge* queued = nullptr;
   std::map<std::string, Counter*> finished;    // by outcome
   std::map<std::string, Counter*> relaunched;  // by reason
   std::map<std::string, Gauge*> best;          // by metric
@@ -207,6 +209,11 @@ struct Metrics::State {
                             .Name("autotune_best_value")
                             .Help("The best value a job has measured so far, in its metric.")
                             .Register(*registry);
+  Family<Gauge>& queued =
+      prometheus::BuildGauge()
+          .Name("autotune_trials_queued")
+          .Help("A job's trials waiting for room now (GPUs, a ResourceQuota, a scheduling gate).")
+          .Register(*registry);
   Family<Gauge>& trialValue = prometheus::BuildGauge()
                                   .Name("autotune_trial_value")
                                   .Help("The value each trial measured, in its job's metric.")
@@ -298,7 +305,7 @@ void Metrics::trialLaunched(const std::string& ns, const std::string& job) {
   const std::lock_guard lock(state_->mutex);
   auto& series = state_->jobSeries[{ns, job}];
   if (series.launched == nullptr) {
-    series.launched = &state_->launched.Add({{"namespace", ns}, {"job", job}});
+    series.launched = &state_->launched.Add({{"namespace", ns}, {std::string(kJobLabel), job}});
     // Relaunches show as 0 from the job's first launch, so that dashboards see zeros, not gaps.
     for (const auto* reason : {"lost", "not_measured", "preempted"}) {
       countFor(state_->relaunched, series.relaunched, ns, job, {"reason", reason});
@@ -329,9 +336,19 @@ void Metrics::bestValue(const std::string& ns, const std::string& job, const std
   const std::lock_guard lock(state_->mutex);
   auto& gauge = state_->jobSeries[{ns, job}].best[metric];
   if (gauge == nullptr) {
-    gauge = &state_->best.Add({{"namespace", ns}, {"job", job}, {"metric", metric}});
+    gauge =
+        &state_->best.Add({{"namespace", ns}, {std::string(kJobLabel), job}, {"metric", metric}});
   }
   gauge->Set(value);
+}
+
+void Metrics::trialsQueued(const std::string& ns, const std::string& job, std::int64_t count) {
+  const std::lock_guard lock(state_->mutex);
+  auto& gauge = state_->jobSeries[{ns, job}].queued;
+  if (gauge == nullptr) {
+    gauge = &state_->queued.Add({{"namespace", ns}, {std::string(kJobLabel), job}});
+  }
+  gauge->Set(static_cast<double>(count));
 }
 
 void Metrics::trialValue(const std::string& ns, const std::string& job, const std::string& trial,
@@ -343,11 +360,11 @@ void Metrics::trialValue(const std::string& ns, const std::string& job, const st
     if (std::cmp_greater_equal(trials.size(), std::max(maxTrials, 0))) {
       return;
     }
-    found =
-        trials
-            .emplace(trial,
-                     &state_->trialValue.Add({{"namespace", ns}, {"job", job}, {"trial", trial}}))
-            .first;
+    found = trials
+                .emplace(trial,
+                         &state_->trialValue.Add(
+                             {{"namespace", ns}, {std::string(kJobLabel), job}, {"trial", trial}}))
+                .first;
   }
   found->second->Set(value);
 }
@@ -361,6 +378,9 @@ void Metrics::forgetJob(const std::string& ns, const std::string& job) {
   auto& series = found->second;
   if (series.launched != nullptr) {
     state_->launched.Remove(series.launched);
+  }
+  if (series.queued != nullptr) {
+    state_->queued.Remove(series.queued);
   }
   for (const auto& [outcome, counter] : series.finished) {
     state_->finished.Remove(counter);

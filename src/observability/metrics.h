@@ -24,6 +24,11 @@ namespace autotune::observability {
 inline constexpr std::array<std::string_view, 5> kJobPhases = {"Pending", "Profiling", "Running",
                                                                "Succeeded", "Failed"};
 
+// The label naming an AutotuneJob on per-job series (with `namespace`). Not `job`: that is
+// Prometheus' own target label, which a scrape would rename to exported_job unless it honours
+// the target's labels.
+inline constexpr std::string_view kJobLabel = "autotunejob";
+
 // How a reconcile ended: `reconcile_total{result="success|error|requeue|exception"}`; an
 // exception is a reconcile that threw, caught by the manager and retried like an error.
 enum class ReconcileOutcome { kSuccess, kError, kRequeue, kException };
@@ -51,6 +56,8 @@ class Metrics {
   // A trial launched again: `reason` is lost (evicted, its node gone, its Pod deleted) or
   // not_measured (never started, or its Pod vanished unseen).
   void trialRelaunched(const std::string& ns, const std::string& job, const std::string& reason);
+  // How many of a job's trials wait for room now (status.trials.queued).
+  void trialsQueued(const std::string& ns, const std::string& job, std::int64_t count);
   void bestValue(const std::string& ns, const std::string& job, const std::string& metric,
                  double value);
   // A trial's measured value. Only the first `maxTrials` distinct trials of a job get a series;

@@ -271,6 +271,26 @@ has_label() {
 expect "the ServiceMonitor carries the label release=prometheus" \
   has_label ServiceMonitor release=prometheus
 
+# honorLabels is the user's call (a hardened Prometheus overrides it anyway), and relabelings
+# reach the endpoint as given.
+cat >"$work/strict-monitoring-values.yaml" <<'VALUES'
+serviceMonitor:
+  enabled: true
+  honorLabels: false
+  metricRelabelings: [{action: drop, sourceLabels: [__name__], regex: autotune_trial_value}]
+VALUES
+strict_scrape_rendered() {
+  render strict-monitoring -f "$work/strict-monitoring-values.yaml" || return 1
+  local strict default
+  strict=$(manifests scrape-endpoint <"$work/strict-monitoring.json") || return 1
+  default=$(manifests scrape-endpoint <"$work/monitoring.json") || return 1
+  printf 'given:\n%s\ndefault:\n%s\n' "$strict" "$default"
+  [[ $strict == $'honorLabels=false\nmetricRelabelings=[{"action": "drop", "regex": "autotune_trial_value", "sourceLabels": ["__name__"]}]' ]] &&
+    [[ $default == $'honorLabels=true\nmetricRelabelings=null' ]]
+}
+expect "serviceMonitor.honorLabels and metricRelabelings reach the ServiceMonitor's endpoint" \
+  strict_scrape_rendered
+
 dashboard=$chart/dashboards/autotune.json
 expect "the dashboard JSON parses" python3 -m json.tool "$dashboard"
 expect "the dashboard shows every operator metric, and only those, through \${datasource}" \

@@ -2,7 +2,7 @@
 """Checks the chart's Grafana dashboard (the file named by the first argument) against the
 operator's metrics: every metric has a panel, every query names only metrics the operator exports,
 the panels take their Prometheus data source from the ${datasource} variable, and the namespace and
-job variables come from the operator's own series. Prints each problem and exits 1 if there is one.
+autotunejob variables come from the operator's own series. Prints each problem and exits 1 if there is one.
 """
 
 import json
@@ -19,6 +19,7 @@ METRICS = {
     "autotune_trial_pending_seconds": True,
     "autotune_best_value": False,
     "autotune_trial_value": False,
+    "autotune_trials_queued": False,
     "autotune_gpu_slots": False,
     "autotune_reconcile_total": False,
     "autotune_reconcile_duration_seconds": True,
@@ -67,7 +68,7 @@ def main(path):
     source = variables.get("datasource", {})
     if source.get("type") != "datasource" or source.get("query") != "prometheus":
         problems.append("no Prometheus data source variable named datasource")
-    for name in ("namespace", "job"):
+    for name in ("namespace", "autotunejob"):
         query = variables.get(name, {}).get("query", {})
         query = query.get("query") if isinstance(query, dict) else query
         if not re.fullmatch(rf"label_values\(autotune_trials_launched_total(\{{.*\}})?, {name}\)",

@@ -229,9 +229,6 @@ def service(objects, _args):
                                 f"not one of the Service's {port_names}")
             if endpoint.get("path") != "/metrics":
                 problems.append(f"{name_of(monitor)} scrapes path {endpoint.get('path')}")
-            if endpoint.get("honorLabels") is not True:
-                problems.append(f"{name_of(monitor)}: honorLabels must be true, or the metrics' "
-                                "own namespace and job labels are renamed exported_*")
         namespaces = monitor["spec"].get("namespaceSelector", {}).get("matchNames", [])
         if svc["metadata"]["namespace"] not in namespaces:
             problems.append(f"{name_of(monitor)} does not look in {svc['metadata']['namespace']}")
@@ -244,6 +241,14 @@ def labels(objects, args):
     """The labels of the one object of kind args[0], as key=value lines."""
     for key, value in sorted(one(objects, args[0])["metadata"].get("labels", {}).items()):
         print(f"{key}={value}")
+    return True
+
+
+def scrape_endpoint(objects, _args):
+    """The ServiceMonitor's endpoint: its honorLabels, then its metricRelabelings as JSON."""
+    endpoint = one(objects, "ServiceMonitor")["spec"]["endpoints"][0]
+    print(f"honorLabels={json.dumps(endpoint.get('honorLabels'))}")
+    print(f"metricRelabelings={json.dumps(endpoint.get('metricRelabelings'), sort_keys=True)}")
     return True
 
 
@@ -273,6 +278,7 @@ CHECKS = {
     "absent-flag": absent_flag,
     "service": service,
     "labels": labels,
+    "scrape-endpoint": scrape_endpoint,
     "dashboard-data": dashboard_data,
 }
 

@@ -1136,7 +1136,7 @@ results_once() {
 # The operator's series $1 for job $2 of the case, summed over its other labels, or only those
 # with label $3 (such as reason="lost").
 job_metric() {
-  operator_metric "$1{job=\"$2\",namespace=\"$case_ns\"${3:+,$3}"
+  operator_metric "$1{autotunejob=\"$2\",namespace=\"$case_ns\"${3:+,$3}"
 }
 
 # That sum is at least $3 ($4: the one label, as in job_metric).

@@ -43,8 +43,9 @@ global:
   evaluation_interval: 1s
 scrape_configs:
   - job_name: autotune-operator
-    # The operator's own namespace and job labels must win over Prometheus' target labels.
-    honor_labels: true
+    # As a hardened multi-tenant Prometheus scrapes: target labels win (overrideHonorLabels), so
+    # the operator's series must name their AutotuneJob in a label of their own.
+    honor_labels: false
     static_configs:
       - targets: ["$target"]
 CONFIG
@@ -76,7 +77,7 @@ def panels(items):
 for panel in panels(dashboard["panels"]):
     for target in panel.get("targets", []):
         expr = target.get("expr", "")
-        for name, value in (("namespace", namespace), ("job", job)):
+        for name, value in (("namespace", namespace), ("autotunejob", job)):
             expr = expr.replace("${%s}" % name, value).replace("$" + name, value)
         expr = expr.replace("$__rate_interval", "1m").replace("$__interval", "15s")
         if expr:
@@ -108,12 +109,12 @@ echo "ok: the job succeeded"
 curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$state/scrape.txt"
 problems=$(promtool check metrics <"$state/scrape.txt" 2>&1) || fail "promtool: $problems"
 [[ -z $problems ]] || fail "promtool: $problems"
-grep -q "^autotune_best_value{.*job=\"$job_name\"" "$state/scrape.txt" ||
+grep -q "^autotune_best_value{autotunejob=\"$job_name\"" "$state/scrape.txt" ||
   fail "no autotune_best_value for the job in the scrape"
 echo "ok: a scrape during the job passes promtool check metrics"
 
 # Prometheus has the last state once it has scraped the job's best value.
-e2e_wait 60 "Prometheus to see the best value" has_data "autotune_best_value{job=\"$job_name\"}" ||
+e2e_wait 60 "Prometheus to see the best value" has_data "autotune_best_value{autotunejob=\"$job_name\", job=\"autotune-operator\"}" ||
   fail "Prometheus never saw autotune_best_value"
 
 checked=0

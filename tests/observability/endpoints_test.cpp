@@ -41,8 +41,9 @@ TEST(MetricsServer, AScrapeReturnsTheMetrics) {
   const auto scrape = httpGet((*server)->port(), "/metrics");
   ASSERT_TRUE(scrape);
   EXPECT_EQ(scrape->status, 200);
-  EXPECT_NE(scrape->body.find(R"(autotune_trials_launched_total{job="gpt2",namespace="ml"} 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      scrape->body.find(R"(autotune_trials_launched_total{autotunejob="gpt2",namespace="ml"} 1)"),
+      std::string::npos)
       << scrape->body;
   EXPECT_NE(scrape->body.find("process_resident_memory_bytes"), std::string::npos);
 }

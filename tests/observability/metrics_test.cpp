@@ -152,13 +152,16 @@ TEST(Metrics, CountersGaugesAndHistogramsMoveWithWhatHappens) {
   metrics.leading(true);
 
   const std::string text = metrics.exposition();
-  EXPECT_EQ(sample(text, R"(autotune_trials_launched_total{job="gpt2",namespace="ml"})"), 2);
-  EXPECT_EQ(
-      sample(text, R"(autotune_trials_finished_total{job="gpt2",namespace="ml",outcome="OOM"})"),
-      1);
+  EXPECT_EQ(sample(text, R"(autotune_trials_launched_total{autotunejob="gpt2",namespace="ml"})"),
+            2);
   EXPECT_EQ(
       sample(text,
-             R"(autotune_trials_finished_total{job="gpt2",namespace="ml",outcome="Succeeded"})"),
+             R"(autotune_trials_finished_total{autotunejob="gpt2",namespace="ml",outcome="OOM"})"),
+      1);
+  EXPECT_EQ(
+      sample(
+          text,
+          R"(autotune_trials_finished_total{autotunejob="gpt2",namespace="ml",outcome="Succeeded"})"),
       2);
   EXPECT_EQ(sample(text, R"(autotune_trial_duration_seconds_count{outcome="Succeeded"})"), 2);
   EXPECT_EQ(sample(text, R"(autotune_trial_duration_seconds_sum{outcome="Succeeded"})"), 1300);
@@ -190,34 +193,40 @@ TEST(Metrics, ForgettingAJobRemovesEverySeriesOfItAndNoOther) {
     metrics.trialRelaunched("ml", job, "not_measured");
     metrics.bestValue("ml", job, "latency", 0.25);
     metrics.trialValue("ml", job, "z0-gas1-tmbspg1", 0.25, 5);
+    metrics.trialsQueued("ml", job, 3);
   }
+  metrics.trialsQueued("ml", "bert", 2);
   metrics.forgetJob("ml", "gpt2");
   metrics.forgetJob("ml", "never-seen");
 
   const std::string text = metrics.exposition();
-  EXPECT_FALSE(mentions(text, R"(job="gpt2")"));
-  EXPECT_EQ(sample(text, R"(autotune_trials_launched_total{job="bert",namespace="ml"})"), 1);
-  EXPECT_EQ(sample(text, R"(autotune_trials_relaunched_total{job="bert",namespace="ml",)"
+  EXPECT_FALSE(mentions(text, R"(autotunejob="gpt2")"));
+  EXPECT_EQ(sample(text, R"(autotune_trials_launched_total{autotunejob="bert",namespace="ml"})"),
+            1);
+  EXPECT_EQ(sample(text, R"(autotune_trials_relaunched_total{autotunejob="bert",namespace="ml",)"
                          R"(reason="not_measured"})"),
             1);
-  EXPECT_EQ(sample(text, R"(autotune_best_value{job="bert",metric="latency",namespace="ml"})"),
-            0.25);
   EXPECT_EQ(
-      sample(text, R"(autotune_trial_value{job="bert",namespace="ml",trial="z0-gas1-tmbspg1"})"),
+      sample(text, R"(autotune_best_value{autotunejob="bert",metric="latency",namespace="ml"})"),
       0.25);
+  EXPECT_EQ(
+      sample(text,
+             R"(autotune_trial_value{autotunejob="bert",namespace="ml",trial="z0-gas1-tmbspg1"})"),
+      0.25);
+  EXPECT_EQ(sample(text, R"(autotune_trials_queued{autotunejob="bert",namespace="ml"})"), 2);
   // Per-outcome durations are not per job, and stay.
   EXPECT_EQ(sample(text, R"(autotune_trial_duration_seconds_count{outcome="Failed"})"), 2);
 
   // A job's relaunch series exist at 0 from its first launch.
-  EXPECT_EQ(sample(text, R"(autotune_trials_relaunched_total{job="bert",namespace="ml",)"
+  EXPECT_EQ(sample(text, R"(autotune_trials_relaunched_total{autotunejob="bert",namespace="ml",)"
                          R"(reason="lost"})"),
             0);
 
   // A job created again under the same name starts from zero.
   metrics.trialLaunched("ml", "gpt2");
-  EXPECT_EQ(
-      sample(metrics.exposition(), R"(autotune_trials_launched_total{job="gpt2",namespace="ml"})"),
-      1);
+  EXPECT_EQ(sample(metrics.exposition(),
+                   R"(autotune_trials_launched_total{autotunejob="gpt2",namespace="ml"})"),
+            1);
 }
 
 TEST(Metrics, AJobHasAtMostMaxTrialsTrialSeries) {
@@ -230,7 +239,8 @@ TEST(Metrics, AJobHasAtMostMaxTrialsTrialSeries) {
 
   std::string text = metrics.exposition();
   const auto series = [](const std::string& job, const std::string& trial) {
-    return R"(autotune_trial_value{job=")" + job + R"(",namespace="ml",trial=")" + trial + "\"}";
+    return R"(autotune_trial_value{autotunejob=")" + job + R"(",namespace="ml",trial=")" + trial +
+           "\"}";
   };
   EXPECT_EQ(sample(text, series("gpt2", "t0")), 0);
   EXPECT_EQ(sample(text, series("gpt2", "t1")), 42);
