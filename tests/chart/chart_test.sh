@@ -2,13 +2,15 @@
 # The Helm chart charts/autotune-operator, checked with helm itself and against a real API server:
 # lint, renders for the default, namespaced and monitoring values, least-privilege RBAC, the schema
 # refusing bad values, the CRD copy, the Grafana dashboard, the server accepting every rendered
-# object, and helm install / uninstall.
+# object (the ServiceMonitor and PrometheusRule against prometheus-operator's CRDs), and helm
+# install / uninstall. The alerts' own tests are in alerts_test.sh.
 #
 #   tests/chart/chart_test.sh [SOURCE_DIR]
 #
 # Starts its own control plane with scripts/controlplane, or uses the cluster of
 # $AUTOTUNE_TEST_KUBECONFIG (with helm and kubectl on PATH); every name it creates there carries a
-# random suffix, and it removes what it created, except the CRD, which Helm never deletes either.
+# random suffix, and it removes what it created, except the CRDs: its own, which Helm never deletes
+# either, and prometheus-operator's, created only where the cluster lacks them.
 set -euo pipefail
 
 source_dir=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
@@ -96,6 +98,7 @@ VALUES
 cat >"$work/monitoring-values.yaml" <<'VALUES'
 serviceMonitor: {enabled: true}
 dashboard: {enabled: true}
+prometheusRule: {enabled: true}
 VALUES
 values_files=(namespaced-values.yaml monitoring-values.yaml)
 
@@ -114,7 +117,7 @@ expect "helm lint --strict passes for the default, namespaced and monitoring val
 require "helm template renders the default values" render default
 require "helm template renders watchNamespaces: [$team_a, $team_b]" \
   render namespaced -f "$work/namespaced-values.yaml"
-require "helm template renders serviceMonitor and dashboard enabled" \
+require "helm template renders serviceMonitor, dashboard and prometheusRule enabled" \
   render monitoring -f "$work/monitoring-values.yaml"
 
 # helm template must fail, and its message must name what was wrong ($1, a pattern).
@@ -248,18 +251,19 @@ expect "the metrics Service selects the operator; the ServiceMonitor selects the
 monitoring_only_when_enabled() {
   local objects
   objects=$(manifests objects <"$work/default.json")
-  if grep -E '^(ServiceMonitor |ConfigMap .*-dashboard$)' <<<"$objects"; then
-    echo "rendered with serviceMonitor and dashboard disabled"
+  if grep -E '^(ServiceMonitor |PrometheusRule |ConfigMap .*-dashboard$)' <<<"$objects"; then
+    echo "rendered with serviceMonitor, dashboard and prometheusRule disabled"
     return 1
   fi
   objects=$(manifests objects <"$work/monitoring.json")
   grep -q '^ServiceMonitor ' <<<"$objects" || { echo "no ServiceMonitor when enabled"; return 1; }
+  grep -q '^PrometheusRule ' <<<"$objects" || { echo "no PrometheusRule when enabled"; return 1; }
   grep -q '^ConfigMap .*-dashboard$' <<<"$objects" || {
     echo "no dashboard ConfigMap when enabled"
     return 1
   }
 }
-expect "the ServiceMonitor and the dashboard ConfigMap exist only when enabled" \
+expect "the ServiceMonitor, PrometheusRule and dashboard ConfigMap exist only when enabled" \
   monitoring_only_when_enabled
 # Label checks read the whole list (grep without -q), so that the writer never meets a closed pipe.
 has_label() {
@@ -270,6 +274,8 @@ has_label() {
 }
 expect "the ServiceMonitor carries the label release=prometheus" \
   has_label ServiceMonitor release=prometheus
+expect "the PrometheusRule carries the label release=prometheus" \
+  has_label PrometheusRule release=prometheus
 
 # honorLabels is the user's call (a hardened Prometheus overrides it anyway), and relabelings
 # reach the endpoint as given.
@@ -313,22 +319,34 @@ create_namespaces() {
 }
 require "the test's namespaces can be created" create_namespaces
 
+# prometheus-operator's CRDs, taken from its Go module by scripts/controlplane, so that the API
+# server checks the ServiceMonitor and the PrometheusRule against their schemas too. A cluster that
+# has them already keeps its own.
+monitoring_crds() {
+  local dir name
+  dir=$("$source_dir/scripts/controlplane" monitoring-crds) || return 1
+  for name in servicemonitors prometheusrules; do
+    kubectl get crd "$name.monitoring.coreos.com" >/dev/null 2>&1 ||
+      kubectl apply --server-side -f "$dir/$name.yaml" || return 1
+  done
+  kubectl wait --for condition=Established --timeout=60s \
+    crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com
+}
+expect "prometheus-operator's ServiceMonitor and PrometheusRule CRDs are established" \
+  monitoring_crds
+
 # Server-side dry runs: the API server validates every object as it would on install (schemas,
-# names, RBAC rules) and stores nothing. The rendered objects need no CRD; the CRD itself is checked
-# the same way, server-side so that its size does not meet the last-applied annotation's limit, and
-# forcing conflicts, which a CRD that Helm installed on a shared cluster would otherwise raise.
-# Only the server's complaints are shown.
+# names, RBAC rules) and stores nothing. The CRD itself is checked the same way, server-side so
+# that its size does not meet the last-applied annotation's limit, and forcing conflicts, which a
+# CRD that Helm installed on a shared cluster would otherwise raise. Only the server's complaints
+# are shown.
 accepted() { kubectl apply --dry-run=server "$@" >/dev/null; }
 expect "the API server accepts the CRD (server-side dry run)" \
   accepted --server-side --force-conflicts -f "$chart/$crd"
 expect "the API server accepts the default render" accepted -f "$work/default.yaml"
 expect "the API server accepts the namespaced render" accepted -f "$work/namespaced.yaml"
-without_servicemonitor() {
-  manifests without ServiceMonitor <"$work/monitoring.json" >"$work/monitoring-applied.json" &&
-    accepted -f "$work/monitoring-applied.json"
-}
-# No ServiceMonitor CRD here: that one object is left to the structural checks above.
-expect "the API server accepts the monitoring render, ServiceMonitor aside" without_servicemonitor
+expect "the API server accepts the monitoring render, ServiceMonitor and PrometheusRule included" \
+  accepted -f "$work/monitoring.yaml"
 
 # The permissions of user $1, as the API server's authorizer sees them, against the lines on
 # stdin: "yes|no" and the arguments of `kubectl auth can-i`.

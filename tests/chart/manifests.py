@@ -61,13 +61,6 @@ def objects_list(objects, _args):
     return True
 
 
-def without(objects, args):
-    """The objects, less those of the kinds named, as a JSON List that kubectl applies."""
-    kept = [obj for obj in objects if obj["kind"] not in args]
-    json.dump({"apiVersion": "v1", "kind": "List", "items": kept}, sys.stdout)
-    return True
-
-
 def wildcards(objects, _args):
     """No RBAC rule may grant `*` in any of its lists: least privilege, spelled out."""
     good = True
@@ -269,7 +262,6 @@ def dashboard_data(objects, _args):
 
 CHECKS = {
     "objects": objects_list,
-    "without": without,
     "wildcards": wildcards,
     "grants": grants,
     "bound": bound,
