@@ -224,6 +224,26 @@ void publishClusterGauges(const controller::Cluster& cluster, observability::Met
   metrics.gpuSlots(capacity.used(), capacity.total());
 }
 
+// A job's per-job gauges, from its status as the cache holds it.
+observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
+  const api::Status& status = job.status;
+  const std::string_view key = job.key;
+  const auto slash = key.find('/');
+  observability::JobFigures figures;
+  figures.ns = std::string(key.substr(0, slash));
+  figures.name = std::string(key.substr(slash + 1));
+  figures.phase = std::string(api::toString(status.phase));
+  const api::TrialCounts& trials = status.trials;
+  figures.trials = {
+      {"launched", trials.launched}, {"pending", trials.pending},     {"queued", trials.queued},
+      {"running", trials.running},   {"succeeded", trials.succeeded}, {"failed", trials.failed},
+      {"oom", trials.oom},           {"timedOut", trials.timedOut},   {"pruned", trials.pruned}};
+  if (status.best) {
+    figures.best = {std::string(api::toString(status.best->metric)), status.best->value};
+  }
+  return figures;
+}
+
 // One watch of jobs, one of trial Pods and one of multi-node trials' batch Jobs per namespace (or
 // for all), and one of Nodes; each change enqueues the jobs it concerns.
 void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched,
@@ -266,17 +286,6 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics) {
   hooks.trialFinished = [&metrics](const api::AutotuneJob& job, const api::TrialRecord& record) {
     metrics.trialFinished(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
                           observability::Seconds(record.durationSeconds));
-    if (record.value) {
-      metrics.trialValue(job.namespaceName(), job.name(), record.name, *record.value,
-                         job.spec.search.maxTrials);
-    }
-  };
-  hooks.statusWritten = [&metrics](const api::AutotuneJob& job, const api::Status& status) {
-    metrics.trialsQueued(job.namespaceName(), job.name(), status.trials.queued);
-    if (status.best) {
-      metrics.bestValue(job.namespaceName(), job.name(),
-                        std::string(api::toString(status.best->metric)), status.best->value);
-    }
   };
   hooks.jobGone = [&metrics](const std::string& ns, const std::string& name) {
     metrics.forgetJob(ns, name);
@@ -393,6 +402,13 @@ int main(int argc, char** argv) {
   });
   manager.setHooks(managerHooks(metrics, log, manager, cluster));
   declareWatches(metrics);
+  metrics.readJobsFrom([&cluster] {
+    std::vector<observability::JobFigures> figures;
+    for (const auto& job : cluster.jobs()) {
+      figures.push_back(figuresOf(*job));
+    }
+    return figures;
+  });
   auto health = std::make_shared<observability::Health>();
   health->addLiveness("reconcile-workers", [&heartbeat] { return heartbeat.healthy(); });
   health->addReadiness("caches-synced", [&manager] { return manager.synced(); });

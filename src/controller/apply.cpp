@@ -69,7 +69,7 @@ std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& pla
       return std::nullopt;
     }
   }
-  if (!writeStatus(plan.status, &job)) {
+  if (!writeStatus(plan.status)) {
     return std::nullopt;
   }
   return Learned{};
@@ -234,7 +234,7 @@ runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& 
 }
 
 runtime::ReconcileResult Apply::refused(const Plan& plan) {
-  if (!writeStatus(plan.status, nullptr)) {
+  if (!writeStatus(plan.status)) {
     return runtime::ReconcileResult::retry();
   }
   for (const auto& event : plan.events) {
@@ -244,13 +244,13 @@ runtime::ReconcileResult Apply::refused(const Plan& plan) {
 }
 
 void Apply::reportException(const std::string& message) {
-  writeStatus(reconcileThrew(job_, message, context_.now), nullptr);
+  writeStatus(reconcileThrew(job_, message, context_.now));
   report(reconcileException(message));
 }
 
 // Writes `status` when it differs from what the API server holds. A Conflict (the cache was
 // behind) fails the reconcile, which is retried on a fresher read.
-bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) {
+bool Apply::writeStatus(const api::Status& status) {
   json encoded = api::encode(status);
   if (encoded == written_) {
     return true;
@@ -263,9 +263,6 @@ bool Apply::writeStatus(const api::Status& status, const api::AutotuneJob* job) 
   metadata_["resourceVersion"] = k8s::versionOf(*written);
   written_ = std::move(encoded);
   cluster_.wroteStatus(*written, context_.now);
-  if (job != nullptr && hooks_.statusWritten) {
-    hooks_.statusWritten(*job, status);
-  }
   context_.log.debug("status written", {{"phase", std::string(api::toString(status.phase))}});
   return true;
 }

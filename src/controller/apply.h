@@ -39,7 +39,6 @@ struct ReconcilerHooks {
   std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialFinished;
   // How long a finished trial's run waited for a node and its container's start.
   std::function<void(std::chrono::duration<double> waited)> trialPending;
-  std::function<void(const api::AutotuneJob& job, const api::Status& status)> statusWritten;
   std::function<void(const std::string& ns, const std::string& name)> jobGone;
 };
 
@@ -83,7 +82,7 @@ class Apply {
   // delete it with the job.
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
                                            const nlohmann::json& configMap);
-  bool writeStatus(const api::Status& status, const api::AutotuneJob* job);
+  bool writeStatus(const api::Status& status);
   // Returns false when the run was not created by this call; a name taken, or a create refused,
   // goes into `learned`.
   bool createRun(const RunLaunch& launch, Learned& learned);

@@ -116,6 +116,14 @@ runtime::Shared<CachedAutotuneJob> Cluster::job(const std::string& key) const {
   return store == nullptr ? nullptr : store->get(key);
 }
 
+std::vector<runtime::Shared<CachedAutotuneJob>> Cluster::jobs() const {
+  std::vector<runtime::Shared<CachedAutotuneJob>> all;
+  for (const auto& [ns, store] : jobs_) {
+    std::ranges::move(store->list(), std::back_inserter(all));
+  }
+  return all;
+}
+
 runtime::Shared<Pod> Cluster::pod(const std::string& key) const {
   const auto* store = storeFor(pods_, key.substr(0, key.find('/')));
   return store == nullptr ? nullptr : store->get(key);

@@ -44,6 +44,8 @@ class Cluster {
   NodeStore& nodes() { return *nodes_; }
 
   runtime::Shared<CachedAutotuneJob> job(const std::string& key) const;
+  // Every AutotuneJob the watches hold.
+  std::vector<runtime::Shared<CachedAutotuneJob>> jobs() const;
   runtime::Shared<Pod> pod(const std::string& key) const;
   runtime::Shared<BatchJob> batchJob(const std::string& key) const;
   // The Pods labelled for the job of this name in its namespace, whoever owns them.

@@ -132,22 +132,77 @@ std::vector<MetricFamily> processMetrics() {
   return families;
 }
 
-// What a scrape sees: the registry's families and the process metrics.
+ClientMetric gaugeOf(std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = value;
+  return metric;
+}
+
+// The per-job gauges of the jobs as the cache holds them now.
+std::vector<MetricFamily> jobMetrics(const std::vector<JobFigures>& jobs) {
+  MetricFamily phase{"autotune_job_phase",
+                     "1 for each AutotuneJob, labelled with its phase.",
+                     MetricType::Gauge,
+                     {}};
+  MetricFamily trials{"autotune_job_trials",
+                      "An AutotuneJob's trials by state, as its status.trials counts them.",
+                      MetricType::Gauge,
+                      {}};
+  MetricFamily best{"autotune_best_value",
+                    "The best value an AutotuneJob has measured so far, in its metric.",
+                    MetricType::Gauge,
+                    {}};
+  for (const JobFigures& job : jobs) {
+    const ClientMetric::Label ns{"namespace", job.ns};
+    const ClientMetric::Label name{std::string(kJobLabel), job.name};
+    phase.metric.push_back(gaugeOf({name, ns, {"phase", job.phase}}, 1));
+    for (const auto& [state, count] : job.trials) {
+      trials.metric.push_back(gaugeOf({name, ns, {"state", state}}, static_cast<double>(count)));
+    }
+    if (job.best) {
+      best.metric.push_back(gaugeOf({name, {"metric", job.best->metric}, ns}, job.best->value));
+    }
+  }
+  return {std::move(phase), std::move(trials), std::move(best)};
+}
+
+// What a scrape sees: the registry's families, the jobs' gauges and the process metrics.
 class Scraped final : public prometheus::Collectable {
  public:
   explicit Scraped(std::shared_ptr<prometheus::Registry> registry)
       : registry_(std::move(registry)) {}
 
+  void readJobsFrom(JobFiguresSource source) {
+    const std::lock_guard lock(mutex_);
+    jobs_ = std::move(source);
+  }
+
   std::vector<MetricFamily> Collect() const override {
     auto families = registry_->Collect();
-    auto process = processMetrics();
-    families.insert(families.end(), std::make_move_iterator(process.begin()),
-                    std::make_move_iterator(process.end()));
+    append(families, jobMetrics(jobs()));
+    append(families, processMetrics());
     return families;
   }
 
  private:
+  static void append(std::vector<MetricFamily>& families, std::vector<MetricFamily> more) {
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  }
+
+  std::vector<JobFigures> jobs() const {
+    JobFiguresSource source;
+    {
+      const std::lock_guard lock(mutex_);
+      source = jobs_;
+    }
+    return source ? source() : std::vector<JobFigures>{};
+  }
+
   std::shared_ptr<prometheus::Registry> registry_;
+  mutable std::mutex mutex_;
+  JobFiguresSource jobs_;
 };
 
 using Key = std::pair<std::string, std::string>;  // namespace, job
@@ -168,11 +223,8 @@ Counter& countFor(Family<Counter>& family, std::map<std::string, Counter*>& byVa
 // The series labelled with one job, so that forgetJob() can remove them.
 struct JobSeries {
   Counter* launched = nullptr;
-  Gauge* queued = nullptr;
   std::map<std::string, Counter*> finished;    // by outcome
   std::map<std::string, Counter*> relaunched;  // by reason
-  std::map<std::string, Gauge*> best;          // by metric
-  std::map<std::string, Gauge*> trials;        // by trial
 };
 
 }  // namespace
@@ -205,19 +257,6 @@ struct Metrics::State {
                                    .Name("autotune_trial_pending_seconds")
                                    .Help("How long trial Pods waited to start running.")
                                    .Register(*registry);
-  Family<Gauge>& best = prometheus::BuildGauge()
-                            .Name("autotune_best_value")
-                            .Help("The best value a job has measured so far, in its metric.")
-                            .Register(*registry);
-  Family<Gauge>& queued =
-      prometheus::BuildGauge()
-          .Name("autotune_trials_queued")
-          .Help("A job's trials waiting for room now (GPUs, a ResourceQuota, a scheduling gate).")
-          .Register(*registry);
-  Family<Gauge>& trialValue = prometheus::BuildGauge()
-                                  .Name("autotune_trial_value")
-                                  .Help("The value each trial measured, in its job's metric.")
-                                  .Register(*registry);
   Family<Gauge>& gpuSlots =
       prometheus::BuildGauge()
           .Name("autotune_gpu_slots")
@@ -331,44 +370,6 @@ void Metrics::trialRelaunched(const std::string& ns, const std::string& job,
       .Increment();
 }
 
-void Metrics::bestValue(const std::string& ns, const std::string& job, const std::string& metric,
-                        double value) {
-  const std::lock_guard lock(state_->mutex);
-  auto& gauge = state_->jobSeries[{ns, job}].best[metric];
-  if (gauge == nullptr) {
-    gauge =
-        &state_->best.Add({{"namespace", ns}, {std::string(kJobLabel), job}, {"metric", metric}});
-  }
-  gauge->Set(value);
-}
-
-void Metrics::trialsQueued(const std::string& ns, const std::string& job, std::int64_t count) {
-  const std::lock_guard lock(state_->mutex);
-  auto& gauge = state_->jobSeries[{ns, job}].queued;
-  if (gauge == nullptr) {
-    gauge = &state_->queued.Add({{"namespace", ns}, {std::string(kJobLabel), job}});
-  }
-  gauge->Set(static_cast<double>(count));
-}
-
-void Metrics::trialValue(const std::string& ns, const std::string& job, const std::string& trial,
-                         double value, int maxTrials) {
-  const std::lock_guard lock(state_->mutex);
-  auto& trials = state_->jobSeries[{ns, job}].trials;
-  auto found = trials.find(trial);
-  if (found == trials.end()) {
-    if (std::cmp_greater_equal(trials.size(), std::max(maxTrials, 0))) {
-      return;
-    }
-    found = trials
-                .emplace(trial,
-                         &state_->trialValue.Add(
-                             {{"namespace", ns}, {std::string(kJobLabel), job}, {"trial", trial}}))
-                .first;
-  }
-  found->second->Set(value);
-}
-
 void Metrics::forgetJob(const std::string& ns, const std::string& job) {
   const std::lock_guard lock(state_->mutex);
   const auto found = state_->jobSeries.find({ns, job});
@@ -379,22 +380,17 @@ void Metrics::forgetJob(const std::string& ns, const std::string& job) {
   if (series.launched != nullptr) {
     state_->launched.Remove(series.launched);
   }
-  if (series.queued != nullptr) {
-    state_->queued.Remove(series.queued);
-  }
   for (const auto& [outcome, counter] : series.finished) {
     state_->finished.Remove(counter);
   }
   for (const auto& [reason, counter] : series.relaunched) {
     state_->relaunched.Remove(counter);
   }
-  for (const auto& [metric, gauge] : series.best) {
-    state_->best.Remove(gauge);
-  }
-  for (const auto& [trial, gauge] : series.trials) {
-    state_->trialValue.Remove(gauge);
-  }
   state_->jobSeries.erase(found);
+}
+
+void Metrics::readJobsFrom(JobFiguresSource source) {
+  state_->scraped->readJobsFrom(std::move(source));
 }
 
 void Metrics::gpuSlots(std::int64_t used, std::int64_t total) {

@@ -1,18 +1,23 @@
 #pragma once
-// The operator's Prometheus metrics (DESIGN §6), named `autotune_*`, plus the standard `process_*`
-// metrics read from /proc/self at scrape time. Each method is named for what happened; the caller
-// never sees a metric object. Safe to call from any thread.
+// The operator's Prometheus metrics, named `autotune_*` (docs/operator.md "Metrics"), plus the
+// standard `process_*` metrics read from /proc/self at scrape time. Each method is named for what
+// happened; the caller never sees a metric object. Safe to call from any thread.
 //
-// Label values stay bounded: per-job series live until forgetJob(), and a job has at most its
-// maxTrials `trial_value` series. Phases, slot states and reconcile results are fixed sets.
+// Label values stay bounded: per-job counters live until forgetJob(), per-job gauges as long as
+// the job is in the cache; no series is per trial. Phases, slot states and reconcile results are
+// fixed sets.
 
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace prometheus {
 class Collectable;
@@ -35,6 +40,21 @@ enum class ReconcileOutcome { kSuccess, kError, kRequeue, kException };
 
 using Seconds = std::chrono::duration<double>;
 
+// One AutotuneJob as its status says, for the series read at each scrape (as kube-state-metrics
+// reads objects): they are whatever the cache holds, so a restart or a new leader loses none.
+struct JobFigures {
+  std::string ns;
+  std::string name;
+  std::string phase;
+  std::vector<std::pair<std::string, std::int64_t>> trials;  // by state, as status.trials
+  struct Best {
+    std::string metric;
+    double value = 0;
+  };
+  std::optional<Best> best;
+};
+using JobFiguresSource = std::function<std::vector<JobFigures>()>;
+
 class Metrics {
  public:
   Metrics();
@@ -56,16 +76,11 @@ class Metrics {
   // A trial launched again: `reason` is lost (evicted, its node gone, its Pod deleted) or
   // not_measured (never started, or its Pod vanished unseen).
   void trialRelaunched(const std::string& ns, const std::string& job, const std::string& reason);
-  // How many of a job's trials wait for room now (status.trials.queued).
-  void trialsQueued(const std::string& ns, const std::string& job, std::int64_t count);
-  void bestValue(const std::string& ns, const std::string& job, const std::string& metric,
-                 double value);
-  // A trial's measured value. Only the first `maxTrials` distinct trials of a job get a series;
-  // later ones are dropped, so one job cannot grow the scrape without limit.
-  void trialValue(const std::string& ns, const std::string& job, const std::string& trial,
-                  double value, int maxTrials);
-  // Removes every series labelled with this job (the job was deleted).
+  // Removes the job's counters (the job was deleted).
   void forgetJob(const std::string& ns, const std::string& job);
+  // Where each scrape reads the jobs for autotune_job_phase, autotune_job_trials and
+  // autotune_best_value. Call before serving; `source` runs on the scraping thread.
+  void readJobsFrom(JobFiguresSource source);
 
   void gpuSlots(std::int64_t used, std::int64_t total);
   void reconciled(ReconcileOutcome result, Seconds took);

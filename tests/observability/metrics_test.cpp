@@ -41,6 +41,15 @@ bool mentions(const std::string& exposition, const std::string& text) {
   return exposition.find(text) != std::string::npos;
 }
 
+// A Running job with a best throughput, as the cache would hold it.
+JobFigures runningJob(const std::string& name) {
+  return {"ml",
+          name,
+          "Running",
+          {{"launched", 4}, {"queued", 1}, {"succeeded", 3}},
+          JobFigures::Best{"throughput", 812.5}};
+}
+
 // One of each thing that can happen, so that every family has a series.
 void recordOneOfEach(Metrics& metrics) {
   metrics.jobsInPhase("Running", 1);
@@ -48,8 +57,7 @@ void recordOneOfEach(Metrics& metrics) {
   metrics.trialPending(seconds(3));
   metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(420));
   metrics.trialRelaunched("ml", "gpt2", "lost");
-  metrics.bestValue("ml", "gpt2", "throughput", 812.5);
-  metrics.trialValue("ml", "gpt2", "z1-gas1-tmbspg3", 812.5, 10);
+  metrics.readJobsFrom([] { return std::vector<JobFigures>{runningJob("gpt2")}; });
   metrics.gpuSlots(8, 16);
   metrics.reconciled(ReconcileOutcome::kSuccess, std::chrono::milliseconds(12));
   metrics.workqueueDepth(2);
@@ -70,7 +78,8 @@ TEST(Metrics, EveryMetricHasHelpAndTypeLines) {
       {"autotune_trial_duration_seconds", "histogram"},
       {"autotune_trial_pending_seconds", "histogram"},
       {"autotune_best_value", "gauge"},
-      {"autotune_trial_value", "gauge"},
+      {"autotune_job_phase", "gauge"},
+      {"autotune_job_trials", "gauge"},
       {"autotune_gpu_slots", "gauge"},
       {"autotune_reconcile_total", "counter"},
       {"autotune_reconcile_duration_seconds", "histogram"},
@@ -185,17 +194,13 @@ TEST(Metrics, CountersGaugesAndHistogramsMoveWithWhatHappens) {
   EXPECT_EQ(sample(metrics.exposition(), "autotune_leader"), 0);
 }
 
-TEST(Metrics, ForgettingAJobRemovesEverySeriesOfItAndNoOther) {
+TEST(Metrics, ForgettingAJobRemovesItsCountersAndNoOther) {
   Metrics metrics;
   for (const auto* job : {"gpt2", "bert"}) {
     metrics.trialLaunched("ml", job);
     metrics.trialFinished("ml", job, "Failed", seconds(30));
     metrics.trialRelaunched("ml", job, "not_measured");
-    metrics.bestValue("ml", job, "latency", 0.25);
-    metrics.trialValue("ml", job, "z0-gas1-tmbspg1", 0.25, 5);
-    metrics.trialsQueued("ml", job, 3);
   }
-  metrics.trialsQueued("ml", "bert", 2);
   metrics.forgetJob("ml", "gpt2");
   metrics.forgetJob("ml", "never-seen");
 
@@ -206,14 +211,6 @@ TEST(Metrics, ForgettingAJobRemovesEverySeriesOfItAndNoOther) {
   EXPECT_EQ(sample(text, R"(autotune_trials_relaunched_total{autotunejob="bert",namespace="ml",)"
                          R"(reason="not_measured"})"),
             1);
-  EXPECT_EQ(
-      sample(text, R"(autotune_best_value{autotunejob="bert",metric="latency",namespace="ml"})"),
-      0.25);
-  EXPECT_EQ(
-      sample(text,
-             R"(autotune_trial_value{autotunejob="bert",namespace="ml",trial="z0-gas1-tmbspg1"})"),
-      0.25);
-  EXPECT_EQ(sample(text, R"(autotune_trials_queued{autotunejob="bert",namespace="ml"})"), 2);
   // Per-outcome durations are not per job, and stay.
   EXPECT_EQ(sample(text, R"(autotune_trial_duration_seconds_count{outcome="Failed"})"), 2);
 
@@ -229,31 +226,43 @@ TEST(Metrics, ForgettingAJobRemovesEverySeriesOfItAndNoOther) {
             1);
 }
 
-TEST(Metrics, AJobHasAtMostMaxTrialsTrialSeries) {
+// The per-job gauges are the cache's jobs at each scrape: a restarted operator shows every job
+// again as soon as its cache is filled, and a deleted job's gauges go with it.
+TEST(Metrics, PerJobGaugesAreReadFromTheJobsAtEachScrape) {
   Metrics metrics;
-  for (int i = 0; i < 5; ++i) {
-    metrics.trialValue("ml", "gpt2", "t" + std::to_string(i), i, 3);
-  }
-  metrics.trialValue("ml", "gpt2", "t1", 42, 3);
-  metrics.trialValue("ml", "bert", "t9", 9, 3);
+  std::vector<JobFigures> jobs = {runningJob("gpt2"), {"ml", "bert", "Pending", {}, std::nullopt}};
+  metrics.readJobsFrom([&jobs] { return jobs; });
 
   std::string text = metrics.exposition();
-  const auto series = [](const std::string& job, const std::string& trial) {
-    return R"(autotune_trial_value{autotunejob=")" + job + R"(",namespace="ml",trial=")" + trial +
-           "\"}";
-  };
-  EXPECT_EQ(sample(text, series("gpt2", "t0")), 0);
-  EXPECT_EQ(sample(text, series("gpt2", "t1")), 42);
-  EXPECT_EQ(sample(text, series("gpt2", "t2")), 2);
-  EXPECT_FALSE(sample(text, series("gpt2", "t3")));
-  EXPECT_FALSE(sample(text, series("gpt2", "t4")));
-  EXPECT_EQ(sample(text, series("bert", "t9")), 9);
+  EXPECT_EQ(
+      sample(text, R"(autotune_job_phase{autotunejob="gpt2",namespace="ml",phase="Running"})"), 1);
+  EXPECT_EQ(
+      sample(text, R"(autotune_job_phase{autotunejob="bert",namespace="ml",phase="Pending"})"), 1);
+  EXPECT_EQ(
+      sample(text, R"(autotune_job_trials{autotunejob="gpt2",namespace="ml",state="queued"})"), 1);
+  EXPECT_EQ(
+      sample(text, R"(autotune_best_value{autotunejob="gpt2",metric="throughput",namespace="ml"})"),
+      812.5);
+  EXPECT_FALSE(mentions(text, R"(autotune_best_value{autotunejob="bert")"));
 
-  metrics.forgetJob("ml", "gpt2");
-  metrics.trialValue("ml", "gpt2", "t4", 4, 3);
+  jobs[0].phase = "Succeeded";
+  jobs.pop_back();
   text = metrics.exposition();
-  EXPECT_EQ(sample(text, series("gpt2", "t4")), 4);
-  EXPECT_FALSE(sample(text, series("gpt2", "t0")));
+  EXPECT_EQ(
+      sample(text, R"(autotune_job_phase{autotunejob="gpt2",namespace="ml",phase="Succeeded"})"),
+      1);
+  EXPECT_FALSE(
+      sample(text, R"(autotune_job_phase{autotunejob="gpt2",namespace="ml",phase="Running"})"));
+  EXPECT_FALSE(mentions(text, R"(autotunejob="bert")"));
+}
+
+// A job's name or namespace is user input: whatever it holds, the exposition stays parseable.
+TEST(Metrics, JobNamesAreEscapedInTheExposition) {
+  Metrics metrics;
+  metrics.readJobsFrom([] {
+    return std::vector<JobFigures>{{"ml", "a\"b\\c\nd", "Running", {}, std::nullopt}};
+  });
+  EXPECT_TRUE(mentions(metrics.exposition(), R"(autotunejob="a\"b\\c\nd")"));
 }
 
 TEST(Metrics, ProcessMetricsDescribeThisProcess) {
