@@ -197,6 +197,21 @@ void Cluster::jobWaits(const CachedAutotuneJob& job, int gpus) {
   waiting_.set(job.key, job.creationTimestamp, gpus);
 }
 
+void Cluster::jobWaitsForRoom(const std::string& key, bool waits, Timestamp now) {
+  const std::scoped_lock lock(mutex_);
+  if (waits) {
+    waitingForRoomSince_.try_emplace(key, now);
+  } else {
+    waitingForRoomSince_.erase(key);
+  }
+}
+
+std::optional<Timestamp> Cluster::waitingForRoomSince(const std::string& key) const {
+  const std::scoped_lock lock(mutex_);
+  const auto found = waitingForRoomSince_.find(key);
+  return found == waitingForRoomSince_.end() ? std::nullopt : std::optional(found->second);
+}
+
 std::vector<std::string> Cluster::jobsConcernedByPod(const Pod* before, const Pod* after) const {
   const Pod* pod = after != nullptr ? after : before;
   if (pod == nullptr) {
@@ -302,6 +317,7 @@ void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJo
   }
   if (after == nullptr) {
     statusWrittenAt_.erase(key);
+    waitingForRoomSince_.erase(key);
     return;
   }
   const std::string phase = phaseOf(*after);

@@ -68,6 +68,10 @@ class Cluster {
   int slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const;
   // The job waits for `gpus` GPUs, or none (WaitingJobs).
   void jobWaits(const CachedAutotuneJob& job, int gpus);
+  // Whether the job waits for room now (GPUs, a quota) to launch trials it wants; since when it
+  // has, while it does: its next launches were wanted since then. Not kept over a restart.
+  void jobWaitsForRoom(const std::string& key, bool waits, Timestamp now);
+  std::optional<Timestamp> waitingForRoomSince(const std::string& key) const;
   // What a Node's change concerns: the jobs waiting for GPUs and those with Pods on it, unless
   // nothing a job reads of the Node changed (a heartbeat).
   std::vector<std::string> jobsConcernedBy(const Node* before, const Node* after) const;
@@ -102,6 +106,7 @@ class Cluster {
   std::map<std::string, std::string, std::less<>> phaseOf_;  // job key -> phase
   std::map<std::string, std::int64_t, std::less<>> phaseCounts_;
   std::map<std::string, Timestamp, std::less<>> statusWrittenAt_;
+  std::map<std::string, Timestamp, std::less<>> waitingForRoomSince_;
   // Trial Pods deleted lately, as last seen: by "namespace/job label", and in deletion order.
   std::map<std::string, std::map<std::string, runtime::Shared<Pod>>, std::less<>> deletedPods_;
   std::deque<std::pair<std::string, std::string>> deletionOrder_;  // (label key, Pod key)

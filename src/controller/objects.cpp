@@ -179,6 +179,7 @@ std::optional<Pod> decodePod(const json& object) {
   pod.trialName = text(annotations, kTrialNameAnnotation);
   pod.attemptText = text(annotations, kAttemptAnnotation);
   pod.preemptionsText = text(annotations, kPreemptionsAnnotation);
+  pod.wantedSince = timeAt(annotations, kWantedSinceAnnotation);
   pod.created = timeAt(metadata, "creationTimestamp");
   pod.deleting = member(metadata, "deletionTimestamp").is_string();
   pod.deletionTimestamp = timeAt(metadata, "deletionTimestamp");

@@ -66,12 +66,13 @@ struct Pod {
   std::string ownerJobUid;
   std::string batchJob;  // that batch Job's name: the Pod is one node of its trial
   std::string batchJobUid;
-  std::string completionIndex;  // of that Job: "0" is the trial's rank 0
-  std::string jobLabel;         // labels[autotune.io/job]
-  std::string space;            // labels[autotune.io/space]
-  std::string trialName;        // annotations[autotune.io/trial-name]
-  std::string attemptText;      // annotations[autotune.io/attempt]
-  std::string preemptionsText;  // annotations[autotune.io/preemptions]
+  std::string completionIndex;           // of that Job: "0" is the trial's rank 0
+  std::string jobLabel;                  // labels[autotune.io/job]
+  std::string space;                     // labels[autotune.io/space]
+  std::string trialName;                 // annotations[autotune.io/trial-name]
+  std::string attemptText;               // annotations[autotune.io/attempt]
+  std::string preemptionsText;           // annotations[autotune.io/preemptions]
+  std::optional<Timestamp> wantedSince;  // annotations[autotune.io/wanted-since]
   std::optional<Timestamp> created;
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::optional<Timestamp> deletionTimestamp;

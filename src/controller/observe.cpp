@@ -199,6 +199,7 @@ Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp
   snapshot.job.status = job.status;
   snapshot.warnings = job.decoded->warnings;
   snapshot.statusWrittenAt = cluster.statusWrittenAt(job.key);
+  snapshot.waitingSince = cluster.waitingForRoomSince(job.key);
   observeTrials(cluster, snapshot);
   snapshot.capacity = cluster.capacity();
   snapshot.slotsHeldForOlderJobs =

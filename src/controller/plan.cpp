@@ -19,26 +19,27 @@ constexpr auto kConclusionBatch = std::chrono::seconds(5);
 
 // A trial's run as created now, before any watch reports it: queued until the scheduler places
 // it.
-TrialRunState pendingAttempt(const Snapshot& snapshot, const std::string& trial, int attempt,
-                             int preemptions) {
+TrialRunState pendingAttempt(const Snapshot& snapshot, const std::string& trial,
+                             const RunOrdinal& ordinal) {
   TrialRunState state;
   state.phase = Phase::kQueued;
   state.trialName = trial;
-  state.attempt = attempt;
-  state.preemptions = preemptions;
-  state.run = trialRunOf(snapshot.job, trial, attempt);
+  state.attempt = ordinal.attempt;
+  state.preemptions = ordinal.preemptions;
+  state.wantedSince = ordinal.wantedSince;
+  state.run = trialRunOf(snapshot.job, trial, ordinal.attempt);
   state.created = snapshot.now;
   return state;
 }
 
-RunLaunch launchOf(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
-                   int preemptions) {
-  RunLaunch launch{trial.name, trialRunOf(job, trial.name, attempt), {}, std::nullopt, {}};
+RunLaunch launchOf(const api::AutotuneJob& job, const tuning::Trial& trial,
+                   const RunOrdinal& ordinal) {
+  RunLaunch launch{trial.name, trialRunOf(job, trial.name, ordinal.attempt), {}, std::nullopt, {}};
   if (launch.run.carrier == TrialRun::Carrier::kPod) {
-    launch.object = trialPod(job, trial, attempt, preemptions);
+    launch.object = trialPod(job, trial, ordinal);
   } else {
-    launch.object = trialBatchJob(job, trial, attempt, preemptions);
-    launch.service = trialService(job, trial, attempt);
+    launch.object = trialBatchJob(job, trial, ordinal);
+    launch.service = trialService(job, trial, ordinal.attempt);
   }
   return launch;
 }
@@ -74,8 +75,9 @@ void takeRefusal(Draft& draft, const RefusedCreate& refused, const TrialRun& run
 void recordEnded(Draft& draft) {
   const Snapshot& snapshot = draft.snapshot;
   for (const auto& [state, result] : snapshot.concluded) {
-    if (state.created && state.containerStarted) {
-      draft.plan.pendingWaits.emplace_back(*state.containerStarted - *state.created);
+    if (const auto wanted = state.wantedSince ? state.wantedSince : state.created;
+        wanted && state.containerStarted) {
+      draft.plan.pendingWaits.emplace_back(*state.containerStarted - *wanted);
     }
     draft.plan.finished.push_back(result.record);
     if (removable(state, draft.spec())) {
@@ -144,12 +146,15 @@ void relaunchLost(Draft& draft) {
       takeRefusal(draft, *refused, run);
       continue;
     }
-    RunLaunch relaunch = launchOf(snapshot.job, *trial, attempt, preemptions);
+    // The trial has been wanted since its first attempt was: a relaunch's wait goes on.
+    const RunOrdinal ordinal{attempt, preemptions,
+                             state.wantedSince ? state.wantedSince : state.created};
+    RunLaunch relaunch = launchOf(snapshot.job, *trial, ordinal);
     const Relaunch why = whyRelaunched(state);
     relaunch.replaces = RunLaunch::Replacing{
         state.run, why, trialRelaunched(trial->name, state.run, why, state.message)};
     draft.plan.launches.push_back(std::move(relaunch));
-    state = pendingAttempt(snapshot, trial->name, attempt, preemptions);
+    state = pendingAttempt(snapshot, trial->name, ordinal);
   }
   std::erase_if(draft.inFlight,
                 [&](const TrialRunState& state) { return dropped.contains(state.trialName); });
@@ -184,8 +189,9 @@ void launchWanted(Draft& draft) {
       takeRefusal(draft, *refused, run);
       continue;
     }
-    draft.plan.launches.push_back(launchOf(snapshot.job, trial, 0, 0));
-    draft.inFlight.push_back(pendingAttempt(snapshot, trial.name, 0, 0));
+    const RunOrdinal first{0, 0, snapshot.waitingSince};
+    draft.plan.launches.push_back(launchOf(snapshot.job, trial, first));
+    draft.inFlight.push_back(pendingAttempt(snapshot, trial.name, first));
   }
   draft.notCreatedForGpus =
       std::max(0, wantedNow(draft) - static_cast<int>(draft.decision.launch.size()));

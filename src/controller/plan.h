@@ -61,6 +61,8 @@ struct Plan {
   std::vector<std::chrono::duration<double>> pendingWaits;  // of those, each run's wait to start
   // GPUs the job waits for, held back from younger jobs (waiting_jobs.h).
   int gpusWaitedFor = 0;
+  // Trials it wants now wait for room (GPUs, a quota), with or without GPUs held for them.
+  bool waitsForRoom = false;
   std::optional<runtime::Duration> requeueAfter;
   // A create waits (a quota, the server failing): look again with the work queue's backoff.
   bool retry = false;

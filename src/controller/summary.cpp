@@ -223,6 +223,7 @@ void goOn(Draft& draft) {
                      "trials in flight: " + std::to_string(draft.inFlight.size()));
   }
   draft.plan.requeueAfter = nextDeadline(draft);
+  draft.plan.waitsForRoom = draft.notCreatedForGpus > 0 || draft.quotaRefusal.has_value();
   if (draft.notCreatedForGpus > 0) {
     const int gpus = draft.notCreatedForGpus * draft.spec().resources.gpusPerTrial;
     draft.plan.gpusWaitedFor = std::min(gpus, draft.snapshot.capacity.total());

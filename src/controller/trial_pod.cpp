@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "controller/objects.h"
 #include "k8s/object.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
@@ -185,8 +186,9 @@ void spreadOverNodes(json& podSpec, const std::string& name) {
   podSpec["affinity"] = std::move(affinity);
 }
 
-json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt, int preemptions,
+json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const RunOrdinal& run,
               const json& rendezvous) {
+  const int attempt = std::max(0, run.attempt);
   const api::Spec& spec = job.spec;
   const json templateMetadata = objectAt(spec.podTemplate, "metadata");
   json podSpec = objectAt(spec.podTemplate, "spec");
@@ -224,9 +226,12 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
   json annotations = objectAt(templateMetadata, "annotations");
   annotations[std::string(kConfigAnnotation)] = tuning::launchConfig(spec, trial, files).dump();
   annotations[std::string(kTrialNameAnnotation)] = trial.name;
-  annotations[std::string(kAttemptAnnotation)] = std::to_string(std::max(0, attempt));
-  if (preemptions > 0) {
-    annotations[std::string(kPreemptionsAnnotation)] = std::to_string(preemptions);
+  annotations[std::string(kAttemptAnnotation)] = std::to_string(attempt);
+  if (run.preemptions > 0) {
+    annotations[std::string(kPreemptionsAnnotation)] = std::to_string(run.preemptions);
+  }
+  if (run.wantedSince) {
+    annotations[std::string(kWantedSinceAnnotation)] = formatTime(*run.wantedSince);
   }
 
   return {{"apiVersion", "v1"},
@@ -240,9 +245,8 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attem
           {"spec", std::move(podSpec)}};
 }
 
-json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
-              int preemptions) {
-  return buildPod(job, trial, attempt, preemptions, json::array());
+json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, const RunOrdinal& run) {
+  return buildPod(job, trial, run, json::array());
 }
 
 std::string trialBatchJobName(std::string_view jobName, std::string_view trialName, int attempt) {
@@ -254,10 +258,10 @@ std::string trialBatchJobName(std::string_view jobName, std::string_view trialNa
   return tuning::boundedName(name, kMaxLength, tuning::CutEnd::kAnyButHyphen);
 }
 
-json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt,
-                   int preemptions) {
+json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, const RunOrdinal& run) {
+  const int attempt = std::max(0, run.attempt);
   const std::string name = trialBatchJobName(job.name(), trial.name, attempt);
-  json pod = buildPod(job, trial, attempt, preemptions, rendezvousEnvironment(job, name));
+  json pod = buildPod(job, trial, run, rendezvousEnvironment(job, name));
   json& metadata = pod["metadata"];
   json& podSpec = pod["spec"];
   podSpec["subdomain"] = name;
@@ -276,7 +280,7 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, int 
         {"labels", labels},
         {"annotations",
          {{std::string(kTrialNameAnnotation), trial.name},
-          {std::string(kAttemptAnnotation), std::to_string(std::max(0, attempt))}}},
+          {std::string(kAttemptAnnotation), std::to_string(attempt)}}},
         {"ownerReferences", json::array({ownerReference(job)})}}},
       {"spec",
        {{"completionMode", "Indexed"},

@@ -3,7 +3,9 @@
 // protocol (tuning/protocol.h) applied, labelled and owned so that the controller can find its
 // trials, map each Pod back to its trial, and let garbage collection remove them with the job.
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +28,9 @@ inline constexpr std::string_view kTrialNameAnnotation = "autotune.io/trial-name
 inline constexpr std::string_view kAttemptAnnotation = "autotune.io/attempt";
 // Of those earlier launches, how many were preempted or drained (they spent no relaunch).
 inline constexpr std::string_view kPreemptionsAnnotation = "autotune.io/preemptions";
+// Since when the trial has been wanted (RFC 3339), when that is before its run was created: its
+// job waited for room first, or earlier attempts ran. How long a trial waited counts from there.
+inline constexpr std::string_view kWantedSinceAnnotation = "autotune.io/wanted-since";
 // On a multi-node trial's batch Job: the UID of its Service, deleted with it.
 inline constexpr std::string_view kServiceUidAnnotation = "autotune.io/service-uid";
 // On the Pods of a multi-node trial, whose controller is its batch Job: the AutotuneJob's.
@@ -64,8 +69,16 @@ std::string trialPodName(std::string_view jobName, std::string_view trialName, i
 //   terminationMessagePolicy FallbackToLogsOnError;
 // - the read-only autotune-config volume at /etc/autotune: ds_config.json from the annotation
 //   autotune.io/ds-config, which holds tuning::launchConfig.
-nlohmann::json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt = 0,
-                        int preemptions = 0);
+//
+// `run` says which run of the trial it is (autotune.io/attempt, autotune.io/preemptions,
+// autotune.io/wanted-since).
+struct RunOrdinal {
+  int attempt = 0;      // 0 for the first
+  int preemptions = 0;  // of the earlier attempts
+  std::optional<std::chrono::system_clock::time_point> wantedSince;
+};
+nlohmann::json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial,
+                        const RunOrdinal& run = {});
 
 // The name of a multi-node trial's batch Job and of its headless Service: short enough that each
 // Pod's host name, `<name>-<index>`, is a DNS label, and starting with a letter, as a Service
@@ -84,7 +97,7 @@ std::string trialBatchJobName(std::string_view jobName, std::string_view trialNa
 //   runs on a node of its own;
 // - the AutotuneJob's name and UID in annotations, as the Job controller owns the Pods.
 nlohmann::json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial,
-                             int attempt = 0, int preemptions = 0);
+                             const RunOrdinal& run = {});
 
 // The headless Service that gives a multi-node trial's Pods their host names.
 nlohmann::json trialService(const api::AutotuneJob& job, const tuning::Trial& trial,

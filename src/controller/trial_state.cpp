@@ -168,6 +168,7 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
   state.attempt = countOf(pod.attemptText);
   state.preemptions = std::min(countOf(pod.preemptionsText), state.attempt);
   state.created = pod.created;
+  state.wantedSince = pod.wantedSince;
   state.started = pod.started;
   if (!pod.nodeName.empty()) {
     const bool saidWhen = pod.scheduled && pod.scheduled->status == "True";

@@ -47,7 +47,10 @@ struct TrialRunState {
   // kQueued: held back for room (the scheduler cannot place it now, a scheduling gate holds it, a
   // queueing system suspends it), not merely yet to be looked at by the scheduler.
   bool heldBack = false;
-  std::optional<Timestamp> created;      // metadata.creationTimestamp: queued since then
+  std::optional<Timestamp> created;  // metadata.creationTimestamp: queued since then
+  // From autotune.io/wanted-since: wanted since then, before its run existed (its job waited for
+  // room, or earlier attempts ran).
+  std::optional<Timestamp> wantedSince;
   std::optional<Timestamp> scheduledAt;  // bound to its node (PodScheduled's transition)
   std::optional<Timestamp> started;      // status.startTime: the kubelet took the Pod
   // Why it waits (the scheduler's message, its scheduling gates, or the container's waiting

@@ -253,10 +253,11 @@ struct Metrics::State {
                                     .Name("autotune_trial_duration_seconds")
                                     .Help("How long finished trials ran, by outcome.")
                                     .Register(*registry);
-  Family<Histogram>& pending = prometheus::BuildHistogram()
-                                   .Name("autotune_trial_pending_seconds")
-                                   .Help("How long trial Pods waited to start running.")
-                                   .Register(*registry);
+  Family<Histogram>& pending =
+      prometheus::BuildHistogram()
+          .Name("autotune_trial_pending_seconds")
+          .Help("How long trials waited to start running, from when first wanted.")
+          .Register(*registry);
   Family<Gauge>& gpuSlots =
       prometheus::BuildGauge()
           .Name("autotune_gpu_slots")

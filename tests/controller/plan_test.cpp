@@ -430,6 +430,40 @@ TEST(Plan, APreemptedTrialRunsAgainWithItsOwnReason) {
   EXPECT_EQ(plan.status.inFlight[0].preemptions, 3);
 }
 
+// How long a trial waited counts from when it was first wanted: a launch after its job waited
+// for room carries that time, a relaunch its first attempt's, and a trial that started is
+// measured from there.
+TEST(Plan, ATrialsWaitCountsFromWhenItWasFirstWanted) {
+  Snapshot snapshot = snapshotOf(gridJob(3), nodesOf({16}));
+  snapshot.capacity.nodes[0].used = 8;
+  EXPECT_TRUE(planned(snapshot).waitsForRoom);
+
+  snapshot = snapshotOf(gridJob(3), nodesOf({16, 16}));
+  snapshot.waitingSince = kNow - seconds(600);
+  Plan plan = planned(snapshot);
+  EXPECT_FALSE(plan.waitsForRoom);
+  ASSERT_FALSE(plan.launches.empty());
+  EXPECT_EQ(plan.launches[0].object["metadata"]["annotations"]["autotune.io/wanted-since"],
+            formatTime(kNow - seconds(600)));
+
+  Snapshot again = snapshotOf(gridJob(1), nodesOf({16}));
+  TrialRunState lost = running(planned(again).launches.at(0).trial);
+  lost.phase = TrialRunState::Phase::kNotMeasured;
+  again.inFlight.push_back(lost);
+  plan = planned(again);
+  ASSERT_EQ(plan.launches.size(), 1U);
+  EXPECT_EQ(plan.launches[0].object["metadata"]["annotations"]["autotune.io/wanted-since"],
+            formatTime(*lost.created));
+
+  Snapshot ended = snapshotOf(gridJob(2), nodesOf({16, 16}));
+  Concluded done = succeeded("z1_gas1_tmbspg1", 30.0, 45);
+  done.state.wantedSince = kNow - seconds(900);
+  conclude(ended, {done});
+  plan = planned(ended);
+  ASSERT_EQ(plan.pendingWaits.size(), 1U);
+  EXPECT_DOUBLE_EQ(plan.pendingWaits[0].count(), 855.0);
+}
+
 // The relaunch's name held by someone else's Pod is recorded as a taken first name is.
 TEST(Plan, ARelaunchWhoseNameIsTakenIsRecordedFailed) {
   Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));

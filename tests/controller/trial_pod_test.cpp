@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -10,12 +11,14 @@
 
 #include "api/codec.h"
 #include "api/job.h"
+#include "controller/objects.h"
 #include "tuning/protocol.h"
 #include "tuning/space.h"
 
 namespace {
 
 using autotune::api::AutotuneJob;
+using autotune::controller::decodePod;
 using autotune::controller::jobLabelValue;
 using autotune::controller::trialBatchJob;
 using autotune::controller::trialBatchJobName;
@@ -425,12 +428,26 @@ TEST(TrialPod, ARelaunchHasANameOfItsOwnAndCountsItsAttempt) {
   const AutotuneJob job = gpt2Large();
   const Trial trial = z1Trial(job);
   const json first = trialPod(job, trial);
-  const json second = trialPod(job, trial, 1);
+  const json second = trialPod(job, trial, {1, 0, std::nullopt});
   EXPECT_EQ(second["metadata"]["name"], "gpt2-large-z1-gas1-tmbspg3-r1");
   EXPECT_EQ(second["metadata"]["name"], trialPodName("gpt2-large", trial.name, 1));
   EXPECT_EQ(second["metadata"]["annotations"]["autotune.io/attempt"], "1");
   EXPECT_EQ(second["metadata"]["labels"], first["metadata"]["labels"]);
   EXPECT_EQ(second["spec"], first["spec"]);
+}
+
+TEST(TrialPod, SinceWhenTheTrialIsWantedIsKeptAndReadBack) {
+  const AutotuneJob job = gpt2Large();
+  const Trial trial = z1Trial(job);
+  EXPECT_FALSE(
+      trialPod(job, trial)["metadata"]["annotations"].contains("autotune.io/wanted-since"));
+  const auto wanted = std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
+  json pod = trialPod(job, trial, {1, 0, wanted});
+  EXPECT_EQ(pod["metadata"]["annotations"]["autotune.io/wanted-since"], "2026-01-01T00:00:00Z");
+  pod["metadata"]["uid"] = "u1";
+  const auto decoded = decodePod(pod);
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->wantedSince, wanted);
 }
 
 // The design example on two nodes, launching DeepSpeed without ssh on each.
@@ -525,7 +542,7 @@ TEST(TrialJob, TheServiceIsHeadlessAndSelectsTheJobsPods) {
 
 TEST(TrialJob, ARelaunchIsAJobAndServiceOfItsOwn) {
   const AutotuneJob job = twoNodes();
-  const json again = trialBatchJob(job, z1Trial(job), 2);
+  const json again = trialBatchJob(job, z1Trial(job), {2, 0, std::nullopt});
   EXPECT_EQ(again["metadata"]["name"], "gpt2-large-z1-gas1-tmbspg3-r2");
   EXPECT_EQ(again["spec"]["template"]["metadata"]["annotations"]["autotune.io/attempt"], "2");
   EXPECT_EQ(trialService(job, z1Trial(job), 2)["metadata"]["name"],

@@ -93,7 +93,8 @@ const AutotuneJob& job() {
 // The Pod of trial z1_gas1_tmbspg3 as the controller creates it, as the API server returns it
 // before the scheduler has looked at it.
 json createdPod(int attempt = 0) {
-  json pod = trialPod(job(), makeFastTrial(describeSpace(job().spec), 1, 3, 1), attempt);
+  json pod = trialPod(job(), makeFastTrial(describeSpace(job().spec), 1, 3, 1),
+                      {attempt, 0, std::nullopt});
   pod["metadata"]["creationTimestamp"] = kCreated;
   pod["status"] = {{"phase", "Pending"}};
   return pod;
