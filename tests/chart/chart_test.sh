@@ -283,7 +283,7 @@ cat >"$work/strict-monitoring-values.yaml" <<'VALUES'
 serviceMonitor:
   enabled: true
   honorLabels: false
-  metricRelabelings: [{action: drop, sourceLabels: [__name__], regex: autotune_trial_value}]
+  metricRelabelings: [{action: drop, sourceLabels: [__name__], regex: autotune_job_trials}]
 VALUES
 strict_scrape_rendered() {
   render strict-monitoring -f "$work/strict-monitoring-values.yaml" || return 1
@@ -291,7 +291,7 @@ strict_scrape_rendered() {
   strict=$(manifests scrape-endpoint <"$work/strict-monitoring.json") || return 1
   default=$(manifests scrape-endpoint <"$work/monitoring.json") || return 1
   printf 'given:\n%s\ndefault:\n%s\n' "$strict" "$default"
-  [[ $strict == $'honorLabels=false\nmetricRelabelings=[{"action": "drop", "regex": "autotune_trial_value", "sourceLabels": ["__name__"]}]' ]] &&
+  [[ $strict == $'honorLabels=false\nmetricRelabelings=[{"action": "drop", "regex": "autotune_job_trials", "sourceLabels": ["__name__"]}]' ]] &&
     [[ $default == $'honorLabels=true\nmetricRelabelings=null' ]]
 }
 expect "serviceMonitor.honorLabels and metricRelabelings reach the ServiceMonitor's endpoint" \

@@ -65,7 +65,8 @@ answer = json.load(sys.stdin)
 sys.exit(0 if answer["status"] == "success" and answer["data"]["result"] else 1)'
 }
 
-# The dashboard's expressions with its variables filled in as Grafana would for this job.
+# The dashboard's expressions with its variables filled in as Grafana would for this job; metric
+# (what the best-value panel repeats over) as its All value.
 dashboard_expressions() {
   python3 - "$dashboard" "$job_namespace" "$job_name" <<'PY'
 import json, sys
@@ -77,7 +78,7 @@ def panels(items):
 for panel in panels(dashboard["panels"]):
     for target in panel.get("targets", []):
         expr = target.get("expr", "")
-        for name, value in (("namespace", namespace), ("autotunejob", job)):
+        for name, value in (("namespace", namespace), ("autotunejob", job), ("metric", ".*")):
             expr = expr.replace("${%s}" % name, value).replace("$" + name, value)
         expr = expr.replace("$__rate_interval", "1m").replace("$__interval", "15s")
         if expr:
