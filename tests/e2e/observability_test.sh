@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The operator's metrics during a real job: a scrape of /metrics passes `promtool check metrics`,
 # a real Prometheus server on loopback scrapes the operator, and every PromQL expression of the
-# chart's Grafana dashboard returns data through Prometheus' HTTP API. /healthz and /readyz answer.
+# chart's Grafana dashboard returns data through Prometheus' HTTP API, with the operator restarted
+# mid-job; after the job, and after one more restart, every per-job panel still answers.
+# /healthz and /readyz answer.
 # Usage: tests/e2e/observability_test.sh   (binaries from build/bin, see scripts/e2e-env)
 set -euo pipefail
 
@@ -35,8 +37,10 @@ free_port() {
 
 log_port() { sed -n "s/.*\"$1\":\\([0-9]*\\).*/\\1/p" "$E2E_OPERATOR_LOG" | tail -1; }
 
-start_prometheus() {
-  local port=$1 target=$2
+# Prometheus scrapes the operator at $1; a reload (SIGHUP) moves it to a new address and marks the
+# old target's series stale at once.
+write_prometheus_config() {
+  local target=$1
   cat >"$state/prometheus.yml" <<CONFIG
 global:
   scrape_interval: 1s
@@ -49,6 +53,11 @@ scrape_configs:
     static_configs:
       - targets: ["$target"]
 CONFIG
+}
+
+start_prometheus() {
+  local port=$1 target=$2
+  write_prometheus_config "$target"
   prometheus --config.file="$state/prometheus.yml" --storage.tsdb.path="$state/tsdb" \
     --web.listen-address="127.0.0.1:$port" >"$state/prometheus.log" 2>&1 &
   echo $! >"$state/prometheus.pid"
@@ -86,6 +95,35 @@ for panel in panels(dashboard["panels"]):
 PY
 }
 
+# The panels that show one AutotuneJob's state: read from the operator's cache at each scrape,
+# they answer again as soon as a restarted operator has filled its cache.
+per_job_expressions() {
+  dashboard_expressions | grep -E 'autotune_(job_phase|job_trials|best_value)\b'
+}
+
+# Stops the operator as a helm upgrade or a lost leadership would and starts it again; Prometheus
+# scrapes the new process (a new metrics port) from then on.
+restart_operator() {
+  e2e_stop_operator TERM && e2e_start_operator || return 1
+  metrics_port=$(log_port metricsPort)
+  write_prometheus_config "127.0.0.1:$metrics_port"
+  kill -HUP "$(cat "$state/prometheus.pid")" &&
+    e2e_wait 60 "Prometheus to scrape the restarted operator" has_data \
+      "up{instance=\"127.0.0.1:$metrics_port\"} == 1"
+}
+
+# Every per-job panel answers from the operator process started last.
+per_job_panels_answer() {
+  local when=$1 checked=0 title expr
+  while IFS=$'\t' read -r title expr; do
+    e2e_wait 60 "data for \"$title\" $when" has_data "$expr" ||
+      fail "dashboard panel \"$title\" has no data $when: $expr"
+    checked=$((checked + 1))
+  done < <(per_job_expressions)
+  ((checked > 0)) || fail "the dashboard has no per-job panel"
+  echo "ok: all $checked per-job panels answer $when"
+}
+
 e2e_up || fail "the environment did not start"
 metrics_port=$(log_port metricsPort)
 probe_port=$(log_port probePort)
@@ -101,6 +139,14 @@ e2e_wait 60 "Prometheus to scrape the operator" has_data 'up{job="autotune-opera
   fail "Prometheus never scraped the operator; $(tail -5 "$state/prometheus.log")"
 
 kubectl apply -f "$source_dir/examples/gpt2-large-trial-sim.yaml" >/dev/null
+launched() {
+  local count
+  count=$(kubectl get atj "$job_name" -n "$job_namespace" -o jsonpath='{.status.trials.launched}')
+  ((${count:-0} >= 1))
+}
+e2e_wait 120 "the job's first launch" launched || fail "the job launched no trial"
+restart_operator || fail "the operator did not come back after a restart mid-job"
+echo "ok: the operator restarted mid-job"
 succeeded() {
   [[ $(kubectl get atj "$job_name" -n "$job_namespace" -o jsonpath='{.status.phase}') == Succeeded ]]
 }
@@ -126,3 +172,7 @@ while IFS=$'\t' read -r title expr; do
 done < <(dashboard_expressions)
 ((checked > 0)) || fail "the dashboard has no expressions"
 echo "ok: all $checked dashboard expressions return data from a real Prometheus"
+
+per_job_panels_answer "after the job"
+restart_operator || fail "the operator did not come back after a restart after the job"
+per_job_panels_answer "after a restart once the job ended"
