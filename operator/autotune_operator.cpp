@@ -283,6 +283,9 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics) {
   hooks.trialPending = [&metrics](std::chrono::duration<double> waited) {
     metrics.trialPending(waited);
   };
+  hooks.firstTrialLaunched = [&metrics](std::chrono::duration<double> sinceCreation) {
+    metrics.firstTrialLaunched(sinceCreation);
+  };
   hooks.trialFinished = [&metrics](const api::AutotuneJob& job, const api::TrialRecord& record) {
     metrics.trialFinished(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
                           observability::Seconds(record.durationSeconds));
@@ -371,8 +374,9 @@ int main(int argc, char** argv) {
   const runtime::SystemClock clock;
   runtime::TokenBucket bucket(clock, options->qps, options->burst);
   k8s::RequestPolicy policy;
-  policy.throttle = [&bucket] {
+  policy.throttle = [&bucket, &metrics] {
     if (const auto wait = bucket.reserve(); wait > runtime::Duration::zero()) {
+      metrics.clientThrottled(wait);
       std::this_thread::sleep_for(wait);
     }
   };

@@ -136,6 +136,7 @@ Learned Apply::launch(const api::AutotuneJob& job, const Plan& plan) {
   }
   if (!launched.empty()) {
     report(trialsLaunched(launched));
+    reportFirstLaunch(job);
   }
   return learned;
 }
@@ -323,6 +324,15 @@ void Apply::remove(const TrialRun& run) {
 
 // Creates an Event on the job. Its name derives from what it reports, so a reconcile that runs
 // again after a restart does not report the same thing twice.
+void Apply::reportFirstLaunch(const api::AutotuneJob& job) {
+  const auto created = parseTime(job_.creationTimestamp);
+  if (job.status.trials.launched > 0 || !job.status.results.empty() || !created ||
+      !hooks_.firstTrialLaunched) {
+    return;
+  }
+  hooks_.firstTrialLaunched(context_.now - *created);
+}
+
 void Apply::report(const JobEvent& reported) {
   auto created =
       client_.create(k8s::kEvents, namespace_, eventObject(metadata_, reported, context_.now));

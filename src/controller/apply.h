@@ -39,6 +39,8 @@ struct ReconcilerHooks {
   std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialFinished;
   // How long a finished trial's run waited for a node and its container's start.
   std::function<void(std::chrono::duration<double> waited)> trialPending;
+  // How long the job waited from its creation to the launch of its first trial.
+  std::function<void(std::chrono::duration<double> sinceCreation)> firstTrialLaunched;
   std::function<void(const std::string& ns, const std::string& name)> jobGone;
 };
 
@@ -99,6 +101,8 @@ class Apply {
   // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
   void lookUpNode(const std::string& name);
   void report(const JobEvent& reported);
+  // Trials were just launched: the first of the job's, when its status counted none before.
+  void reportFirstLaunch(const api::AutotuneJob& job);
 
   const k8s::Client& client_;
   Cluster& cluster_;

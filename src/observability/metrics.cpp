@@ -258,6 +258,11 @@ struct Metrics::State {
           .Name("autotune_trial_pending_seconds")
           .Help("How long trials waited to start running, from when first wanted.")
           .Register(*registry);
+  Family<Histogram>& firstLaunch =
+      prometheus::BuildHistogram()
+          .Name("autotune_job_first_launch_seconds")
+          .Help("How long jobs waited from their creation to their first trial's launch.")
+          .Register(*registry);
   Family<Gauge>& gpuSlots =
       prometheus::BuildGauge()
           .Name("autotune_gpu_slots")
@@ -282,6 +287,11 @@ struct Metrics::State {
           .Name("autotune_kube_requests_total")
           .Help("HTTP requests to the Kubernetes API server, by verb and status code (0: none).")
           .Register(*registry);
+  Family<Counter>& throttled =
+      prometheus::BuildCounter()
+          .Name("autotune_kube_client_throttled_seconds_total")
+          .Help("Time requests waited for the client's own rate limit (--qps, --burst).")
+          .Register(*registry);
   Family<Counter>& watchRestarts = prometheus::BuildCounter()
                                        .Name("autotune_watch_restarts_total")
                                        .Help("Watches started again, by resource and reason.")
@@ -298,6 +308,8 @@ struct Metrics::State {
   Gauge& slotsUsed = gpuSlots.Add({{"state", "used"}});
   Gauge& slotsTotal = gpuSlots.Add({{"state", "total"}});
   Histogram& pendingAll = pending.Add({}, kTrialPendingBuckets);
+  Histogram& firstLaunchAll = firstLaunch.Add({}, kTrialPendingBuckets);
+  Counter& throttledAll = throttled.Add({});
   Histogram& reconcileAll = reconcileDuration.Add({}, kReconcileBuckets);
   Gauge& depthAll = depth.Add({});
   Gauge& leaderAll = leader.Add({});
@@ -356,6 +368,10 @@ void Metrics::trialLaunched(const std::string& ns, const std::string& job) {
 
 void Metrics::trialPending(Seconds waited) { state_->pendingAll.Observe(waited.count()); }
 
+void Metrics::firstTrialLaunched(Seconds sinceCreation) {
+  state_->firstLaunchAll.Observe(sinceCreation.count());
+}
+
 void Metrics::trialFinished(const std::string& ns, const std::string& job,
                             const std::string& outcome, Seconds ran) {
   state_->duration.Add({{"outcome", outcome}}, kTrialDurationBuckets).Observe(ran.count());
@@ -412,6 +428,8 @@ void Metrics::kubeRequest(std::string_view verb, int code) {
   state_->kubeRequests.Add({{"verb", std::string(verb)}, {"code", std::to_string(code)}})
       .Increment();
 }
+
+void Metrics::clientThrottled(Seconds waited) { state_->throttledAll.Increment(waited.count()); }
 
 void Metrics::watchRestarted(std::string_view resource, std::string_view reason) {
   state_->watchRestarts.Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}})

@@ -68,8 +68,10 @@ class Metrics {
   void jobsInPhase(std::string_view phase, std::int64_t count);
 
   void trialLaunched(const std::string& ns, const std::string& job);
-  // How long a trial's Pod waited between creation and running.
+  // How long a trial waited to start running, from when it was first wanted.
   void trialPending(Seconds waited);
+  // How long a job waited from its creation to its first trial's launch.
+  void firstTrialLaunched(Seconds sinceCreation);
   // `outcome` is the classifier's word for it (Succeeded, Failed, OOM, Timeout, ...): a small set.
   void trialFinished(const std::string& ns, const std::string& job, const std::string& outcome,
                      Seconds ran);
@@ -87,6 +89,8 @@ class Metrics {
   void workqueueDepth(std::size_t depth);
   // One HTTP attempt against the API server; code 0 when no answer came (k8s::RequestPolicy).
   void kubeRequest(std::string_view verb, int code);
+  // A request waited for the client's own rate limit (--qps, --burst).
+  void clientThrottled(Seconds waited);
   void watchRestarted(std::string_view resource, std::string_view reason);
   // A watch and a reason it may restart for, shown at 0 until it does.
   void watchDeclared(std::string_view resource, std::string_view reason);

@@ -12,7 +12,7 @@ exits 1; or prints what was asked for and exits 0.
   tested TESTS             every alert has a case in the promtool test file TESTS where it fires
                            and one where it stays quiet (`exp_alerts: []`)
   names                    the rules' names (alert or record), in order
-  field ALERT KEY          the value of KEY (expr, for) in the rule of ALERT
+  field ALERT KEY          the value of KEY (expr, for, or an annotation) in the rule of ALERT
 """
 
 import json
@@ -89,7 +89,7 @@ def field(objects, args):
     if len(found) != 1:
         print(f"expected one alert {args[0]}, found {len(found)}")
         return False
-    print(found[0].get(args[1], ""))
+    print(found[0].get(args[1], found[0].get("annotations", {}).get(args[1], "")))
     return True
 
 

@@ -78,9 +78,10 @@ tuned() {
     --set prometheusRule.workqueueDepth=500 --set qps=20 || return 1
   tuned_to AutotuneJobTrialsQueued for 3h &&
     tuned_to AutotuneOperatorWorkQueueBacklog expr '> 500' &&
-    tuned_to AutotuneOperatorClientRateLimited expr '> 0.9 * 20'
+    tuned_to AutotuneOperatorClientRateLimited description 'more than one worker is always waiting to send.' &&
+    alerts field AutotuneOperatorClientRateLimited description <"$work/tuned.json" | grep -q -- '--qps 20,'
 }
-expect "trialsQueuedFor, workqueueDepth and qps set the thresholds" tuned
+expect "trialsQueuedFor, workqueueDepth and qps set the thresholds and the words" tuned
 
 cat >"$work/additional-values.yaml" <<'VALUES'
 prometheusRule:

@@ -276,6 +276,26 @@ TEST_F(Reconcile, LaunchesUpToParallelismTrialPodsAndReportsRunning) {
 
 // A reconcile that learns mid-way that this replica may no longer lead creates no Pod: the next
 // leader may already have recorded and deleted the trials its status write counted.
+// How long a job waited for its first trial is told once: when its first trials launch, and not
+// for the trials launched after.
+TEST_F(Reconcile, TheWaitForAJobsFirstTrialIsToldOnce) {
+  submit(gpt2Job());
+  std::vector<double> told;
+  ReconcilerHooks hooks;
+  hooks.firstTrialLaunched = [&told](std::chrono::duration<double> sinceCreation) {
+    told.push_back(sinceCreation.count());
+  };
+  now_ += seconds(40);
+  reconcile(hooks);
+  ASSERT_EQ(pods().size(), 2U);
+  EXPECT_EQ(told, std::vector<double>{40.0});
+
+  const std::string first = pods()[0]["metadata"]["name"];
+  finish(first, 0, R"({"throughput": 59.0, "latency": 1.0, "FLOPS_per_gpu": 1.0})");
+  reconcile(hooks);
+  EXPECT_EQ(told.size(), 1U);
+}
+
 TEST_F(Reconcile, AReconcileWhoseLeadershipIsInDoubtCreatesNoPod) {
   submit(gpt2Job());
   std::stop_source leadership;

@@ -55,6 +55,8 @@ void recordOneOfEach(Metrics& metrics) {
   metrics.jobsInPhase("Running", 1);
   metrics.trialLaunched("ml", "gpt2");
   metrics.trialPending(seconds(3));
+  metrics.firstTrialLaunched(seconds(12));
+  metrics.clientThrottled(std::chrono::milliseconds(250));
   metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(420));
   metrics.trialRelaunched("ml", "gpt2", "lost");
   metrics.readJobsFrom([] { return std::vector<JobFigures>{runningJob("gpt2")}; });
@@ -85,6 +87,8 @@ TEST(Metrics, EveryMetricHasHelpAndTypeLines) {
       {"autotune_reconcile_duration_seconds", "histogram"},
       {"autotune_workqueue_depth", "gauge"},
       {"autotune_kube_requests_total", "counter"},
+      {"autotune_kube_client_throttled_seconds_total", "counter"},
+      {"autotune_job_first_launch_seconds", "histogram"},
       {"autotune_watch_restarts_total", "counter"},
       {"autotune_leader", "gauge"},
       {"process_resident_memory_bytes", "gauge"},
@@ -117,6 +121,15 @@ TEST(Metrics, SeriesOfFixedLabelSetsAreZeroBeforeAnythingHappens) {
   EXPECT_EQ(sample(exposition, "autotune_workqueue_depth"), 0);
   EXPECT_EQ(sample(exposition, "autotune_reconcile_duration_seconds_count"), 0);
   EXPECT_EQ(sample(exposition, "autotune_trial_pending_seconds_count"), 0);
+  EXPECT_EQ(sample(exposition, "autotune_job_first_launch_seconds_count"), 0);
+  EXPECT_EQ(sample(exposition, "autotune_kube_client_throttled_seconds_total"), 0);
+}
+
+TEST(Metrics, ClientThrottlingAddsUpTheWaits) {
+  Metrics metrics;
+  metrics.clientThrottled(std::chrono::milliseconds(250));
+  metrics.clientThrottled(std::chrono::milliseconds(500));
+  EXPECT_EQ(sample(metrics.exposition(), "autotune_kube_client_throttled_seconds_total"), 0.75);
 }
 
 TEST(Metrics, JobPhasesAreSpelledAsInTheApi) {
