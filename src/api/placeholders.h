@@ -1,5 +1,5 @@
 #pragma once
-// ${key} placeholders in the primary container's command, args and env values (DESIGN §3), found
+// ${key} placeholders in the primary container's command, args and env values, found
 // by one scanner: validation checks their keys, the trial protocol fills them in.
 
 #include <cstddef>

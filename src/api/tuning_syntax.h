@@ -1,5 +1,5 @@
 #pragma once
-// The DeepSpeed config's tuning syntax (DESIGN §2), decoded once: which ZeRO stages to search, how
+// The DeepSpeed config's tuning syntax, decoded once: which ZeRO stages to search, how
 // the micro-batch and gradient accumulation are searched, and whether train_batch_size fixes the
 // global batch. validate() reports what breaks it; the engine reads the typed value.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The one step of a reconcile with effects (DESIGN §5): a Plan carried out against the API
+// The one step of a reconcile with effects: a Plan carried out against the API
 // server in the order that makes a crash at any point harmless: the output before the final
 // status; the status (with new results, and counting the trials about to start) before any run
 // is created or deleted; Events last. What each write returns goes into the cache at once. Apply

@@ -1,5 +1,5 @@
 #pragma once
-// The first step of a reconcile (DESIGN §5): one job and what runs its trials, read from the
+// The first step of a reconcile: one job and what runs its trials, read from the
 // cache into a Snapshot, each trial's state worked out once (trial_state.h). Pure: nothing here
 // talks to the API server.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The second step of a reconcile (DESIGN §5): the snapshot (observe.h) and the engine's decision
+// The second step of a reconcile: the snapshot (observe.h) and the engine's decision
 // on it become a Plan, a value that says everything the reconcile is to do. Pure, and made as a
 // chain of small steps, each taking the plan so far to the next: record what ended, relaunch
 // what was lost, launch what the engine wants, summarise the status, and pace (whether the status

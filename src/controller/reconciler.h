@@ -1,5 +1,5 @@
 #pragma once
-// The AutotuneJob reconcile (DESIGN §5), level-triggered and idempotent, in three steps:
+// The AutotuneJob reconcile, level-triggered and idempotent, in three steps:
 // observe (the job and its trial Pods from the cache, into a Snapshot), plan (a pure function of
 // the snapshot and the engine's decision, giving a Plan) and apply (the plan's effects, in an
 // order that makes a crash at any point harmless). The results list plus the spec is the whole

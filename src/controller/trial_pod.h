@@ -1,5 +1,5 @@
 #pragma once
-// The Pod that runs one trial on Kubernetes (DESIGN §5): the job's Pod template with the trial
+// The Pod that runs one trial on Kubernetes: the job's Pod template with the trial
 // protocol (tuning/protocol.h) applied, labelled and owned so that the controller can find its
 // trials, map each Pod back to its trial, and let garbage collection remove them with the job.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The trial protocol (DESIGN §3), whatever runs the trial: the config and environment a trial gets,
+// The trial protocol, whatever runs the trial: the config and environment a trial gets,
 // and how the way it ended becomes an outcome. Shared by the local executor and the controller.
 
 #include <map>

@@ -35,7 +35,7 @@ using nlohmann::json;
 
 constexpr std::string_view kUid = "6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10";
 
-// DESIGN §2's example job, as the design page shows it.
+// The example GPT2-large job, field by field.
 constexpr std::string_view kDesignExample = R"(
 apiVersion: autotune.io/v1alpha1
 kind: AutotuneJob

@@ -55,7 +55,7 @@ Timestamp at(std::string_view text) {
   return time.value_or(Timestamp{});
 }
 
-// DESIGN §2's example job: trialTimeout 30m, the default schedulingTimeout of 15m.
+// The example job: trialTimeout 30m, the default schedulingTimeout of 15m.
 constexpr std::string_view kJob = R"(
 apiVersion: autotune.io/v1alpha1
 kind: AutotuneJob

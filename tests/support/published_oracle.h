@@ -1,6 +1,6 @@
 #pragma once
 // Test support: outcome oracles built from DeepSpeed's published autotuning tables
-// (reference/deepspeed.md §5.2 and §5.4), and a driver that runs the engine to the end the way
+// (DeepSpeedExamples, training/autotuning/hf), and a driver that runs the engine to the end the way
 // an operator would: asking, launching, and feeding results back in whatever order they finish.
 
 #include <algorithm>

@@ -21,20 +21,20 @@ std::uint64_t seedFromName(std::string_view name) {
   return hash >> 1;
 }
 
-// DeepSpeed's published autotuning runs (reference/deepspeed.md §5): Hugging Face models on one
-// node of 16 × V100-32GB, parameter counts as published. The constants were fitted offline so
-// that, with this simulator's model:
-// - the largest micro-batch that fits per stage is the "true max mbs per stage" of §5.4 where it is
+// DeepSpeed's published autotuning runs (DeepSpeedExamples, training/autotuning/hf): Hugging Face
+// models on one node of 16 × V100-32GB, parameter counts as published. The constants were fitted
+// offline so that, with this simulator's model:
+// - the largest micro-batch that fits per stage is the published "true max mbs per stage" where
 //   known (gpt2-large 2/3/3/fail, gpt2-medium 5/6/6/fail, gpt2-xl -/1/1/1, deberta fail/11/14/fail)
 //   and at least the published best micro-batch elsewhere;
-// - each stage's published best configuration (§5.2) measures within 5% of the published value;
+// - each stage's published best configuration measures within 5% of the published value;
 // - the published global best is the best configuration of the whole space, also within noise.
 // activationBytesPerSample and fixedOverheadBytes set the boundaries; the profiled activation of
-// the four models of §5.4 is the value that reproduces DeepSpeed's own trace. DeBERTa's fixed
-// overhead is large because its published boundaries require it: ZeRO-0 out of memory at
-// micro-batch 1 while ZeRO-1 fits 11 and ZeRO-2 fits 14. The BERT models reach their published
-// best below the boundary through allocator pressure; their curves are flat there (neighbouring
-// micro-batches within 0.1%), so their noise stays below that.
+// the four models with published boundaries is the value that reproduces DeepSpeed's own trace.
+// DeBERTa's fixed overhead is large because its published boundaries require it: ZeRO-0 out of
+// memory at micro-batch 1 while ZeRO-1 fits 11 and ZeRO-2 fits 14. The BERT models reach their
+// published best below the boundary through allocator pressure; their curves are flat there
+// (neighbouring micro-batches within 0.1%), so their noise stays below that.
 std::vector<Profile> publishedProfiles() {
   std::vector<Profile> profiles = {
       // distilbert-base-uncased, fp32, MNLI, sequence 128, max_train_batch_size 4096 (mbs ≤ 256).

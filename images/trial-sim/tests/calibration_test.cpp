@@ -1,6 +1,7 @@
-// The built-in profiles against DeepSpeed's published autotuning results (reference/deepspeed.md
-// §5.2 tables, §5.4 boundaries): the same out-of-memory boundaries, each stage's best within 5%,
-// and the published best as the best configuration of the space, also through the noise.
+// The built-in profiles against DeepSpeed's published autotuning results (DeepSpeedExamples,
+// training/autotuning/hf: its tables and out-of-memory boundaries): the same out-of-memory
+// boundaries, each stage's best within 5%, and the published best as the best configuration of the
+// space, also through the noise.
 
 #include <gtest/gtest.h>
 
@@ -28,9 +29,10 @@ struct StageBest {
 
 struct Published {
   std::string profile;
-  // The true largest micro-batch per stage where §5.4 reconstructs it (0: the stage does not run).
+  // The true largest micro-batch per stage where the published runs show it (0: the stage does not
+  // run).
   std::array<std::optional<int>, kZeroStages> boundary;
-  // §5.2: each stage's best at gas 1 (nothing: the stage was not run).
+  // Each stage's published best at gas 1 (nothing: the stage was not run).
   std::array<std::optional<StageBest>, kZeroStages> best;
   int bestStage = 0;
   std::optional<int> microBatchCap;  // max_train_batch_size 4096 over 16 GPUs
