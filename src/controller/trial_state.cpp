@@ -56,8 +56,13 @@ bool endedBeforeDeletion(const Pod& pod, const std::optional<Timestamp>& finishe
 constexpr std::array<std::string_view, 3> kPreemptionReasons = {
     "PreemptionByScheduler", "PreemptionByKubeScheduler", "EvictionByEvictionAPI"};
 
-// The TerminationTarget reason Kueue sets on a Pod it stops to preempt or evict its Workload.
-constexpr std::string_view kStoppedByKueue = "StoppedByKueue";
+// Kueue stops a Pod it preempts or evicts (its quota reclaimed, a higher priority, its
+// waitForPodsReady timeout) with the TerminationTarget reason WorkloadEvictedDueTo<why>,
+// StoppedByKueue in older releases; its other stops (the Workload deleted, never admitted) are
+// losses.
+bool evictedByKueue(std::string_view reason) {
+  return reason.starts_with("WorkloadEvicted") || reason == "StoppedByKueue";
+}
 
 struct Loss {
   std::string reason;
@@ -70,9 +75,9 @@ std::optional<Loss> lossOf(const Pod& pod, const ContainerStatus::Terminated* te
   if (pod.phase == "Unknown") {
     return Loss{joined("node not reporting", pod.message)};
   }
-  if (pod.termination && pod.termination->status == "True" &&
-      pod.termination->reason == kStoppedByKueue) {
-    return Loss{joined(pod.termination->reason, pod.termination->message), true};
+  if (pod.termination && pod.termination->status == "True") {
+    return Loss{joined(pod.termination->reason, pod.termination->message),
+                evictedByKueue(pod.termination->reason)};
   }
   if (pod.disruption && pod.disruption->status == "True") {
     const bool preempted =

@@ -309,6 +309,8 @@ TEST(ObserveTrialPod, APreemptedOrDrainedTrialIsLostAsPreempted) {
   for (const auto& [type, reason] : std::vector<std::pair<std::string, std::string>>{
            {"DisruptionTarget", "PreemptionByScheduler"},
            {"DisruptionTarget", "EvictionByEvictionAPI"},
+           {"TerminationTarget", "WorkloadEvictedDueToPreempted"},
+           {"TerminationTarget", "WorkloadEvictedDueToPodsReadyTimeout"},
            {"TerminationTarget", "StoppedByKueue"}}) {
     const TrialRunState state = observed(disrupted(type, reason));
     EXPECT_EQ(state.phase, Phase::kLost) << reason;
@@ -320,6 +322,10 @@ TEST(ObserveTrialPod, APreemptedOrDrainedTrialIsLostAsPreempted) {
     EXPECT_EQ(state.phase, Phase::kLost) << reason;
     EXPECT_FALSE(state.preempted) << reason;
   }
+  // Kueue stopping a Pod whose Workload was deleted is no preemption.
+  const TrialRunState deleted = observed(disrupted("TerminationTarget", "WorkloadDeleted"));
+  EXPECT_EQ(deleted.phase, Phase::kLost);
+  EXPECT_FALSE(deleted.preempted);
 }
 
 TEST(ObserveTrialPod, ATrialOnALostNodeIsLost) {
