@@ -158,19 +158,26 @@ void readOwner(const json& metadata, Pod& pod) {
   }
 }
 
+// What names a namespaced object in the caches: false when it has no name.
+template <class Object>
+bool readIdentity(const json& object, Object& into) {
+  const json& metadata = k8s::metadataOf(object);
+  into.ns = text(metadata, "namespace");
+  into.name = text(metadata, "name");
+  into.key = k8s::keyOf(object);
+  into.resourceVersion = text(metadata, "resourceVersion");
+  into.uid = text(metadata, "uid");
+  return !into.name.empty();
+}
+
 }  // namespace
 
 std::optional<Pod> decodePod(const json& object) {
   const json& metadata = k8s::metadataOf(object);
   Pod pod;
-  pod.ns = text(metadata, "namespace");
-  pod.name = text(metadata, "name");
-  if (pod.name.empty()) {
+  if (!readIdentity(object, pod)) {
     return std::nullopt;
   }
-  pod.key = k8s::keyOf(object);
-  pod.resourceVersion = text(metadata, "resourceVersion");
-  pod.uid = text(metadata, "uid");
   readOwner(metadata, pod);
   const json& labels = member(metadata, "labels");
   pod.jobLabel = text(labels, kJobLabel);
@@ -257,14 +264,9 @@ std::optional<CachedAutotuneJob> decodeAutotuneJob(const json& object) {
 std::optional<BatchJob> decodeBatchJob(const json& object) {
   const json& metadata = k8s::metadataOf(object);
   BatchJob job;
-  job.ns = text(metadata, "namespace");
-  job.name = text(metadata, "name");
-  if (job.name.empty()) {
+  if (!readIdentity(object, job)) {
     return std::nullopt;
   }
-  job.key = k8s::keyOf(object);
-  job.resourceVersion = text(metadata, "resourceVersion");
-  job.uid = text(metadata, "uid");
   job.serviceUid = text(member(metadata, "annotations"), kServiceUidAnnotation);
   job.jobLabel = text(member(metadata, "labels"), kJobLabel);
   if (const json* owner = k8s::controllerOf(object);

@@ -274,15 +274,20 @@ TEST(ConfigValueTypes, EachValueTheEngineReadsIsCheckedAtItsPath) {
   }
 }
 
+// The errors of a job whose Pod template's spec is `podSpec` (flow-style YAML).
+FieldErrors podSpecErrors(const std::string& podSpec) {
+  const std::string yaml =
+      "apiVersion: autotune.io/v1alpha1\nkind: AutotuneJob\n"
+      "metadata: {name: x}\nspec:\n  deepspeedConfig: {}\n"
+      "  template: {spec: " +
+      podSpec + "}\n";
+  auto result = decodeYaml(yaml);
+  return result ? FieldErrors{} : result.error();
+}
+
 TEST(ConfigValueTypes, ThePrimaryContainersCommandArgsAndEnvAreStrings) {
   const auto templateErrors = [](const std::string& container) {
-    const std::string yaml =
-        "apiVersion: autotune.io/v1alpha1\nkind: AutotuneJob\n"
-        "metadata: {name: x}\nspec:\n  deepspeedConfig: {}\n"
-        "  template: {spec: {containers: [" +
-        container + "]}}\n";
-    auto result = decodeYaml(yaml);
-    return result ? FieldErrors{} : result.error();
+    return podSpecErrors("{containers: [" + container + "]}");
   };
   const std::string container = "spec.template.spec.containers[0].";
   EXPECT_THAT(templateErrors("{name: t, command: [train, 3]}"),
@@ -300,15 +305,6 @@ TEST(ConfigValueTypes, ThePrimaryContainersCommandArgsAndEnvAreStrings) {
 // The trial Pod adds its config volume and mount, matched by name (and mount path), and keeps
 // the template's termination message path: those fields must be what Kubernetes says they are.
 TEST(ConfigValueTypes, TheVolumesMountsAndTerminationMessagePathTheTrialPodAddsToAreStrings) {
-  const auto podSpecErrors = [](const std::string& podSpec) {
-    const std::string yaml =
-        "apiVersion: autotune.io/v1alpha1\nkind: AutotuneJob\n"
-        "metadata: {name: x}\nspec:\n  deepspeedConfig: {}\n"
-        "  template: {spec: " +
-        podSpec + "}\n";
-    auto result = decodeYaml(yaml);
-    return result ? FieldErrors{} : result.error();
-  };
   const std::string podSpec = "spec.template.spec.";
   const std::string container = podSpec + "containers[0].";
   EXPECT_THAT(podSpecErrors("{containers: [{name: t}], volumes: [{name: 5, emptyDir: {}}]}"),

@@ -19,7 +19,7 @@ import json
 import re
 import sys
 
-from manifests import one, read_objects
+from manifests import one, run
 
 
 def rules_of(objects):
@@ -102,10 +102,4 @@ COMMANDS = {
 }
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
-        sys.exit(f"usage: alerts.py {{{','.join(COMMANDS)}}} [ARGS...] < objects.json")
-    try:
-        good = COMMANDS[sys.argv[1]](read_objects(sys.stdin.read()), sys.argv[2:])
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
-        sys.exit(f"alerts.py {sys.argv[1]}: malformed objects: {type(error).__name__} {error}")
-    sys.exit(0 if good else 1)
+    run(COMMANDS)

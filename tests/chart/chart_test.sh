@@ -19,8 +19,9 @@ crd=crds/autotunejobs.autotune.io.yaml
 here=$source_dir/tests/chart
 # shellcheck source=tests/support/checks.sh
 source "$source_dir/tests/support/checks.sh"
+# shellcheck source=tests/support/cluster.sh
+source "$source_dir/tests/support/cluster.sh"
 work=$(mktemp -d /tmp/autotune-chart-test.XXXXXX)
-own_controlplane=false
 
 # Names unique to this run, so that runs sharing one cluster do not meet.
 run_id=$((RANDOM % 90000 + 10000))
@@ -50,33 +51,8 @@ cleanup() {
 trap cleanup EXIT
 
 
-# A check that the rest cannot do without: stop at its failure.
-require() {
-  if ! check "$@"; then
-    echo "chart_test: stopping, a prerequisite failed"
-    exit 1
-  fi
-}
-
-if [[ -n ${AUTOTUNE_TEST_KUBECONFIG:-} ]]; then
-  export KUBECONFIG=$AUTOTUNE_TEST_KUBECONFIG
-  for tool in helm kubectl; do
-    command -v "$tool" >/dev/null || {
-      echo "chart_test: AUTOTUNE_TEST_KUBECONFIG is set but $tool is not on PATH"
-      exit 1
-    }
-  done
-else
-  export AUTOTUNE_CONTROLPLANE_DIR=$work/controlplane
-  own_controlplane=true
-  # The controller manager folds aggregated ClusterRoles into edit and view.
-  if ! "$source_dir/scripts/controlplane" up --with-controller-manager 2>"$work/up.log"; then
-    echo "not ok - the control plane comes up"
-    grep -v 'Unhandled Error' "$work/up.log" | tail -20 | sed 's/^/    /'
-    exit 1
-  fi
-  eval "$("$source_dir/scripts/controlplane" env)"
-fi
+# The controller manager folds aggregated ClusterRoles into edit and view.
+use_cluster "$work" "helm kubectl" --with-controller-manager
 command -v python3 >/dev/null || { echo "chart_test: python3 is needed"; exit 1; }
 
 manifests() { python3 "$here/manifests.py" "$@"; }

@@ -8,6 +8,7 @@ prints what was asked for and exits 0.
 """
 
 import json
+import os
 import sys
 
 
@@ -274,12 +275,18 @@ CHECKS = {
     "dashboard-data": dashboard_data,
 }
 
-if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in CHECKS:
-        sys.exit(f"usage: manifests.py {{{','.join(CHECKS)}}} [ARGS...] < objects.json")
+def run(commands):
+    """Runs the command the first argument names on the objects of stdin; exits 0 when it holds."""
+    program = os.path.basename(sys.argv[0])
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        sys.exit(f"usage: {program} {{{','.join(commands)}}} [ARGS...] < objects.json")
     try:
-        good = CHECKS[sys.argv[1]](read_objects(sys.stdin.read()), sys.argv[2:])
+        good = commands[sys.argv[1]](read_objects(sys.stdin.read()), sys.argv[2:])
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
-        # A render malformed enough to miss what a check reads is a failure, said in one line.
-        sys.exit(f"manifests.py {sys.argv[1]}: malformed objects: {type(error).__name__} {error}")
+        # A render malformed enough to miss what a command reads is a failure, said in one line.
+        sys.exit(f"{program} {sys.argv[1]}: malformed objects: {type(error).__name__} {error}")
     sys.exit(0 if good else 1)
+
+
+if __name__ == "__main__":
+    run(CHECKS)

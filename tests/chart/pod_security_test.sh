@@ -23,8 +23,9 @@ source_dir=$(cd "${2:-$(dirname "$0")/../..}" && pwd)
 chart=$source_dir/charts/autotune-operator
 # shellcheck source=tests/support/checks.sh
 source "$source_dir/tests/support/checks.sh"
+# shellcheck source=tests/support/cluster.sh
+source "$source_dir/tests/support/cluster.sh"
 work=$(mktemp -d /tmp/autotune-pod-security-test.XXXXXX)
-own_controlplane=false
 
 run_id=$((RANDOM % 90000 + 10000))
 release=pod-security-$run_id
@@ -50,31 +51,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-require() {
-  if ! check "$@"; then
-    echo "pod_security_test: stopping, a prerequisite failed"
-    exit 1
-  fi
-}
-
-if [[ -n ${AUTOTUNE_TEST_KUBECONFIG:-} ]]; then
-  export KUBECONFIG=$AUTOTUNE_TEST_KUBECONFIG
-  for tool in helm kubectl; do
-    command -v "$tool" >/dev/null || {
-      echo "pod_security_test: AUTOTUNE_TEST_KUBECONFIG is set but $tool is not on PATH"
-      exit 1
-    }
-  done
-else
-  export AUTOTUNE_CONTROLPLANE_DIR=$work/controlplane
-  own_controlplane=true
-  if ! "$source_dir/scripts/controlplane" up 2>"$work/up.log"; then
-    echo "not ok - the control plane comes up"
-    grep -v 'Unhandled Error' "$work/up.log" | tail -20 | sed 's/^/    /'
-    exit 1
-  fi
-  eval "$("$source_dir/scripts/controlplane" env)"
-fi
+use_cluster "$work" "helm kubectl"
 
 # --- The corpus -----------------------------------------------------------------------------------
 

@@ -16,11 +16,12 @@ crd=$source_dir/crds/autotunejobs.autotune.io.yaml
 controlplane=$source_dir/scripts/controlplane
 # shellcheck source=tests/support/checks.sh
 source "$source_dir/tests/support/checks.sh"
+# shellcheck source=tests/support/cluster.sh
+source "$source_dir/tests/support/cluster.sh"
 workdir=$(mktemp -d /tmp/autotune-crd-test.XXXXXX)
 namespace=autotune-crd-test-$$
 job=$workdir/job.yaml
 live='crd-test-live'
-own_controlplane=false
 namespace_created=false
 
 cleanup() {
@@ -35,20 +36,7 @@ trap cleanup EXIT
 
 
 
-start_cluster() {
-  if [[ -n ${AUTOTUNE_TEST_KUBECONFIG:-} ]]; then
-    export KUBECONFIG=$AUTOTUNE_TEST_KUBECONFIG
-    return
-  fi
-  export AUTOTUNE_CONTROLPLANE_DIR=$workdir/controlplane
-  own_controlplane=true
-  if ! "$controlplane" up 2>"$workdir/up.log"; then
-    echo "not ok - the control plane comes up"
-    grep -v 'Unhandled Error' "$workdir/up.log" | tail -20
-    exit 1
-  fi
-  eval "$("$controlplane" env)"
-}
+start_cluster() { use_cluster "$workdir" kubectl; }
 
 create_namespace() { kubectl create namespace "$namespace" && namespace_created=true; }
 

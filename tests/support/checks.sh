@@ -5,6 +5,8 @@
 #                                   "ok - ..." or "not ok - ..." with the tail of what it said,
 #                                   counts failures in $failures, and returns COMMAND's status
 #   expect DESCRIPTION COMMAND...   the same, never failing the caller: the next checks still run
+#   require DESCRIPTION COMMAND...  check, stopping the test when it fails: a check the rest
+#                                   cannot do without
 #   eventually SECONDS COMMAND...   polls COMMAND until it succeeds or SECONDS have passed
 #
 # A test may define on_check_failure to print more when a check fails (logs, object dumps).
@@ -31,6 +33,13 @@ check() {
 }
 
 expect() { check "$@" || true; }
+
+require() {
+  check "$@" || {
+    echo "$(basename "$0" .sh): stopping, a prerequisite failed"
+    exit 1
+  }
+}
 
 eventually() {
   local seconds=$1
