@@ -43,9 +43,10 @@ fuzz: sanitize
 e2e: build controlplane
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L e2e
 
-# The Kubernetes control-plane binaries, kubectl and helm, cached outside the repository.
+# The Kubernetes control-plane binaries, kubectl, helm and Kueue, cached outside the repository.
 controlplane:
 	scripts/controlplane build
+	scripts/kueue build
 
 # The build steps of each image's Dockerfile, run here so they cannot rot without a Docker engine.
 images:
