@@ -131,6 +131,10 @@ void printHeader(const AutotuneJob& job, const tuning::TuningSpace& space) {
             << " (data-parallel " << space.parallelism.dataParallel() << "), up to "
             << spec.parallelism << " trials at once, at most " << spec.search.maxTrials
             << " trials\n";
+  if (!spec.queueName.empty()) {
+    std::cout << "Queue: Kueue LocalQueue " << spec.queueName
+              << " (spec.queueName); Kueue admits its trials as the queue's quota allows\n";
+  }
   std::cout << "Precision " << precisionName(tuning::precisionOf(space.base)) << "; ZeRO stages";
   for (const int stage : space.stages) {
     std::cout << ' ' << stage;

@@ -52,6 +52,9 @@ constexpr std::string_view kUsage =
     "  --metrics-bind-address ADDR        default :8080 (0 turns metrics off)\n"
     "  --health-probe-bind-address ADDR   default :8081\n"
     "  --leader-elect                     run one active replica, elected on a Lease\n"
+    "  --kueue                            watch Kueue's Workloads and LocalQueues (Kueue must be\n"
+    "                                     installed): a queued job's trials say why Kueue holds\n"
+    "                                     them, and a missing LocalQueue is a condition\n"
     "  --leader-election-namespace NS     default: $POD_NAMESPACE, else default\n"
     "  --leader-election-id NAME          the Lease's name; default autotune-operator\n"
     "  --workers N                        concurrent reconciles; default 2\n"
@@ -64,6 +67,7 @@ struct Options {
   std::string metricsAddress = ":8080";
   std::string probeAddress = ":8081";
   bool leaderElect = false;
+  bool kueue = false;
   std::string leaseNamespace;
   std::string leaseName = "autotune-operator";
   int workers = 2;
@@ -104,6 +108,10 @@ std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ost
     }
     if (name == "--leader-elect") {
       options.leaderElect = !value || *value == "true";
+      continue;
+    }
+    if (name == "--kueue") {
+      options.kueue = !value || *value == "true";
       continue;
     }
     if (name == "--help" || name == "-h") {
@@ -237,20 +245,39 @@ observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
   figures.trials = {
       {"launched", trials.launched}, {"pending", trials.pending},     {"queued", trials.queued},
       {"running", trials.running},   {"succeeded", trials.succeeded}, {"failed", trials.failed},
-      {"oom", trials.oom},           {"timedOut", trials.timedOut},   {"pruned", trials.pruned}};
+      {"oom", trials.oom},           {"timedOut", trials.timedOut},   {"pruned", trials.pruned},
+      {"awaitingAdmission", trials.awaitingAdmission}};
   if (status.best) {
     figures.best = {std::string(api::toString(status.best->metric)), status.best->value};
   }
   return figures;
 }
 
+// Kueue's Workloads (other tenants' too: Kueue copies no label of ours onto them) and
+// LocalQueues of a namespace, or of all.
+void watchKueue(runtime::Manager& manager, const std::string& ns, controller::Cluster& cluster) {
+  manager.watch<controller::Workload>(
+      {controller::kWorkloads, ns, ""}, cluster.addWorkloads(ns),
+      [&cluster](const controller::Workload* before, const controller::Workload* after) {
+        return cluster.jobsConcernedByWorkload(before, after);
+      });
+  manager.watch<controller::LocalQueue>(
+      {controller::kLocalQueues, ns, ""}, cluster.addLocalQueues(ns),
+      [&cluster](const controller::LocalQueue* before, const controller::LocalQueue* after) {
+        return cluster.jobsConcernedByLocalQueue(before, after);
+      });
+}
+
 // One watch of jobs, one of trial Pods and one of multi-node trials' batch Jobs per namespace (or
 // for all), and one of Nodes; each change enqueues the jobs it concerns.
-void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched,
+void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched, bool kueue,
               controller::Cluster& cluster) {
   const std::vector<std::string> namespaces =
       watched.empty() ? std::vector<std::string>{""} : watched;
   for (const auto& ns : namespaces) {
+    if (kueue) {
+      watchKueue(manager, ns, cluster);
+    }
     manager.watch<controller::CachedAutotuneJob>({controller::kAutotuneJobs, ns, ""},
                                                  cluster.addAutotuneJobs(ns),
                                                  controller::jobKeysOfAutotuneJob);
@@ -334,8 +361,12 @@ runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
 }
 
 // Every watch's restart series, at 0 until a restart happens, so that dashboards show them.
-void declareWatches(observability::Metrics& metrics) {
-  for (const auto* plural : {"autotunejobs", "pods", "jobs", "nodes"}) {
+void declareWatches(observability::Metrics& metrics, bool kueue) {
+  std::vector<std::string> plurals = {"autotunejobs", "pods", "jobs", "nodes"};
+  if (kueue) {
+    plurals.insert(plurals.end(), {controller::kWorkloads.plural, controller::kLocalQueues.plural});
+  }
+  for (const auto& plural : plurals) {
     for (const auto reason : {runtime::RestartReason::kExpired, runtime::RestartReason::kGone,
                               runtime::RestartReason::kDropped, runtime::RestartReason::kListFailed,
                               runtime::RestartReason::kWatchFailed}) {
@@ -393,7 +424,7 @@ int main(int argc, char** argv) {
   runtime::Manager manager(client, clock, managerOptions);
 
   controller::Cluster cluster;
-  watchAll(manager, options->namespaces, cluster);
+  watchAll(manager, options->namespaces, options->kueue, cluster);
   controller::Reconciler reconciler(client, cluster, reconcilerHooks(metrics));
 
   // A reconcile that runs far longer than any should is a wedged worker: restart the process.
@@ -405,7 +436,7 @@ int main(int argc, char** argv) {
     return reconciler.reconcile(key, context);
   });
   manager.setHooks(managerHooks(metrics, log, manager, cluster));
-  declareWatches(metrics);
+  declareWatches(metrics, options->kueue);
   metrics.readJobsFrom([&cluster] {
     std::vector<observability::JobFigures> figures;
     for (const auto& job : cluster.jobs()) {
@@ -433,6 +464,7 @@ int main(int argc, char** argv) {
   log.info("starting",
            {{"namespaces", options->namespaces.empty() ? json("all") : json(options->namespaces)},
             {"leaderElect", options->leaderElect},
+            {"kueue", options->kueue},
             {"metricsPort", metricsServer ? metricsServer->port() : 0},
             {"probePort", (*probes)->port()}});
 

@@ -84,6 +84,7 @@ void describe(auto& field, Either<TrialCounts> auto& trials) {
   field("pending", trials.pending);
   field("running", trials.running);
   field("queued", trials.queued);
+  field("awaitingAdmission", trials.awaitingAdmission);
   field("succeeded", trials.succeeded);
   field("failed", trials.failed);
   field("oom", trials.oom);

@@ -119,6 +119,8 @@ struct TrialCounts {
   // Trials waiting for room: their Pods not placed by the scheduler yet or held by a scheduling
   // gate, or not created for lack of GPUs or quota. Of those with Pods, also counted pending.
   int queued = 0;
+  // Of the queued, those in a Kueue LocalQueue whose Workloads Kueue has not admitted yet.
+  int awaitingAdmission = 0;
   int succeeded = 0;
   int failed = 0;
   int oom = 0;

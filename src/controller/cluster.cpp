@@ -11,6 +11,11 @@ namespace {
 
 constexpr std::string_view kByJobLabel = "job";
 constexpr std::string_view kByNode = "node";
+constexpr std::string_view kByOwner = "owner";
+
+std::string ownerKey(std::string_view kind, const std::string& name) {
+  return std::string(kind) + "/" + name;
+}
 
 std::string labelled(const std::string& ns, const std::string& jobLabel) {
   return ns + "/" + jobLabel;
@@ -110,6 +115,26 @@ BatchJobStore& Cluster::addBatchJobs(const std::string& ns) {
   return *batchJobs_.back().second;
 }
 
+WorkloadStore& Cluster::addWorkloads(const std::string& ns) {
+  auto store = std::make_unique<WorkloadStore>(
+      decodeWorkload, [](const Workload& workload) { return workload.key; },
+      [](const Workload& workload) { return workload.resourceVersion; });
+  store->addIndex(std::string(kByOwner), [](const Workload& workload) {
+    return workload.ownerName.empty()
+               ? std::vector<std::string>{}
+               : std::vector<std::string>{ownerKey(workload.ownerKind, workload.ownerName)};
+  });
+  workloads_.emplace_back(ns, std::move(store));
+  return *workloads_.back().second;
+}
+
+LocalQueueStore& Cluster::addLocalQueues(const std::string& ns) {
+  localQueues_.emplace_back(ns, std::make_unique<LocalQueueStore>(
+                                    decodeLocalQueue, [](const LocalQueue& queue) { return queue.key; },
+                                    [](const LocalQueue& queue) { return queue.resourceVersion; }));
+  return *localQueues_.back().second;
+}
+
 runtime::Shared<CachedAutotuneJob> Cluster::job(const std::string& key) const {
   const std::string ns = key.substr(0, key.find('/'));
   const auto* store = storeFor(jobs_, ns);
@@ -141,6 +166,29 @@ std::vector<runtime::Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
     return {};
   }
   return store->byIndex(std::string(kByJobLabel), labelled(ns, jobLabel));
+}
+
+runtime::Shared<Workload> Cluster::workloadOf(const std::string& ns, std::string_view kind,
+                                              const std::string& name,
+                                              const std::string& uid) const {
+  const auto* store = storeFor(workloads_, ns);
+  if (store == nullptr) {
+    return nullptr;
+  }
+  for (auto& workload : store->byIndex(std::string(kByOwner), ownerKey(kind, name))) {
+    if (workload->ns == ns && (uid.empty() || workload->ownerUid == uid)) {
+      return workload;
+    }
+  }
+  return nullptr;
+}
+
+QueueState Cluster::localQueue(const std::string& ns, const std::string& name) const {
+  const auto* store = storeFor(localQueues_, ns);
+  if (store == nullptr) {
+    return QueueState::kNotWatched;
+  }
+  return store->get(ns + "/" + name) ? QueueState::kFound : QueueState::kMissing;
 }
 
 std::vector<runtime::Shared<Pod>> Cluster::podsDeleted(const std::string& ns,
@@ -248,6 +296,50 @@ std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node
     }
   }
   return {keys.begin(), keys.end()};
+}
+
+std::vector<std::string> Cluster::jobsConcernedByWorkload(const Workload* before,
+                                                          const Workload* after) const {
+  const Workload* workload = after != nullptr ? after : before;
+  if (workload == nullptr ||
+      (before != nullptr && after != nullptr && before->sameForTrials(*after))) {
+    return {};
+  }
+  const std::string ownerKey = workload->ns + "/" + workload->ownerName;
+  std::string ownerJob;
+  if (workload->ownerKind == "Pod") {
+    if (const auto pod = this->pod(ownerKey)) {
+      ownerJob = pod->ownerJobName;
+    }
+  } else if (workload->ownerKind == "Job") {
+    if (const auto job = batchJob(ownerKey)) {
+      ownerJob = job->ownerJobName;
+    }
+  }
+  if (ownerJob.empty()) {
+    return {};
+  }
+  return {workload->ns + "/" + ownerJob};
+}
+
+std::vector<std::string> Cluster::jobsConcernedByLocalQueue(const LocalQueue* before,
+                                                            const LocalQueue* after) const {
+  const LocalQueue* queue = after != nullptr ? after : before;
+  if (queue == nullptr || (before != nullptr && after != nullptr)) {
+    return {};
+  }
+  std::vector<std::string> keys;
+  const auto* store = storeFor(jobs_, queue->ns);
+  if (store == nullptr) {
+    return keys;
+  }
+  for (const auto& job : store->list()) {
+    if (job->decoded && job->decoded->job.namespaceName() == queue->ns &&
+        job->decoded->job.spec.queueName == queue->name) {
+      keys.push_back(job->key);
+    }
+  }
+  return keys;
 }
 
 std::map<std::string, std::int64_t, std::less<>> Cluster::jobsByPhase() const {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,11 @@ using AutotuneJobStore = runtime::Indexed<CachedAutotuneJob>;
 using PodStore = runtime::Indexed<Pod>;
 using BatchJobStore = runtime::Indexed<BatchJob>;
 using NodeStore = runtime::Indexed<Node>;
+using WorkloadStore = runtime::Indexed<Workload>;
+using LocalQueueStore = runtime::Indexed<LocalQueue>;
+
+// What Kueue says of a job's queue, when the operator watches Kueue's objects (--kueue).
+enum class QueueState { kNotWatched, kFound, kMissing };
 
 class Cluster {
  public:
@@ -42,6 +48,9 @@ class Cluster {
   PodStore& addPods(const std::string& ns);
   BatchJobStore& addBatchJobs(const std::string& ns);
   NodeStore& nodes() { return *nodes_; }
+  // Kueue's Workloads and LocalQueues of a namespace ("" for all), with --kueue only.
+  WorkloadStore& addWorkloads(const std::string& ns);
+  LocalQueueStore& addLocalQueues(const std::string& ns);
 
   runtime::Shared<CachedAutotuneJob> job(const std::string& key) const;
   // Every AutotuneJob the watches hold.
@@ -51,6 +60,11 @@ class Cluster {
   // The Pods labelled for the job of this name in its namespace, whoever owns them.
   std::vector<runtime::Shared<Pod>> podsLabelled(const std::string& ns,
                                                  const std::string& jobLabel) const;
+  // The Workload Kueue made for a trial's run (`kind` Pod or Job, its name and UID), if any.
+  runtime::Shared<Workload> workloadOf(const std::string& ns, std::string_view kind,
+                                       const std::string& name, const std::string& uid) const;
+  // Whether the LocalQueue exists, or that Kueue's objects are not watched in that namespace.
+  QueueState localQueue(const std::string& ns, const std::string& name) const;
   // Of those, the ones deleted lately, each as it was last seen: a trial Pod that went between two
   // reconciles (preempted and deleted at once, say) still tells how it ended. Only the most recent
   // kRememberedDeletions are kept, and none survive a restart: a trial whose Pod went unseen then
@@ -78,6 +92,13 @@ class Cluster {
   // What a trial Pod's change concerns: its job, and when the Pod let go of GPUs (it ended or
   // went), every job waiting for GPUs, oldest first, so that freed GPUs are taken at once.
   std::vector<std::string> jobsConcernedByPod(const Pod* before, const Pod* after) const;
+  // What a Workload's change concerns: the job whose trial's run owns it, unless nothing a trial
+  // reads of it changed.
+  std::vector<std::string> jobsConcernedByWorkload(const Workload* before,
+                                                   const Workload* after) const;
+  // What a LocalQueue's coming or going concerns: the jobs of its namespace that name it.
+  std::vector<std::string> jobsConcernedByLocalQueue(const LocalQueue* before,
+                                                     const LocalQueue* after) const;
   // Jobs by status.phase (Pending while they have none).
   std::map<std::string, std::int64_t, std::less<>> jobsByPhase() const;
   // When this process last wrote the job's status, if it has since it started.
@@ -97,6 +118,8 @@ class Cluster {
   std::vector<std::pair<std::string, std::unique_ptr<AutotuneJobStore>>> jobs_;
   std::vector<std::pair<std::string, std::unique_ptr<PodStore>>> pods_;
   std::vector<std::pair<std::string, std::unique_ptr<BatchJobStore>>> batchJobs_;
+  std::vector<std::pair<std::string, std::unique_ptr<WorkloadStore>>> workloads_;
+  std::vector<std::pair<std::string, std::unique_ptr<LocalQueueStore>>> localQueues_;
   std::unique_ptr<NodeStore> nodes_;
   GpuLedger gpus_;
   WaitingJobs waiting_;

@@ -30,11 +30,14 @@ inline constexpr std::string_view kLaunchRefused = "LaunchRefused";
 
 // The Running condition's reasons while trials wait for room, True while some trial runs and
 // False while none does: for free GPU slots by the operator's count (older jobs first), for a
-// ResourceQuota, or for the scheduler or a scheduling gate to place their Pods.
+// ResourceQuota, for the scheduler or a scheduling gate to place their Pods, for Kueue to admit
+// their Workloads, or for the Kueue LocalQueue spec.queueName names to exist.
 namespace queued {
 inline constexpr std::string_view kWaitingForGpus = "WaitingForGPUs";
 inline constexpr std::string_view kQuotaExceeded = "QuotaExceeded";
 inline constexpr std::string_view kQueued = "Queued";
+inline constexpr std::string_view kWaitingForAdmission = "WaitingForAdmission";
+inline constexpr std::string_view kLocalQueueNotFound = "LocalQueueNotFound";
 }  // namespace queued
 
 // metav1.Condition's bound on a message.

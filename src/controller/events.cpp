@@ -113,6 +113,10 @@ JobEvent launchRefused(const std::string& message) {
   return {"LaunchRefused", "Warning", "", message};
 }
 
+JobEvent localQueueNotFound(const std::string& message) {
+  return {std::string(queued::kLocalQueueNotFound), "Warning", "", message};
+}
+
 JobEvent queueTimedOut(const std::string& trial, const std::string& message) {
   return {"QueueTimeout", "Warning", trial, message};
 }

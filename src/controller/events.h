@@ -52,6 +52,8 @@ JobEvent quotaExceeded(const std::string& serverMessage);
 // A create refused for good (Pod Security, a policy, a webhook, an invalid object).
 JobEvent launchRefused(const std::string& message);
 JobEvent queueTimedOut(const std::string& trial, const std::string& message);
+// spec.queueName names a Kueue LocalQueue its namespace does not have.
+JobEvent localQueueNotFound(const std::string& message);
 
 JobEvent bestImproved(const api::BestTrial& best, api::Metric metric);
 JobEvent searchCompleted(const api::BestTrial& best, const std::string& message,

@@ -280,4 +280,36 @@ std::optional<BatchJob> decodeBatchJob(const json& object) {
   return job;
 }
 
+std::optional<Workload> decodeWorkload(const json& object) {
+  Workload workload;
+  if (!readIdentity(object, workload)) {
+    return std::nullopt;
+  }
+  if (const json* owner = k8s::controllerOf(object); owner != nullptr) {
+    workload.ownerKind = text(*owner, "kind");
+    workload.ownerName = text(*owner, "name");
+    workload.ownerUid = text(*owner, "uid");
+  }
+  const json& status = member(object, "status");
+  const auto admitted = conditionOf(status, "Admitted");
+  workload.admitted = admitted && admitted->status == "True";
+  if (const auto evicted = conditionOf(status, "Evicted");
+      evicted && evicted->status == "True" && !workload.admitted) {
+    workload.pendingMessage = evicted->message;
+  }
+  if (const auto reserved = conditionOf(status, "QuotaReserved");
+      reserved && reserved->status == "False" && !reserved->message.empty()) {
+    workload.pendingMessage = reserved->message;
+  }
+  return workload;
+}
+
+std::optional<LocalQueue> decodeLocalQueue(const json& object) {
+  LocalQueue queue;
+  if (!readIdentity(object, queue)) {
+    return std::nullopt;
+  }
+  return queue;
+}
+
 }  // namespace autotune::controller

@@ -16,6 +16,7 @@
 
 #include "api/codec.h"
 #include "api/job.h"
+#include "k8s/client.h"
 #include "observability/time.h"
 
 namespace autotune::controller {
@@ -142,6 +143,42 @@ struct BatchJob {
   bool suspended = false;  // spec.suspend: a queueing system holds it
 };
 
+// A Kueue Workload (kueue.x-k8s.io/v1beta2), as far as a trial waiting for admission needs it:
+// Kueue makes one for each trial Pod (its `pod` integration) or multi-node trial's batch Job
+// (`batch/job`), owned by it.
+struct Workload {
+  std::string key;  // namespace/name
+  std::string ns;
+  std::string name;
+  std::string resourceVersion;
+  std::string uid;
+  std::string ownerKind;  // the controlling owner: Pod, or Job
+  std::string ownerName;
+  std::string ownerUid;
+  bool admitted = false;  // Admitted=True: its quota is reserved and its checks passed
+  // Why it is not admitted: QuotaReserved=False's message (e.g. "couldn't assign flavors to pod
+  // set main: insufficient quota for nvidia.com/gpu ..."), or Evicted's.
+  std::string pendingMessage;
+
+  // Whether a trial waiting for it would read the two alike: only its resourceVersion differs.
+  bool sameForTrials(const Workload& other) const {
+    return admitted == other.admitted && pendingMessage == other.pendingMessage &&
+           ownerUid == other.ownerUid;
+  }
+};
+
+// A Kueue LocalQueue: that it exists is all the controller reads.
+struct LocalQueue {
+  std::string key;  // namespace/name
+  std::string ns;
+  std::string name;
+  std::string resourceVersion;
+  std::string uid;
+};
+
+inline const k8s::Resource kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", true};
+inline const k8s::Resource kLocalQueues{"kueue.x-k8s.io", "v1beta2", "localqueues", true};
+
 // The names of the cluster's Nodes.
 using NodeNames = std::set<std::string, std::less<>>;
 
@@ -149,6 +186,8 @@ std::optional<Pod> decodePod(const nlohmann::json& object);
 std::optional<Node> decodeNode(const nlohmann::json& object);
 std::optional<CachedAutotuneJob> decodeAutotuneJob(const nlohmann::json& object);
 std::optional<BatchJob> decodeBatchJob(const nlohmann::json& object);
+std::optional<Workload> decodeWorkload(const nlohmann::json& object);
+std::optional<LocalQueue> decodeLocalQueue(const nlohmann::json& object);
 
 using observability::parseTime;
 

@@ -17,6 +17,18 @@ struct ObservedRun {
   bool deleting = false;  // all its Pods are being deleted
 };
 
+// A multi-node trial's batch Job suspended once its Pods existed: a queueing system took its
+// admission back (Kueue evicts a Workload by suspending its Job), and the Job controller stops its
+// Pods. Unless rank 0 had finished with its metrics, the trial is preempted and runs again whole.
+void suspendedWhileRunning(TrialRunState& state) {
+  if (state.phase == TrialRunState::Phase::kFinished && state.exit.exitCode == 0) {
+    return;
+  }
+  state.phase = TrialRunState::Phase::kLost;
+  state.preempted = true;
+  state.message = "its Job was suspended by a queueing system (Kueue evicted its Workload)";
+}
+
 // The runs of the job's trials from its Pods; names taken by Pods it does not own, and Pods that
 // cannot be read, go into the snapshot.
 std::vector<ObservedRun> observeRuns(const Cluster& cluster,
@@ -47,6 +59,9 @@ std::vector<ObservedRun> observeRuns(const Cluster& cluster,
     run.state = combineRanks(ranks[name], job.spec);
     if (const auto batchJob = cluster.batchJob(job.namespaceName() + "/" + name)) {
       run.state.run.serviceUid = batchJob->serviceUid;
+      if (batchJob->suspended) {
+        suspendedWhileRunning(run.state);
+      }
     }
     observed.push_back(std::move(run));
   }
@@ -184,6 +199,38 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   }
 }
 
+// A queued trial of a job in a Kueue LocalQueue waits for admission until its Workload is
+// admitted; the Workload's own words say why it is not. Once it is, the trial waits on the
+// scheduler like any other.
+void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
+  const api::AutotuneJob& job = snapshot.job;
+  if (job.spec.queueName.empty()) {
+    return;
+  }
+  snapshot.queue = cluster.localQueue(job.namespaceName(), job.spec.queueName);
+  if (snapshot.queue == QueueState::kNotWatched) {
+    return;
+  }
+  for (auto& state : snapshot.inFlight) {
+    if (state.phase != TrialRunState::Phase::kQueued) {
+      continue;
+    }
+    const bool pod = state.run.carrier == TrialRun::Carrier::kPod;
+    const auto workload =
+        cluster.workloadOf(job.namespaceName(), pod ? "Pod" : "Job", state.run.name, state.run.uid);
+    if (workload && workload->admitted) {
+      continue;
+    }
+    state.awaitingAdmission = true;
+    state.heldBack = true;
+    state.message = "waits for Kueue admission in LocalQueue " + job.spec.queueName + ": " +
+                    (!workload                          ? "Kueue has not made its Workload yet"
+                     : workload->pendingMessage.empty() ? "its Workload " + workload->name +
+                                                              " is not admitted yet"
+                                                        : workload->pendingMessage);
+  }
+}
+
 }  // namespace
 
 bool hasEnded(api::Phase phase) {
@@ -201,6 +248,7 @@ Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp
   snapshot.statusWrittenAt = cluster.statusWrittenAt(job.key);
   snapshot.waitingSince = cluster.waitingForRoomSince(job.key);
   observeTrials(cluster, snapshot);
+  readAdmissions(cluster, snapshot);
   snapshot.capacity = cluster.capacity();
   snapshot.slotsHeldForOlderJobs =
       cluster.slotsHeldForOlderJobs(job, snapshot.job.spec.resources.gpusPerTrial);

@@ -64,6 +64,9 @@ struct Snapshot {
   MissingNodes missingNodes;            // nodes of its trial Pods that the Node cache lacks
   GpuCapacity capacity;
   int slotsHeldForOlderJobs = 0;
+  // Whether the job's Kueue LocalQueue (spec.queueName) exists; kNotWatched without one, or
+  // without --kueue.
+  QueueState queue = QueueState::kNotWatched;
   std::optional<Timestamp> waitingSince;  // the job waits for room since then (Plan::waitsForRoom)
   // Learned by applying an earlier plan of this reconcile: the output could not be written, or
   // the creates of some trials' runs were refused (those trials are not in flight).

@@ -179,6 +179,11 @@ void launchWanted(Draft& draft) {
   if (!continues(draft.decision) || !draft.slots.schedulable || draft.launchesRefused) {
     return;
   }
+  // Kueue would hold every trial of a queue it does not have: none is created until it exists.
+  if (snapshot.queue == QueueState::kMissing) {
+    draft.notCreatedForQueue = static_cast<int>(draft.decision.launch.size());
+    return;
+  }
   for (const auto& trial : draft.decision.launch) {
     const TrialRun run = trialRunOf(snapshot.job, trial.name, 0);
     if (snapshot.namesTaken.contains(run.name)) {
@@ -320,7 +325,11 @@ Slots slotsOf(const Snapshot& snapshot) {
   const int lost = static_cast<int>(std::ranges::count_if(snapshot.inFlight, shouldRelaunch));
   Slots slots;
   slots.byParallelism = snapshot.job.spec.parallelism - static_cast<int>(snapshot.inFlight.size());
-  slots.byGpus = freeSlotsFor(snapshot.capacity, resources) - lost - snapshot.slotsHeldForOlderJobs;
+  // Kueue admits a queued job's trials as its quota allows: the operator counts no GPUs for it.
+  slots.byGpus = snapshot.job.spec.queueName.empty()
+                     ? freeSlotsFor(snapshot.capacity, resources) - lost -
+                           snapshot.slotsHeldForOlderJobs
+                     : slots.byParallelism;
   slots.schedulable = fitsSomeNodes(snapshot.capacity, resources);
   return slots;
 }

@@ -167,6 +167,22 @@ void tellQuotaRefusal(Draft& draft, const std::string& serverMessage) {
   }
 }
 
+// Why nothing is created while spec.queueName names no LocalQueue.
+std::string localQueueMissing(const Draft& draft) {
+  const api::AutotuneJob& job = draft.snapshot.job;
+  return "Kueue LocalQueue " + job.spec.queueName + " (spec.queueName) does not exist in namespace " +
+         job.namespaceName() +
+         ": no trial is created until it does; create it, or name an existing one";
+}
+
+// An Event for what the Running condition says now, unless it said so already.
+void tellOnce(Draft& draft, std::string_view reason, JobEvent event) {
+  const api::Condition* running = findCondition(draft.snapshot.job.status, condition::kRunning);
+  if (running == nullptr || running->reason != reason) {
+    draft.plan.events.push_back(std::move(event));
+  }
+}
+
 }  // namespace
 
 // The search goes on: how many trials wait and run, and the Running condition saying what
@@ -176,14 +192,20 @@ void goOn(Draft& draft) {
   api::Status& status = draft.status();
   int pending = 0;
   int queued = 0;
+  int awaitingAdmission = 0;
   std::string queuedFor;
+  std::string admissionFor;
   std::string cannotStart;
   for (const auto& state : draft.inFlight) {
     if (state.phase == Phase::kRunning) {
       continue;
     }
     ++pending;
-    if (state.phase == Phase::kQueued && state.heldBack) {
+    if (state.phase == Phase::kQueued && state.awaitingAdmission) {
+      ++queued;
+      ++awaitingAdmission;
+      admissionFor = state.run.name + " " + state.message;
+    } else if (state.phase == Phase::kQueued && state.heldBack) {
       ++queued;
       queuedFor = state.run.name + ": " + state.message;
     } else if (containerCannotStart(state)) {
@@ -192,7 +214,9 @@ void goOn(Draft& draft) {
   }
   status.trials.pending = pending;
   status.trials.running = static_cast<int>(draft.inFlight.size()) - pending;
-  status.trials.queued = queued + draft.notCreatedForGpus + draft.notCreatedRefused;
+  status.trials.queued =
+      queued + draft.notCreatedForGpus + draft.notCreatedRefused + draft.notCreatedForQueue;
+  status.trials.awaitingAdmission = awaitingAdmission;
   status.phase = phaseOf(draft);
   if (!draft.slots.schedulable) {
     status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
@@ -208,9 +232,15 @@ void goOn(Draft& draft) {
   if (draft.launchesRefused) {
     say("LaunchRefused", "no more trials are launched (" + *draft.launchesRefused +
                              "); the job fails once the trials in flight are recorded");
+  } else if (draft.snapshot.queue == QueueState::kMissing) {
+    const std::string message = localQueueMissing(draft);
+    tellOnce(draft, queued::kLocalQueueNotFound, localQueueNotFound(message));
+    say(queued::kLocalQueueNotFound, message);
   } else if (draft.quotaRefusal) {
     tellQuotaRefusal(draft, draft.quotaRefusal->message);
     say(queued::kQuotaExceeded, "a trial waits for quota: " + draft.quotaRefusal->message);
+  } else if (!admissionFor.empty()) {
+    say(queued::kWaitingForAdmission, "a trial " + admissionFor);
   } else if (!queuedFor.empty()) {
     say(queued::kQueued, "a trial is queued: " + queuedFor);
   } else if (!cannotStart.empty()) {

@@ -268,6 +268,10 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, cons
   spreadOverNodes(podSpec, name);
   json labels = metadata["labels"];
   json annotations = metadata["annotations"];
+  // Kueue admits the Job, all its Pods together (its batch/job integration): its Pods are not
+  // queued one by one.
+  json podLabels = labels;
+  podLabels.erase(std::string(kQueueLabel));
   annotations[std::string(kOwnerNameAnnotation)] = job.name();
   annotations[std::string(kOwnerUidAnnotation)] = job.uid();
   const int nodes = job.spec.resources.nodesPerTrial;
@@ -289,7 +293,8 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, cons
         {"backoffLimit", 0},
         {"podReplacementPolicy", "Failed"},
         {"template",
-         {{"metadata", {{"labels", std::move(labels)}, {"annotations", std::move(annotations)}}},
+         {{"metadata",
+           {{"labels", std::move(podLabels)}, {"annotations", std::move(annotations)}}},
           {"spec", std::move(podSpec)}}}}}};
 }
 
@@ -348,6 +353,10 @@ json afterTuningJob(const api::AutotuneJob& job, const tuning::Trial& best) {
 
   json labels = objectAt(objectAt(jobTemplate, "metadata"), "labels");
   labels[std::string(kJobLabel)] = jobLabelValue(job.name());
+  // Kueue admits it from the job's queue, unless its own template names another.
+  if (!spec.queueName.empty() && !labels.contains(std::string(kQueueLabel))) {
+    labels[std::string(kQueueLabel)] = spec.queueName;
+  }
   return {{"apiVersion", "batch/v1"},
           {"kind", "Job"},
           {"metadata",

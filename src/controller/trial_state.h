@@ -47,6 +47,8 @@ struct TrialRunState {
   // kQueued: held back for room (the scheduler cannot place it now, a scheduling gate holds it, a
   // queueing system suspends it), not merely yet to be looked at by the scheduler.
   bool heldBack = false;
+  // kQueued, in a Kueue LocalQueue: its Workload is not admitted yet; `message` says why.
+  bool awaitingAdmission = false;
   std::optional<Timestamp> created;  // metadata.creationTimestamp: queued since then
   // From autotune.io/wanted-since: wanted since then, before its run existed (its job waited for
   // room, or earlier attempts ran).

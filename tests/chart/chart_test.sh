@@ -166,6 +166,18 @@ expect "the namespaced render grants them in $team_a and $team_b only" \
   grants_exactly namespaced < <({ namespaced_grants "$team_a"; namespaced_grants "$team_b"
     common_grants; })
 
+kueue_grants() {
+  render kueue --set kueue.enabled=true --set watchNamespaces="{$team_a}" || return 1
+  grants_exactly kueue < <({ namespaced_grants "$team_a"
+    echo "$team_a kueue.x-k8s.io workloads list,watch"
+    echo "$team_a kueue.x-k8s.io localqueues list,watch"
+    common_grants; }) &&
+    manifests deployment 2 -- --kueue <"$work/kueue.json" &&
+    manifests absent-flag --kueue <"$work/default.json"
+}
+expect "kueue.enabled passes --kueue and grants list and watch on workloads and localqueues" \
+  kueue_grants
+
 no_cluster_pods_or_configmaps() {
   ! manifests grants <"$work/namespaced.json" | grep -E '^cluster core (pods|configmaps) '
 }

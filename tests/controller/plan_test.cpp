@@ -529,6 +529,108 @@ TEST(Plan, ATrialQueuedPastTheQueueTimeoutFailsTheJobKeepingItsResults) {
   EXPECT_EQ(plan.status.results.size(), 1U);
 }
 
+// --- Kueue -------------------------------------------------------------------------------------
+
+api::AutotuneJob queuedJob(int parallelism) {
+  api::AutotuneJob job = gridJob(parallelism);
+  job.spec.queueName = "team-a";
+  return job;
+}
+
+// Kueue admits a queued job's trials as its quota allows: the operator creates up to the
+// parallelism with every GPU taken, holds none back for older jobs, and waits for none.
+TEST(Plan, AJobInAKueueQueueLaunchesUpToItsParallelismWhateverTheGpus) {
+  Snapshot snapshot = snapshotOf(queuedJob(3), nodesOf({16}));
+  snapshot.capacity.nodes[0].used = 16;
+  snapshot.slotsHeldForOlderJobs = 2;
+  snapshot.queue = QueueState::kFound;
+  const Plan plan = planned(snapshot);
+  EXPECT_EQ(plan.launches.size(), 3U);
+  EXPECT_EQ(plan.gpusWaitedFor, 0);
+  EXPECT_FALSE(plan.waitsForRoom);
+  EXPECT_EQ(plan.launches[0].object["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "team-a");
+
+  // The same job without a queue waits for GPUs.
+  Snapshot unqueued = snapshot;
+  unqueued.job.spec.queueName.clear();
+  unqueued.queue = QueueState::kNotWatched;
+  EXPECT_TRUE(planned(unqueued).launches.empty());
+}
+
+// A trial whose Workload Kueue has not admitted: the job says so in the Workload's own words and
+// counts it apart from the other queued trials.
+TEST(Plan, ATrialAwaitingAdmissionIsQueuedInTheWorkloadsWords) {
+  Snapshot snapshot = snapshotOf(queuedJob(2), nodesOf({16, 16}));
+  snapshot.queue = QueueState::kFound;
+  TrialRunState admitted = running("z1_gas1_tmbspg1");
+  TrialRunState waiting = running("z1_gas1_tmbspg2");
+  waiting.phase = TrialRunState::Phase::kQueued;
+  waiting.heldBack = true;
+  waiting.awaitingAdmission = true;
+  waiting.message =
+      "waits for Kueue admission in LocalQueue team-a: couldn't assign flavors to pod set main: "
+      "insufficient quota for nvidia.com/gpu in flavor default-flavor";
+  snapshot.inFlight = {admitted, waiting};
+  const Plan plan = planned(snapshot);
+  const api::Condition* running = conditionOf(plan.status, "Running");
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->status, "True");  // one trial runs
+  EXPECT_EQ(running->reason, "WaitingForAdmission");
+  EXPECT_NE(running->message.find(waiting.run.name + " waits for Kueue admission"),
+            std::string::npos)
+      << running->message;
+  EXPECT_NE(running->message.find("insufficient quota for nvidia.com/gpu"), std::string::npos);
+  EXPECT_EQ(plan.status.trials.queued, 1);
+  EXPECT_EQ(plan.status.trials.awaitingAdmission, 1);
+  EXPECT_EQ(plan.status.trials.running, 1);
+}
+
+// A LocalQueue that does not exist: nothing is created, the Running condition says which queue
+// and where, one Warning Event says it once, and trials in flight go on.
+TEST(Plan, AJobWhoseLocalQueueIsMissingCreatesNothingAndSaysSoOnce) {
+  Snapshot snapshot = snapshotOf(queuedJob(2), nodesOf({16, 16}));
+  snapshot.queue = QueueState::kMissing;
+  const Plan plan = planned(snapshot);
+  EXPECT_TRUE(plan.launches.empty());
+  const api::Condition* running = conditionOf(plan.status, "Running");
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->status, "False");
+  EXPECT_EQ(running->reason, "LocalQueueNotFound");
+  EXPECT_NE(running->message.find("LocalQueue team-a (spec.queueName) does not exist in namespace "
+                                  "ml"),
+            std::string::npos)
+      << running->message;
+  EXPECT_EQ(plan.status.trials.queued, 2);
+  EXPECT_EQ(std::ranges::count(reasons(plan), "LocalQueueNotFound"), 1);
+
+  snapshot.job.status = plan.status;
+  EXPECT_EQ(std::ranges::count(reasons(planned(snapshot)), "LocalQueueNotFound"), 0);
+
+  snapshot.queue = QueueState::kFound;
+  const Plan found = planned(snapshot);
+  EXPECT_EQ(found.launches.size(), 2U);
+  EXPECT_NE(conditionOf(found.status, "Running")->reason, "LocalQueueNotFound");
+}
+
+// A multi-node trial is one Workload: the Job carries the queue, its Pods do not, and the
+// priority label of the template reaches both.
+TEST(Plan, AMultiNodeTrialIsQueuedAsOneJob) {
+  api::AutotuneJob job = twoNodeJob(1);
+  job.spec.queueName = "team-a";
+  job.spec.podTemplate["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high";
+  Snapshot snapshot = snapshotOf(job, nodesOf({16, 16}));
+  snapshot.queue = QueueState::kFound;
+  const Plan plan = planned(snapshot);
+  ASSERT_EQ(plan.launches.size(), 1U);
+  const json& batchJob = plan.launches[0].object;
+  EXPECT_EQ(batchJob["kind"], "Job");
+  EXPECT_EQ(batchJob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "team-a");
+  EXPECT_EQ(batchJob["metadata"]["labels"]["kueue.x-k8s.io/priority-class"], "high");
+  const json& podLabels = batchJob["spec"]["template"]["metadata"]["labels"];
+  EXPECT_FALSE(podLabels.contains("kueue.x-k8s.io/queue-name"));
+  EXPECT_EQ(podLabels["kueue.x-k8s.io/priority-class"], "high");
+}
+
 TEST(Plan, EventsAboutOneTrialReadAsBefore) {
   EXPECT_EQ(aboutTrials("TrialLaunched", "Normal", "launched", {{"z1", "Pod gpt2-z1"}}).message,
             "Trial z1 launched as Pod gpt2-z1");

@@ -114,6 +114,13 @@ log of a whole run. AutotuneJobs are read through a watch and written through th
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "create", "delete"]
+{{- if .Values.kueue.enabled }}
+# With kueue.enabled: Kueue's Workloads, read to say why a trial waits for admission, and its
+# LocalQueues, read to tell a queue that does not exist.
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads", "localqueues"]
+  verbs: ["list", "watch"]
+{{- end }}
 {{- end }}
 
 {{/*
