@@ -242,11 +242,16 @@ observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
   figures.name = std::string(key.substr(slash + 1));
   figures.phase = std::string(api::toString(status.phase));
   const api::TrialCounts& trials = status.trials;
-  figures.trials = {
-      {"launched", trials.launched}, {"pending", trials.pending},     {"queued", trials.queued},
-      {"running", trials.running},   {"succeeded", trials.succeeded}, {"failed", trials.failed},
-      {"oom", trials.oom},           {"timedOut", trials.timedOut},   {"pruned", trials.pruned},
-      {"awaitingAdmission", trials.awaitingAdmission}};
+  figures.trials = {{"launched", trials.launched},
+                    {"pending", trials.pending},
+                    {"queued", trials.queued},
+                    {"running", trials.running},
+                    {"succeeded", trials.succeeded},
+                    {"failed", trials.failed},
+                    {"oom", trials.oom},
+                    {"timedOut", trials.timedOut},
+                    {"pruned", trials.pruned},
+                    {"awaitingAdmission", trials.awaitingAdmission}};
   if (status.best) {
     figures.best = {std::string(api::toString(status.best->metric)), status.best->value};
   }

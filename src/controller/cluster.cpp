@@ -129,9 +129,10 @@ WorkloadStore& Cluster::addWorkloads(const std::string& ns) {
 }
 
 LocalQueueStore& Cluster::addLocalQueues(const std::string& ns) {
-  localQueues_.emplace_back(ns, std::make_unique<LocalQueueStore>(
-                                    decodeLocalQueue, [](const LocalQueue& queue) { return queue.key; },
-                                    [](const LocalQueue& queue) { return queue.resourceVersion; }));
+  localQueues_.emplace_back(ns,
+                            std::make_unique<LocalQueueStore>(
+                                decodeLocalQueue, [](const LocalQueue& queue) { return queue.key; },
+                                [](const LocalQueue& queue) { return queue.resourceVersion; }));
   return *localQueues_.back().second;
 }
 

@@ -224,10 +224,10 @@ void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
     state.awaitingAdmission = true;
     state.heldBack = true;
     state.message = "waits for Kueue admission in LocalQueue " + job.spec.queueName + ": " +
-                    (!workload                          ? "Kueue has not made its Workload yet"
-                     : workload->pendingMessage.empty() ? "its Workload " + workload->name +
-                                                              " is not admitted yet"
-                                                        : workload->pendingMessage);
+                    (!workload ? "Kueue has not made its Workload yet"
+                     : workload->pendingMessage.empty()
+                         ? "its Workload " + workload->name + " is not admitted yet"
+                         : workload->pendingMessage);
   }
 }
 

@@ -326,10 +326,9 @@ Slots slotsOf(const Snapshot& snapshot) {
   Slots slots;
   slots.byParallelism = snapshot.job.spec.parallelism - static_cast<int>(snapshot.inFlight.size());
   // Kueue admits a queued job's trials as its quota allows: the operator counts no GPUs for it.
-  slots.byGpus = snapshot.job.spec.queueName.empty()
-                     ? freeSlotsFor(snapshot.capacity, resources) - lost -
-                           snapshot.slotsHeldForOlderJobs
-                     : slots.byParallelism;
+  slots.byGpus = snapshot.job.spec.queueName.empty() ? freeSlotsFor(snapshot.capacity, resources) -
+                                                           lost - snapshot.slotsHeldForOlderJobs
+                                                     : slots.byParallelism;
   slots.schedulable = fitsSomeNodes(snapshot.capacity, resources);
   return slots;
 }

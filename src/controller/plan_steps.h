@@ -50,7 +50,7 @@ struct Draft {
   // operator's count, and because their creates were refused (a quota, or the server failing).
   int notCreatedForGpus = 0;
   int notCreatedRefused = 0;
-  int notCreatedForQueue = 0;  // the job's Kueue LocalQueue does not exist
+  int notCreatedForQueue = 0;                 // the job's Kueue LocalQueue does not exist
   std::optional<RefusedCreate> quotaRefusal;  // the last create a quota refused
   // Why the job launches nothing more: a create refused for good, now or by an earlier reconcile.
   std::optional<std::string> launchesRefused;

@@ -170,8 +170,8 @@ void tellQuotaRefusal(Draft& draft, const std::string& serverMessage) {
 // Why nothing is created while spec.queueName names no LocalQueue.
 std::string localQueueMissing(const Draft& draft) {
   const api::AutotuneJob& job = draft.snapshot.job;
-  return "Kueue LocalQueue " + job.spec.queueName + " (spec.queueName) does not exist in namespace " +
-         job.namespaceName() +
+  return "Kueue LocalQueue " + job.spec.queueName +
+         " (spec.queueName) does not exist in namespace " + job.namespaceName() +
          ": no trial is created until it does; create it, or name an existing one";
 }
 

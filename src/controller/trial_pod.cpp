@@ -293,8 +293,7 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, cons
         {"backoffLimit", 0},
         {"podReplacementPolicy", "Failed"},
         {"template",
-         {{"metadata",
-           {{"labels", std::move(podLabels)}, {"annotations", std::move(annotations)}}},
+         {{"metadata", {{"labels", std::move(podLabels)}, {"annotations", std::move(annotations)}}},
           {"spec", std::move(podSpec)}}}}}};
 }
 

@@ -18,6 +18,12 @@ expect "the plan estimates ZeRO-1's largest micro-batch as 3" \
 expect "the plan starts each stage at the memory model's estimate" \
   grep -Eq '^  z0_gas1_tmbspg2 ' "$out/plan.txt"
 
+no_queue_line() { ! grep -q '^Queue:' "$out/plan.txt"; }
+expect "a job without spec.queueName names no queue" no_queue_line
+"$autotune" plan "$source_dir/examples/gpt2-large-kueue.yaml" >"$out/kueue.txt" 2>&1
+expect "a job with spec.queueName names its Kueue LocalQueue" \
+  grep -q '^Queue: Kueue LocalQueue team-a (spec.queueName)' "$out/kueue.txt"
+
 "$autotune" plan "$source_dir/tests/cli/several-mistakes.yaml" >"$out/bad.txt" 2>"$out/bad.err"
 expect "an invalid job exits 2" test $? -eq 2
 for path in apiVersion spec.deepspeedConfig.zero_optimization.stage spec.resources.gpusPerTrial \

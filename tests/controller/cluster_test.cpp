@@ -119,7 +119,8 @@ TEST(Cluster, KueueWorkloadsAndLocalQueuesConcernTheJobsTheyHold) {
   EXPECT_TRUE(ready.admitted);
   EXPECT_TRUE(ready.pendingMessage.empty());
 
-  EXPECT_EQ(cluster.jobsConcernedByWorkload(nullptr, &waiting), std::vector<std::string>{"ml/busy"});
+  EXPECT_EQ(cluster.jobsConcernedByWorkload(nullptr, &waiting),
+            std::vector<std::string>{"ml/busy"});
   EXPECT_EQ(cluster.jobsConcernedByWorkload(&waiting, &ready), std::vector<std::string>{"ml/busy"});
   auto resynced = ready;
   resynced.resourceVersion = "9";

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "controller/observe.h"
 #include "controller/trial_pod.h"
 #include "controller/trial_state.h"
 #include "observability/log.h"
@@ -899,6 +900,152 @@ TEST_F(Reconcile, TheOutputHoldsTheTrialRecordedByTheReconcileThatWritesIt) {
   const std::string results =
       api_->objects.at("/api/v1/namespaces/ml/configmaps/gpt2-optimal")["data"]["results.json"];
   EXPECT_NE(results.find(R"("name":"z1_gas1_tmbspg3")"), std::string::npos) << results;
+}
+
+// --- Kueue --------------------------------------------------------------------------------------
+
+// The reconciler with Kueue's objects watched (--kueue), and a Workload for a trial Pod as Kueue
+// 0.17 makes one: owned by the Pod, its quota not reserved yet.
+class KueueReconcile : public Reconcile {
+ protected:
+  void pendingWorkload(const json& pod, const std::string& message) {
+    const std::string name = pod["metadata"]["name"];
+    workloads_.upsert({{"metadata",
+                        {{"name", "pod-" + name + "-63e32"},
+                         {"namespace", "ml"},
+                         {"ownerReferences",
+                          {{{"apiVersion", "v1"},
+                            {"kind", "Pod"},
+                            {"name", name},
+                            {"uid", pod["metadata"]["uid"]},
+                            {"controller", true}}}}}},
+                       {"status",
+                        {{"conditions",
+                          {{{"type", "QuotaReserved"},
+                            {"status", "False"},
+                            {"reason", "Pending"},
+                            {"message", message}}}}}}});
+  }
+
+  // As Kueue's webhook holds a trial Pod until its Workload is admitted.
+  void gate(const std::string& name) {
+    json& trial = pod(name);
+    trial["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}};
+    trial["status"] = {
+        {"phase", "Pending"},
+        {"conditions",
+         {{{"type", "PodScheduled"},
+           {"status", "False"},
+           {"reason", "SchedulingGated"},
+           {"message", "Scheduling is blocked due to non-empty scheduling gates"}}}}};
+  }
+
+  WorkloadStore& workloads_ = cluster_.addWorkloads("");
+  LocalQueueStore& queues_ = cluster_.addLocalQueues("");
+};
+
+json queuedJob() {
+  json queued = gpt2Job();
+  queued["spec"]["queueName"] = "team-a";
+  return queued;
+}
+
+// A queue that does not exist holds every launch, saying so; once it exists, the trials are
+// created, and those Kueue holds say why in its words, with no deadline but queueTimeout.
+TEST_F(KueueReconcile, AJobWaitsForItsLocalQueueThenForAdmissionInKueuesWords) {
+  submit(queuedJob());
+  reconcile();
+  EXPECT_TRUE(pods().empty());
+  std::optional<json> running = conditionOf(job(), "Running");
+  ASSERT_TRUE(running.has_value()) << job()["status"].dump();
+  EXPECT_EQ((*running)["reason"], "LocalQueueNotFound");
+  EXPECT_NE((*running)["message"].get<std::string>().find("LocalQueue team-a"), std::string::npos);
+
+  queues_.upsert({{"metadata", {{"name", "team-a"}, {"namespace", "ml"}}}});
+  reconcile();
+  ASSERT_EQ(pods().size(), 2U);
+  for (const auto& trial : pods()) {
+    EXPECT_EQ(trial["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "team-a");
+    gate(trial["metadata"]["name"]);
+  }
+  syncCaches();
+  reconcile();
+  EXPECT_NE(conditionOf(job(), "Running")
+                .value()["message"]
+                .get<std::string>()
+                .find("Kueue has not made its Workload yet"),
+            std::string::npos);
+  for (const auto& trial : pods()) {
+    pendingWorkload(trial,
+                    "couldn't assign flavors to pod set main: insufficient unused quota for "
+                    "nvidia.com/gpu in flavor default-flavor, 16 more needed");
+  }
+  now_ += minutes(20);  // past the scheduling timeout: a queued trial has none
+  reconcile();
+  EXPECT_EQ(pods().size(), 2U);
+  running = conditionOf(job(), "Running");
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ((*running)["status"], "False");
+  EXPECT_EQ((*running)["reason"], "WaitingForAdmission");
+  EXPECT_NE((*running)["message"].get<std::string>().find(
+                "waits for Kueue admission in LocalQueue team-a: couldn't assign flavors"),
+            std::string::npos)
+      << (*running)["message"];
+  EXPECT_EQ(job()["status"]["trials"]["awaitingAdmission"], 2);
+  EXPECT_EQ(job()["status"]["trials"]["queued"], 2);
+  EXPECT_EQ(job()["status"]["phase"], "Running");
+}
+
+// Kueue evicting a multi-node trial suspends its Job, and the Job controller stops its Pods: the
+// trial was preempted, to run again whole, not failed.
+TEST(KueueObserve, AMultiNodeTrialWhoseJobKueueSuspendedIsPreempted) {
+  json document = gpt2Job();
+  document["metadata"]["uid"] = "uid-gpt2";
+  document["spec"]["resources"]["nodesPerTrial"] = 2;
+  document["spec"]["queueName"] = "team-a";
+  const auto decoded = api::decode(document).value();
+  const api::AutotuneJob& job = decoded.job;
+  tuning::EngineInput input;
+  input.spec = job.spec;
+  input.freeSlots = 1;
+  const tuning::Trial trial = tuning::decide(input).launch.at(0);
+  json batchJob = trialBatchJob(job, trial);
+  batchJob["metadata"]["uid"] = "uid-batch";
+  batchJob["spec"]["suspend"] = true;
+  Cluster cluster;
+  auto& jobs = cluster.addAutotuneJobs("");
+  auto& pods = cluster.addPods("");
+  auto& batchJobs = cluster.addBatchJobs("");
+  document["status"]["inFlight"] = {{{"name", trial.name}, {"attempt", 0}}};
+  jobs.upsert(document);
+  batchJobs.upsert(batchJob);
+  for (int rank = 0; rank < 2; ++rank) {
+    json pod = {{"metadata", batchJob["spec"]["template"]["metadata"]},
+                {"spec", batchJob["spec"]["template"]["spec"]}};
+    pod["metadata"]["name"] =
+        batchJob["metadata"]["name"].get<std::string>() + "-" + std::to_string(rank) + "-x7k2q";
+    pod["metadata"]["namespace"] = "ml";
+    pod["metadata"]["ownerReferences"] = {{{"apiVersion", "batch/v1"},
+                                           {"kind", "Job"},
+                                           {"name", batchJob["metadata"]["name"]},
+                                           {"uid", "uid-batch"},
+                                           {"controller", true}}};
+    pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
+        std::to_string(rank);
+    pod["spec"]["nodeName"] = "gpu-" + std::to_string(rank);
+    pod["status"] = {{"phase", "Failed"},
+                     {"containerStatuses",
+                      {{{"name", "trainer"},
+                        {"state", {{"terminated", {{"exitCode", 143}, {"reason", "Error"}}}}}}}}};
+    pods.upsert(pod);
+  }
+  const Snapshot snapshot =
+      observe(cluster, *cluster.job("ml/gpt2"), parseTime("2026-11-22T12:00:00Z").value());
+  ASSERT_EQ(snapshot.inFlight.size(), 1U);
+  EXPECT_TRUE(snapshot.concluded.empty());
+  EXPECT_TRUE(snapshot.inFlight[0].preempted);
+  EXPECT_TRUE(shouldRelaunch(snapshot.inFlight[0]));
+  EXPECT_NE(snapshot.inFlight[0].message.find("suspended by a queueing system"), std::string::npos);
 }
 
 }  // namespace
