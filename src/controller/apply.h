@@ -50,8 +50,12 @@ struct Learned {
   std::set<std::string> namesTaken;  // runs whose names objects the job does not own hold
   std::optional<OutputRefusal> outputRefused;
   std::vector<RefusedCreate> refusedCreates;
+  // The afterTuning Job's name is held by a Job this job does not control: whose it is.
+  std::optional<std::string> afterTuningTaken;
 
-  bool empty() const { return namesTaken.empty() && !outputRefused && refusedCreates.empty(); }
+  bool empty() const {
+    return namesTaken.empty() && !outputRefused && refusedCreates.empty() && !afterTuningTaken;
+  }
 };
 
 // One reconcile's effects on one job, each step only after the one before went through.
@@ -82,6 +86,8 @@ class Apply {
   // Creates the output ConfigMap, or applies it over one this job controls. Anyone else's is left
   // alone: server-side apply with force would take it over, and garbage collection would then
   // delete it with the job.
+  std::optional<Learned> afterTuningHeld(const api::AutotuneJob& job,
+                                         const nlohmann::json& afterTuning);
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
                                            const nlohmann::json& configMap);
   bool writeStatus(const api::Status& status);

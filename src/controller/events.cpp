@@ -113,6 +113,12 @@ JobEvent launchRefused(const std::string& message) {
   return {"LaunchRefused", "Warning", "", message};
 }
 
+JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder) {
+  return {"AfterTuningNameTaken", "Warning", "",
+          "The afterTuning Job was not created: Job " + name + " exists and is not this job's (" +
+              holder + "); it is left alone. The tuned config is in the output ConfigMap."};
+}
+
 JobEvent localQueueNotFound(const std::string& message) {
   return {std::string(queued::kLocalQueueNotFound), "Warning", "", message};
 }

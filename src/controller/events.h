@@ -52,6 +52,9 @@ JobEvent quotaExceeded(const std::string& serverMessage);
 // A create refused for good (Pod Security, a policy, a webhook, an invalid object).
 JobEvent launchRefused(const std::string& message);
 JobEvent queueTimedOut(const std::string& trial, const std::string& message);
+// The afterTuning Job was not created: a Job of its name exists and is not this job's (`holder`
+// says whose it is).
+JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder);
 // spec.queueName names a Kueue LocalQueue its namespace does not have.
 JobEvent localQueueNotFound(const std::string& message);
 

@@ -68,10 +68,13 @@ struct Snapshot {
   // without --kueue.
   QueueState queue = QueueState::kNotWatched;
   std::optional<Timestamp> waitingSince;  // the job waits for room since then (Plan::waitsForRoom)
-  // Learned by applying an earlier plan of this reconcile: the output could not be written, or
-  // the creates of some trials' runs were refused (those trials are not in flight).
+  // Learned by applying an earlier plan of this reconcile: the output could not be written, the
+  // creates of some trials' runs were refused (those trials are not in flight), or the
+  // afterTuning Job's name is taken.
   std::optional<OutputRefusal> outputRefused;
   std::vector<RefusedCreate> refusedCreates;
+  // The afterTuning Job's name is held by a Job this job does not control: whose it is.
+  std::optional<std::string> afterTuningTaken;
 };
 
 // Whether a job in this phase has ended: Succeeded or Failed.

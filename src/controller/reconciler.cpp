@@ -51,6 +51,7 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
     snapshot.namesTaken.merge(learned->namesTaken);
     snapshot.outputRefused = learned->outputRefused;
     snapshot.refusedCreates = std::move(learned->refusedCreates);
+    snapshot.afterTuningTaken = learned->afterTuningTaken;
     planned = plan(snapshot, decision);
     if (!apply.write(snapshot.job, planned)) {
       return runtime::ReconcileResult::retry();

@@ -902,6 +902,64 @@ TEST_F(Reconcile, TheOutputHoldsTheTrialRecordedByTheReconcileThatWritesIt) {
   EXPECT_NE(results.find(R"("name":"z1_gas1_tmbspg3")"), std::string::npos) << results;
 }
 
+// A single-trial job with an afterTuning Job, whose name a Job already holds: the job's own (from a
+// reconcile cut short after creating it) or a CronJob's.
+class AfterTuningHeld : public Reconcile {
+ protected:
+  void runWithHolder(bool ours) {
+    json single = singleTrialJob();
+    single["spec"]["afterTuning"] = {
+        {"spec",
+         {{"template",
+           {{"spec",
+             {{"restartPolicy", "Never"},
+              {"containers", {{{"name", "train"}, {"image", "example.org/train:1.0"}}}}}}}}}}};
+    submit(single);
+    api_->objects[std::string(kPath)] = {
+        {"metadata",
+         {{"name", "gpt2-after-tuning"},
+          {"namespace", "ml"},
+          {"uid", "uid-held"},
+          {"ownerReferences",
+           {{{"kind", ours ? "AutotuneJob" : "CronJob"},
+             {"name", ours ? "gpt2" : "nightly"},
+             {"uid", ours ? "uid-gpt2" : "uid-nightly"},
+             {"controller", true}}}}}}};
+    reconcile();
+    ASSERT_EQ(pods().size(), 1U) << job()["status"].dump();
+    finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
+    reconcile();
+  }
+
+  int nameTakenEvents() const {
+    const auto events = api_->under("/api/v1/namespaces/ml/events/");
+    return static_cast<int>(std::count_if(events.begin(), events.end(), [](const json& event) {
+      return event["reason"] == "AfterTuningNameTaken" &&
+             event["message"].get<std::string>().find("controlled by CronJob nightly") !=
+                 std::string::npos;
+    }));
+  }
+
+  static constexpr std::string_view kPath = "/apis/batch/v1/namespaces/ml/jobs/gpt2-after-tuning";
+};
+
+// Someone else's Job is left alone and not named as the job's; a Warning Event says whose it is.
+TEST_F(AfterTuningHeld, SomeoneElsesJobIsNotClaimed) {
+  runWithHolder(false);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded") << job()["status"].dump();
+  EXPECT_FALSE(job()["status"].contains("afterTuningJob")) << job()["status"].dump();
+  EXPECT_EQ(api_->objects.at(std::string(kPath))["metadata"]["uid"], "uid-held");
+  EXPECT_EQ(nameTakenEvents(), 1);
+}
+
+// The job's own Job is the one it meant to create: named, and no Event.
+TEST_F(AfterTuningHeld, TheJobsOwnJobIsNamed) {
+  runWithHolder(true);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded") << job()["status"].dump();
+  EXPECT_EQ(job()["status"]["afterTuningJob"], "gpt2-after-tuning");
+  EXPECT_EQ(nameTakenEvents(), 0);
+}
+
 // --- Kueue --------------------------------------------------------------------------------------
 
 // The reconciler with Kueue's objects watched (--kueue), and a Workload for a trial Pod as Kueue
