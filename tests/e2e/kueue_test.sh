@@ -105,9 +105,11 @@ in_namespace() {
 # --- what Kueue admitted -------------------------------------------------------------------------
 
 # One sample of ClusterQueue $1, whose namespaces are $2 (space-separated): the GPUs of the Pods
-# there that are bound to a node and not finished, the GPUs of the Workloads the ClusterQueue has
-# admitted that are not finished, how many such Workloads, and how many batch Jobs there are
-# neither suspended nor finished.
+# there that are bound to a node and not finished; the GPUs that the Workloads it admitted hold
+# (admitted, not finished, less the Pods Kueue counts as reclaimable: those of a Job that
+# succeeded, whose quota Kueue releases before the Workload finishes; one pod set a Workload, as
+# trials have); how many Workloads hold some; and how many batch Jobs there are neither suspended
+# nor finished.
 queue_sample() {
   local queue=$1 namespaces=" $2 " row
   row='{.kind}{"\t"}{.metadata.namespace}{"\t"}{.spec.nodeName}{"\t"}{.status.phase}{"\t"}'
@@ -115,6 +117,8 @@ queue_sample() {
   row+='{.status.admission.clusterQueue}{"\t"}{.status.conditions[?(@.type=="Admitted")].status}'
   row+='{"\t"}{.status.conditions[?(@.type=="Finished")].status}{"\t"}'
   row+='{.status.admission.podSetAssignments[*].resourceUsage.nvidia\.com/gpu}{"\t"}'
+  row+='{.status.admission.podSetAssignments[*].count}{"\t"}'
+  row+='{.status.reclaimablePods[*].count}{"\t"}'
   row+='{.spec.suspend}{"\t"}{.status.conditions[?(@.type=="Complete")].status}'
   row+='{.status.conditions[?(@.type=="Failed")].status}{"\n"}'
   local items
@@ -129,11 +133,11 @@ queue_sample() {
     }
     index(namespaces, " " $2 " ") == 0 { next }
     $1 == "Pod" && $3 != "" && $4 != "Succeeded" && $4 != "Failed" { pods += total($5) }
-    $1 == "Workload" && $6 == queue && $7 == "True" && $8 != "True" {
+    $1 == "Workload" && $6 == queue && $7 == "True" && $8 != "True" && total($10) > total($11) {
       admitted++
-      gpus += total($9)
+      gpus += total($9) * (total($10) - total($11)) / total($10)
     }
-    $1 == "Job" && $10 == "false" && $11 !~ /True/ { jobs++ }
+    $1 == "Job" && $12 == "false" && $13 !~ /True/ { jobs++ }
     END { print pods + 0, gpus + 0, admitted + 0, jobs + 0 }' <<<"$items"
 }
 
@@ -265,9 +269,12 @@ case_sharing() {
     in_namespace "$second" launched_once second
   expect "at no time were more than 16 GPUs of trial Pods bound to a node and not finished" \
     never_above 1 16 "$samples" "GPUs of trial Pods bound"
-  expect "at no time had the ClusterQueue admitted more than 16 GPUs of Workloads unfinished" \
-    never_above 2 16 "$samples" "GPUs admitted"
+  expect "at no time did the ClusterQueue's Workloads hold more than 16 GPUs" \
+    never_above 2 16 "$samples" "GPUs held by Workloads"
   expect "two trials ran at once at some time (16 GPUs)" reached 1 16 "$samples"
+  expect "no trial of first was relaunched" job_not_counted autotune_trials_relaunched_total first
+  expect "no trial of second was relaunched" \
+    in_namespace "$second" job_not_counted autotune_trials_relaunched_total second
   in_namespace "$second" end_case
   end_case
 }
@@ -328,8 +335,12 @@ case_multinode() {
     never_above 4 1 "$samples" "trial Jobs unsuspended"
   expect "at no time were more than one trial's Pods bound (16 GPUs)" \
     never_above 1 16 "$samples" "GPUs of trial Pods bound"
-  expect "at no time were more than one Workload admitted" \
-    never_above 3 1 "$samples" "Workloads admitted"
+  expect "at no time did more than one Workload hold quota" \
+    never_above 3 1 "$samples" "Workloads holding quota"
+  expect "at no time did its Workloads hold more than 16 GPUs" \
+    never_above 2 16 "$samples" "GPUs held by Workloads"
+  expect "no trial was relaunched: nothing preempted them" \
+    job_not_counted autotune_trials_relaunched_total "$job"
   expect "each trial's two Pods ran, on different nodes" ranks_on_distinct_nodes 2
   expect "every trial was launched exactly once, and each launch is recorded (rank 0's log)" \
     launched_once "$job" "$(launch_log "$job").rank0"
