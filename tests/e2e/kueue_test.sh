@@ -50,6 +50,16 @@ no_room() {
     "flavor $e2e_kueue_flavor_name, $1 more needed"
 }
 
+# A failed check prints, once per case, what dump prints and Kueue's Workloads of the namespace.
+on_check_failure() {
+  [[ $dumped != "$case_ns" ]] || return 0
+  dump
+  {
+    echo "--- kubectl get workloads -n $case_ns -o wide"
+    kubectl get workloads.kueue.x-k8s.io -n "$case_ns" -o wide
+  } 2>&1 | sed 's/^/    # /'
+}
+
 # --- namespaces and queues -----------------------------------------------------------------------
 
 # Starts a case in a fresh namespace that Kueue manages (as begin_case does).
