@@ -138,6 +138,11 @@ std::vector<MicroBatchRange> rangesOf(const std::set<int>& pruned, const StageCu
   return ranges;
 }
 
+// The profiling trial measures the model, not a config: never a point, the best or the baseline.
+bool isProfile(const api::TrialRecord& record) {
+  return record.space == tuning::kProfileTrialName || record.name == tuning::kProfileTrialName;
+}
+
 bool better(api::Metric metric, double value, double than) {
   return api::higherIsBetter(metric) ? value > than : value < than;
 }
@@ -182,8 +187,7 @@ void labelBestAndBaseline(const SearchResults& results,
                           Chart& chart) {
   for (const auto& trial : results.trials) {
     const api::TrialRecord& record = trial.record;
-    if (record.space == tuning::kProfileTrialName || record.outcome != api::Outcome::kSucceeded ||
-        !record.value) {
+    if (isProfile(record) || record.outcome != api::Outcome::kSucceeded || !record.value) {
       continue;
     }
     const auto found = placed.find(record.name);
@@ -261,7 +265,7 @@ api::Metric metricOf(const SearchResults& results, const std::optional<api::Auto
     bool matchesAny = false;
     for (const auto& trial : results.trials) {
       const api::TrialRecord& record = trial.record;
-      if (!record.value || record.space == tuning::kProfileTrialName) {
+      if (!record.value || isProfile(record)) {
         continue;
       }
       const auto measured = record.metrics.find(name);
@@ -290,7 +294,7 @@ Chart buildChart(const SearchResults& results, const std::optional<api::Autotune
     const auto found = known.trials.find(record.name);
     const auto at = found != known.trials.end() ? std::optional(found->second)
                                                 : coordinatesFromName(record.name);
-    if (record.space == tuning::kProfileTrialName || !at) {
+    if (isProfile(record) || !at) {
       chart.unplaced.push_back(record.name);
       continue;
     }
