@@ -2,6 +2,7 @@
 //   autotune plan FILE        the trials a job would run, with memory estimates and what is pruned
 //   autotune run FILE         the search with trials as local processes (see executor/local_run.h)
 //   autotune report RESULTS   a picture of a search's results (see report/report.h)
+// Installed as kubectl-autotune (a link to it), it is a kubectl plugin: see kubectl_plugin.cpp.
 
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "commands.h"
 #include "executor/local_run.h"
 #include "executor/results_directory.h"
 #include "report/report.h"
@@ -258,7 +260,7 @@ void printTrials(const AutotuneJob& job) {
   }
 }
 
-int plan(const std::string& path) {
+int planJob(const std::string& path) {
   const auto text = autotune::executor::readFile(path);
   if (!text) {
     std::cerr << path << ": cannot be read\n";
@@ -386,28 +388,42 @@ int report(const std::vector<std::string>& args) {
     std::cerr << "note: --job " << options->jobFile << " is job " << job->name() << ", and "
               << options->results << " holds the results of job " << results->jobName << "\n";
   }
-  const std::string rendered = autotune::report::renderReport(*results, job, options->format);
-  if (options->output == "-") {
+  return autotune::cli::writeReport(*results, job, options->format, options->output);
+}
+
+}  // namespace
+
+namespace autotune::cli {
+
+int plan(const std::string& path) { return planJob(path); }
+
+int writeReport(const report::SearchResults& results, const std::optional<api::AutotuneJob>& job,
+                report::Format format, const std::string& output) {
+  const std::string rendered = report::renderReport(results, job, format);
+  if (output == "-") {
     std::cout << rendered;
     return std::cout.flush() ? 0 : 1;
   }
-  if (auto written = autotune::executor::writeFileAtomically(options->output, rendered); !written) {
+  if (auto written = executor::writeFileAtomically(output, rendered); !written) {
     std::cerr << written.error() << "\n";
     return 1;
   }
   return 0;
 }
 
-}  // namespace
+}  // namespace autotune::cli
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (argc > 0 && std::filesystem::path(argv[0]).filename() == "kubectl-autotune") {
+    return autotune::cli::kubectlPlugin(args);
+  }
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
     std::cout << kUsage;
     return 0;
   }
   if (args.size() == 2 && args[0] == "plan") {
-    return plan(args[1]);
+    return planJob(args[1]);
   }
   if (!args.empty() && args[0] == "run") {
     return run(args);
