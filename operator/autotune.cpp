@@ -1,6 +1,8 @@
 // autotune: the command-line face of the tuning engine.
-//   autotune plan FILE   the trials a job would run, with memory estimates and what is pruned
-//   autotune run FILE    the search with trials as local processes (see executor/local_run.h)
+//   autotune plan FILE        the trials a job would run, with memory estimates and what is pruned
+//   autotune run FILE         the search with trials as local processes (see executor/local_run.h)
+//   autotune report RESULTS   a picture of a search's results (see report/report.h)
+// Installed as kubectl-autotune (a link to it), it is a kubectl plugin: see kubectl_plugin.cpp.
 
 #include <unistd.h>
 
@@ -8,12 +10,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/codec.h"
+#include "commands.h"
 #include "executor/local_run.h"
 #include "executor/results_directory.h"
+#include "report/report.h"
 #include "tuning/engine.h"
 #include "tuning/memory_model.h"
 #include "tuning/naming.h"
@@ -30,6 +35,7 @@ constexpr int kExitInvalid = 2;
 constexpr std::string_view kUsage =
     "usage: autotune plan FILE\n"
     "       autotune run FILE [--gpus LIST] [--results DIR] [--resume]\n"
+    "       autotune report RESULTS [--job FILE] [--format html|svg] [-o OUT]\n"
     "\n"
     "  plan FILE   print the memory estimate per ZeRO stage, the largest micro-batch each is\n"
     "              expected to fit, and the trials the job's strategy would launch first\n"
@@ -37,7 +43,14 @@ constexpr std::string_view kUsage =
     "    --gpus LIST     GPUs to use, e.g. 0-15 or 0,1,2 (default: CUDA_VISIBLE_DEVICES)\n"
     "    --results DIR   results directory (default: autotune_results); re-running on the same\n"
     "                    directory resumes without running a finished trial again\n"
-    "    --resume        fail unless DIR already holds finished trials of this job\n";
+    "    --resume        fail unless DIR already holds finished trials of this job\n"
+    "  report RESULTS  draw the search: RESULTS is a results directory of autotune run, a\n"
+    "                  results.json (autotune run's or the output ConfigMap's), or the output\n"
+    "                  ConfigMap itself (kubectl get configmap NAME -o yaml)\n"
+    "    --job FILE      the job that ran the search: its metric, the memory model's estimates\n"
+    "                    and what it pruned\n"
+    "    --format F      html (default): the whole report; svg: the chart alone\n"
+    "    -o OUT          write to OUT (default: standard output)\n";
 
 std::string precisionName(tuning::Precision precision) {
   switch (precision) {
@@ -247,7 +260,7 @@ void printTrials(const AutotuneJob& job) {
   }
 }
 
-int plan(const std::string& path) {
+int planJob(const std::string& path) {
   const auto text = autotune::executor::readFile(path);
   if (!text) {
     std::cerr << path << ": cannot be read\n";
@@ -303,19 +316,120 @@ int run(const std::vector<std::string>& args) {
   return autotune::executor::runLocally(options, std::cout, std::cerr);
 }
 
+// The job given with --job, or nothing; false after saying why it cannot be used.
+bool readReportJob(const std::string& path, std::optional<AutotuneJob>& job) {
+  const auto text = autotune::executor::readFile(path);
+  if (!text) {
+    std::cerr << "--job " << path << ": cannot be read\n";
+    return false;
+  }
+  auto decoded = autotune::api::decodeJobYaml(*text);
+  if (!decoded) {
+    for (const auto& error : decoded.error()) {
+      std::cerr << "--job " << path << ": " << autotune::api::format(error) << "\n";
+    }
+    return false;
+  }
+  job = std::move(*decoded);
+  return true;
+}
+
+struct ReportOptions {
+  std::string results;
+  std::string jobFile;
+  autotune::report::Format format = autotune::report::Format::kHtml;
+  std::string output = "-";
+};
+
+std::optional<ReportOptions> reportOptions(const std::vector<std::string>& args) {
+  ReportOptions options;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const bool hasValue = i + 1 < args.size();
+    if (args[i] == "--job" && hasValue) {
+      options.jobFile = args[++i];
+    } else if (args[i] == "--format" && hasValue) {
+      const auto format = autotune::report::parseFormat(args[++i]);
+      if (!format) {
+        std::cerr << "autotune report: --format must be html or svg, not \"" << args[i] << "\"\n";
+        return std::nullopt;
+      }
+      options.format = *format;
+    } else if (args[i] == "-o" && hasValue) {
+      options.output = args[++i];
+    } else if (options.results.empty() && !args[i].starts_with("-")) {
+      options.results = args[i];
+    } else {
+      std::cerr << "autotune report: unexpected argument \"" << args[i] << "\"\n" << kUsage;
+      return std::nullopt;
+    }
+  }
+  if (options.results.empty()) {
+    std::cerr << "autotune report: RESULTS is missing\n" << kUsage;
+    return std::nullopt;
+  }
+  return options;
+}
+
+int report(const std::vector<std::string>& args) {
+  const auto options = reportOptions(args);
+  if (!options) {
+    return kExitUsage;
+  }
+  const auto results = autotune::report::loadResults(options->results);
+  if (!results) {
+    std::cerr << results.error() << "\n";
+    return kExitInvalid;
+  }
+  std::optional<AutotuneJob> job;
+  if (!options->jobFile.empty() && !readReportJob(options->jobFile, job)) {
+    return kExitInvalid;
+  }
+  if (job && !results->jobName.empty() && results->jobName != job->name()) {
+    std::cerr << "note: --job " << options->jobFile << " is job " << job->name() << ", and "
+              << options->results << " holds the results of job " << results->jobName << "\n";
+  }
+  return autotune::cli::writeReport(*results, job, options->format, options->output);
+}
+
 }  // namespace
+
+namespace autotune::cli {
+
+int plan(const std::string& path) { return planJob(path); }
+
+int writeReport(const report::SearchResults& results, const std::optional<api::AutotuneJob>& job,
+                report::Format format, const std::string& output) {
+  const std::string rendered = report::renderReport(results, job, format);
+  if (output == "-") {
+    std::cout << rendered;
+    return std::cout.flush() ? 0 : 1;
+  }
+  if (auto written = executor::writeFileAtomically(output, rendered); !written) {
+    std::cerr << written.error() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace autotune::cli
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (argc > 0 && std::filesystem::path(argv[0]).filename() == "kubectl-autotune") {
+    return autotune::cli::kubectlPlugin(args);
+  }
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
     std::cout << kUsage;
     return 0;
   }
   if (args.size() == 2 && args[0] == "plan") {
-    return plan(args[1]);
+    return planJob(args[1]);
   }
   if (!args.empty() && args[0] == "run") {
     return run(args);
+  }
+  if (!args.empty() && args[0] == "report") {
+    return report(args);
   }
   std::cerr << kUsage;
   return kExitUsage;

@@ -15,6 +15,7 @@
 #include "executor/progress.h"
 #include "executor/results_directory.h"
 #include "observability/time.h"
+#include "report/report.h"
 #include "tuning/engine.h"
 #include "tuning/protocol.h"
 #include "tuning/results.h"
@@ -262,6 +263,7 @@ class LocalRun {
                                   elapsed)
           << "\n";
       out << "Search failed: " << decision.message << "\n";
+      writeReport(out);
       return kExitSearchFailed;
     }
     const tuning::Trial& best = *decision.best;
@@ -286,7 +288,25 @@ class LocalRun {
     out << "; " << decision.message << ")\n"
         << "Optimal config: " << results_.optimalConfigPath().string() << "\n"
         << "Command: " << report.command << "\n";
+    writeReport(out);
     return 0;
+  }
+
+  // report.html beside summary.txt, drawn from what the directory holds, as `autotune report`
+  // draws it. The search is over either way: a report that cannot be written is only told.
+  void writeReport(std::ostream& out) const {
+    const auto results = report::loadResults(results_.root());
+    if (!results) {
+      out << "Could not draw the report: " << results.error() << "\n";
+      return;
+    }
+    const std::filesystem::path path = results_.root() / "report.html";
+    const std::string page = report::renderReport(*results, job_, report::Format::kHtml);
+    if (auto written = writeFileAtomically(path, page); !written) {
+      out << "Could not write the report: " << written.error() << "\n";
+      return;
+    }
+    out << "Report: " << path.string() << "\n";
   }
 
   int stop() {

@@ -7,6 +7,7 @@
 //   results/<trial>/stdout.log, stderr.log
 //   results.json                      every finished trial; the run's whole memory
 //   summary.txt, ds_config_optimal.json, cmd_optimal.txt   once the search is over
+//   report.html                       the search drawn (report/report.h), once it is over
 // results.json is rewritten atomically after each trial, before anything else happens, so a run
 // killed at any moment resumes without running a finished trial again.
 

@@ -185,6 +185,7 @@ class KubeconfigReader {
                             " (contexts: " + joined(entryNames(root_, "contexts")) + ")");
     }
     ClusterConfig config;
+    config.namespaceName = scalarAt(*context, "namespace").value_or("");
     auto clusterRead = readCluster(contextName, *context, config);
     if (!clusterRead) {
       return tl::unexpected(clusterRead.error());

@@ -19,6 +19,8 @@ struct ClusterConfig {
   std::string token;           // a bearer token given inline
   std::string tokenFile;       // a bearer token to re-read (see readToken)
   bool insecureSkipTlsVerify = false;
+  // The context's namespace, for programs that act where kubectl would; empty when it sets none.
+  std::string namespaceName;
   // Sent with every request, so that the API server's audit log and metrics name the program,
   // e.g. autotune-operator/0.1.0; empty sends cpprestsdk's own.
   std::string userAgent;

@@ -191,6 +191,10 @@ TEST_F(LocalRun, TheGpt2LargeExampleEndsAtThePublishedBest) {
   EXPECT_NE(readText(results() / "cmd_optimal.txt").find("--per_device_train_batch_size 3"),
             std::string::npos);
   EXPECT_NE(readText(results() / "summary.txt").find("| global"), std::string::npos);
+  const std::string report = readText(results() / "report.html");
+  EXPECT_NE(report.find("<b>z1_gas1_tmbspg3</b>"), std::string::npos)
+      << "report.html names no best";
+  EXPECT_NE(finished.out.find("Report: "), std::string::npos) << finished.out;
 
   const json recorded = this->recorded();
   EXPECT_EQ(outcomeOf(recorded, "z1_gas1_tmbspg3"), "Succeeded");

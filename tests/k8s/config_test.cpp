@@ -216,6 +216,22 @@ TEST_F(ConfigTest, AContextWithoutAUserConnectsWithoutCredentials) {
   EXPECT_TRUE(config->clientCertData.empty());
 }
 
+TEST_F(ConfigTest, TheContextsNamespaceIsKeptForProgramsThatActWhereKubectlWould) {
+  const std::string text =
+      "current-context: team\n"
+      "clusters: [{name: c, cluster: {server: 'https://10.0.0.1:443'}}]\n"
+      "contexts:\n"
+      "- {name: team, context: {cluster: c, namespace: team-a}}\n"
+      "- {name: plain, context: {cluster: c}}\n";
+
+  const auto team = load(text);
+  ASSERT_TRUE(team) << errorOf(team);
+  EXPECT_EQ(team->namespaceName, "team-a");
+  const auto plain = load(text, "plain");
+  ASSERT_TRUE(plain) << errorOf(plain);
+  EXPECT_EQ(plain->namespaceName, "");
+}
+
 // --- kubeconfig: every error names what is wrong ------------------------------------------------
 
 TEST_F(ConfigTest, AMissingFileNamesThePath) {

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# kubectl-autotune, the kubectl plugin, against a real kube-apiserver: kubectl finds it on the
+# PATH; `kubectl autotune report` draws a job still searching from its status and a finished one
+# from its output ConfigMap; `kubectl autotune best` prints the ConfigMap's ds_config.json;
+# `kubectl autotune plan -f` is `autotune plan`; the namespace comes from -n, else from the
+# kubeconfig context; a job that does not exist is named in the error.
+#
+# Usage: kubectl_plugin_test.sh AUTOTUNE_BINARY SOURCE_DIR
+# It starts its own control plane with scripts/controlplane, or, when AUTOTUNE_TEST_KUBECONFIG is
+# set, uses that cluster (with kubectl from PATH) and leaves only the CRD behind.
+set -uo pipefail
+autotune=$1
+source_dir=$2
+# shellcheck source=tests/support/checks.sh
+source "$source_dir/tests/support/checks.sh"
+# shellcheck source=tests/support/cluster.sh
+source "$source_dir/tests/support/cluster.sh"
+
+work=$(mktemp -d /tmp/autotune-plugin-test.XXXXXX)
+namespace=autotune-plugin-test-$$
+job=gpt2-large-local
+configmap=$job-optimal
+namespace_created=false
+cleanup() {
+  if [[ $own_controlplane == true ]]; then
+    AUTOTUNE_CONTROLPLANE_DIR=$work/controlplane "$source_dir/scripts/controlplane" down \
+      >/dev/null 2>&1 || true
+  elif [[ $namespace_created == true ]]; then
+    kubectl delete namespace "$namespace" --wait=false >/dev/null 2>&1 || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+use_cluster "$work" kubectl
+export KUBECACHEDIR=$work/kube-cache
+# kubectl finds plugins on the PATH: the kubectl-autotune link beside the autotune binary.
+export PATH="$(dirname "$autotune"):$PATH"
+
+crd_established() {
+  kubectl apply -f "$source_dir/crds/autotunejobs.autotune.io.yaml" &&
+    eventually 60 kubectl wait --for=condition=Established --timeout=10s \
+      crd/autotunejobs.autotune.io
+}
+require "the CRD is established" crd_established
+require "the test namespace is created" kubectl create namespace "$namespace"
+namespace_created=true
+require "kubectl lists the plugin" eval 'kubectl plugin list 2>/dev/null | grep -q kubectl-autotune'
+
+example="$source_dir/examples/gpt2-large-local.yaml"
+require "the example's search runs locally" \
+  "$autotune" run "$example" --gpus 0-31 --results "$work/run"
+require "the example job is created" kubectl apply -n "$namespace" -f "$example"
+
+# The job while searching: its status holds the trials finished so far (here, all of them).
+python3 - "$work/run/results.json" "$work/status.json" "$work/results.json" <<'PY'
+import json, sys
+trials = json.load(open(sys.argv[1]))["trials"]
+for trial in trials:
+    trial.pop("launchIndex")
+json.dump({"status": {"phase": "Running", "results": trials}}, open(sys.argv[2], "w"))
+# The output ConfigMap's results.json: one record a line, each with its configPatch.
+lines = [json.dumps(dict(trial, configPatch={})) for trial in trials]
+open(sys.argv[3], "w").write("[\n" + ",\n".join(lines) + "\n]\n")
+PY
+require "the job's status takes the results" kubectl patch atj "$job" -n "$namespace" \
+  --subresource=status --type=merge --patch-file "$work/status.json"
+
+kubectl autotune report "$job" -n "$namespace" -o "$work/status.html" 2>"$work/err"
+expect "kubectl autotune report draws a job still searching" test $? -eq 0
+expect "from its status: the best so far is named" grep -q '<b>z1_gas1_tmbspg3</b>' \
+  "$work/status.html"
+expect "the job gives the memory model's line" grep -q 'class="memory"' "$work/status.html"
+kubectl autotune best "$job" -n "$namespace" >"$work/none.json" 2>"$work/none.err"
+expect "kubectl autotune best of a job without output fails" test $? -eq 1
+expect "and says the job has no tuned config yet" grep -q "has no tuned config yet" \
+  "$work/none.err"
+
+uid=$(kubectl get atj "$job" -n "$namespace" -o jsonpath='{.metadata.uid}')
+make_output() {
+  kubectl create configmap "$configmap" -n "$namespace" \
+    --from-file=ds_config.json="$work/run/ds_config_optimal.json" \
+    --from-file=cmd.txt="$work/run/cmd_optimal.txt" \
+    --from-file=summary.txt="$work/run/summary.txt" \
+    --from-file=results.json="$work/results.json" &&
+    kubectl label configmap "$configmap" -n "$namespace" "autotune.io/job=$job" &&
+    kubectl annotate configmap "$configmap" -n "$namespace" "autotune.io/job-uid=$uid"
+}
+require "the output ConfigMap is written as the operator writes it" make_output
+
+best_is_output() {
+  kubectl get configmap "$configmap" -n "$namespace" -o jsonpath='{.data.ds_config\.json}' \
+    >"$work/expected.json" &&
+    kubectl autotune best "$job" -n "$namespace" >"$work/best.json" &&
+    test -s "$work/best.json" && cmp "$work/best.json" "$work/expected.json"
+}
+expect "kubectl autotune best is the ConfigMap's ds_config.json" best_is_output
+
+kubectl autotune report "$job" -n "$namespace" -o "$work/report.html"
+expect "kubectl autotune report draws a finished job" test $? -eq 0
+expect "from its ConfigMap: the command of cmd.txt" \
+  grep -q -- '--per_device_train_batch_size 3' "$work/report.html"
+expect "and its summary table" grep -q '| global' "$work/report.html"
+kubectl autotune report "$job" -n "$namespace" --format svg >"$work/chart.svg"
+expect "--format svg gives the chart alone" \
+  python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$work/chart.svg"
+
+context_namespace() {
+  cp "$KUBECONFIG" "$work/kubeconfig" &&
+    KUBECONFIG=$work/kubeconfig kubectl config set-context --current \
+      --namespace="$namespace" >/dev/null &&
+    KUBECONFIG=$work/kubeconfig kubectl autotune best "$job" >"$work/context.json" &&
+    cmp "$work/context.json" "$work/expected.json"
+}
+expect "without -n, the kubeconfig context's namespace is used" context_namespace
+
+kubectl autotune best no-such-job -n "$namespace" 2>"$work/missing.err" >/dev/null
+expect "a job that does not exist fails" test $? -eq 1
+expect "and is named" grep -q "^AutotuneJob $namespace/no-such-job: not found" "$work/missing.err"
+
+same_plan() {
+  kubectl autotune plan -f "$source_dir/examples/gpt2-large.yaml" >"$work/plan-plugin.txt" &&
+    "$autotune" plan "$source_dir/examples/gpt2-large.yaml" >"$work/plan.txt" &&
+    cmp "$work/plan-plugin.txt" "$work/plan.txt"
+}
+expect "kubectl autotune plan -f is autotune plan" same_plan
+
+if ((failures > 0)); then
+  echo "kubectl_plugin_test: $failures checks failed"
+  exit 1
+fi
+echo "kubectl_plugin_test: all checks passed"

@@ -1,0 +1,149 @@
+#include "report/render.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <string_view>
+
+#include "report/fixtures.h"
+#include "report/report.h"
+#include "support/published_oracle.h"
+
+namespace {
+
+using autotune::api::Outcome;
+using autotune::report::buildChart;
+using autotune::report::buildTimeline;
+using autotune::report::chartSvg;
+using autotune::report::Format;
+using autotune::report::parseFormat;
+using autotune::report::renderReport;
+using autotune::report::SearchResults;
+using autotune::report::timelineSvg;
+using autotune::report::fixtures::jobOf;
+using autotune::report::fixtures::record;
+using autotune::report::fixtures::resultsOf;
+using autotune::report::fixtures::thousandTrials;
+namespace oracle = autotune::oracle;
+
+// A search run to its end as the example runs it, two trials at a time.
+oracle::SearchRun searchOf(const autotune::api::Spec& spec, const oracle::Oracle& outcomes) {
+  oracle::DriveOptions options;
+  options.slots = 2;
+  return oracle::drive(spec, outcomes, options);
+}
+
+std::size_t count(std::string_view text, std::string_view part) {
+  std::size_t found = 0;
+  for (auto at = text.find(part); at != std::string_view::npos; at = text.find(part, at + 1)) {
+    ++found;
+  }
+  return found;
+}
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// The published GPT2-large search, with the job that ran it.
+std::string gpt2LargeChart() {
+  const auto& model = oracle::publishedModels().front();
+  const auto spec = oracle::specFor(model);
+  const auto run = searchOf(spec, oracle::publishedOracle(model));
+  return chartSvg(buildChart(resultsOf(run.records), jobOf(spec, "gpt2-large")));
+}
+
+TEST(Render, TheChartHasAPanelPerStageAndACurvePerStageThatRan) {
+  const std::string svg = gpt2LargeChart();
+
+  EXPECT_EQ(count(svg, "<g class=\"stage\""), 4U);
+  for (const auto* stage : {"0", "1", "2"}) {
+    EXPECT_TRUE(contains(svg, std::string("<polyline class=\"curve\" data-stage=\"") + stage))
+        << "ZeRO-" << stage;
+  }
+  EXPECT_EQ(count(svg, "<polyline class=\"curve\""), 3U) << "no trial of ZeRO-3 had a value";
+  EXPECT_EQ(count(svg, "<g class=\"memory-model\""), 4U) << "the memory model's line on each stage";
+  EXPECT_TRUE(contains(svg, ">model: \xE2\x89\xA4 2</text>")) << "ZeRO-0's expected largest";
+  EXPECT_TRUE(std::regex_search(svg, std::regex(">best z1_gas1_tmbspg3 \xC2\xB7 87\\.[0-9]+ "
+                                                "\xC2\xB7 1\\.[0-9]+\xC3\x97 the baseline<")))
+      << "the best trial labelled with its speedup";
+  EXPECT_TRUE(contains(svg, ">baseline z0_gas1_tmbspg2 \xC2\xB7 "));
+  EXPECT_TRUE(contains(svg, "class=\"mark oom\"")) << "the OOM boundary is drawn";
+}
+
+TEST(Render, ASingleTrialIsOnePanelAcrossTheWidth) {
+  const auto chart = buildChart(
+      resultsOf({record("z1_gas1_tmbspg3", Outcome::kSucceeded, 87.1)}, "one"), std::nullopt);
+  const std::string svg = chartSvg(chart);
+
+  EXPECT_EQ(count(svg, "<g class=\"stage\""), 1U);
+  EXPECT_EQ(count(svg, "<polyline class=\"curve\""), 1U);
+  EXPECT_TRUE(contains(svg, ">best and baseline z1_gas1_tmbspg3 \xC2\xB7 87.1<"));
+  EXPECT_FALSE(contains(svg, "the baseline<")) << "no speedup over itself";
+}
+
+TEST(Render, AThousandTrialsStayOneReadablePage) {
+  const SearchResults results = resultsOf(thousandTrials(), "thousand");
+  const std::string page = renderReport(results, std::nullopt, Format::kHtml);
+
+  EXPECT_EQ(count(page, "<g class=\"stage\""), 10U);
+  EXPECT_EQ(count(page, "<polyline class=\"curve\""), 10U);
+  EXPECT_EQ(count(page, "<g class=\"trial\""), 1000U) << "every trial a point";
+  EXPECT_EQ(count(page, "<g class=\"run\""), 1000U) << "every trial a bar";
+  EXPECT_LT(page.size(), 2'000'000U);
+  // Past 200 trials the timeline's rows are thin and unlabelled: 3 pixels each.
+  const std::string timeline = timelineSvg(buildTimeline(results, std::nullopt));
+  EXPECT_TRUE(contains(timeline, "viewBox=\"0 0 960 3052\"")) << timeline.substr(0, 300);
+  EXPECT_FALSE(contains(timeline, "class=\"name\""));
+}
+
+TEST(Render, TextFromTheResultsIsShownAndNeverRun) {
+  auto crashed = record("z1_gas1_tmbspg4", Outcome::kFailed);
+  crashed.reason = "Traceback\n<script>document.title='pwned'</script>";
+  auto named = record("z1_gas1_tmbspg2\"><script>alert(1)</script>", Outcome::kSucceeded, 50);
+  SearchResults results = resultsOf({named, crashed}, "<img src=x onerror=alert(1)>");
+  results.summary = "</pre><script>alert(2)</script>";
+  results.bestConfig = "{\"x\": \"<iframe src=//example.org>\"}";
+  results.command = "train.py --name '<b>bold</b>'";
+  results.trials[0].gpus = "<svg onload=alert(3)>";
+
+  for (const auto format : {Format::kHtml, Format::kSvg}) {
+    const std::string output = renderReport(results, std::nullopt, format);
+    EXPECT_FALSE(contains(output, "<script")) << output;
+    EXPECT_FALSE(contains(output, "<img"));
+    EXPECT_FALSE(contains(output, "<iframe"));
+    EXPECT_FALSE(contains(output, "<b>bold"));
+    EXPECT_FALSE(contains(output, "<svg onload"));
+    EXPECT_TRUE(contains(output, "&lt;img src=x onerror=alert(1)&gt;")) << "the job's name";
+  }
+  const std::string page = renderReport(results, std::nullopt, Format::kHtml);
+  EXPECT_TRUE(contains(page, "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"))
+      << "the reason, as text";
+  EXPECT_TRUE(contains(page, "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;"));
+}
+
+TEST(Render, ThePageFetchesNothingAndRunsNothing) {
+  const std::string page = renderReport(resultsOf(thousandTrials()), std::nullopt, Format::kHtml);
+
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>\n<html lang=\"en\">", 0), 0U);
+  EXPECT_FALSE(contains(page, "<script"));
+  EXPECT_FALSE(contains(page, " src="));
+  EXPECT_FALSE(contains(page, " href="));
+  EXPECT_FALSE(contains(page, "url(http"));
+  EXPECT_FALSE(contains(page, "@import"));
+}
+
+TEST(Render, TheSvgFormatIsTheChartAloneAsADocument) {
+  const SearchResults results = resultsOf({record("z1_gas1_tmbspg3", Outcome::kSucceeded, 87.1)});
+  const std::string svg = renderReport(results, std::nullopt, Format::kSvg);
+
+  EXPECT_EQ(svg.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=", 0), 0U);
+  EXPECT_EQ(count(svg, "<svg"), 1U) << "no timeline";
+  EXPECT_FALSE(contains(svg, "<html"));
+  EXPECT_EQ(parseFormat("svg"), Format::kSvg);
+  EXPECT_EQ(parseFormat("html"), Format::kHtml);
+  EXPECT_FALSE(parseFormat("png"));
+}
+
+}  // namespace
