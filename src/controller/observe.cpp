@@ -17,11 +17,15 @@ struct ObservedRun {
   bool deleting = false;  // all its Pods are being deleted
 };
 
-// A multi-node trial's batch Job suspended once its Pods existed: a queueing system took its
-// admission back (Kueue evicts a Workload by suspending its Job), and the Job controller stops its
-// Pods. Unless rank 0 had finished with its metrics, the trial is preempted and runs again whole.
+// A multi-node trial's batch Job suspended while its Pods are being stopped: a queueing system
+// took its admission back (Kueue evicts a Workload by suspending its Job), and the Job controller
+// deletes its Pods. The trial is preempted and runs again whole. Pods that are alive and not being
+// deleted say the suspension is older than they are: the Job's update resuming it has not reached
+// the cache yet, its Pods (which the resumption made) have.
 void suspendedWhileRunning(TrialRunState& state) {
-  if (state.phase == TrialRunState::Phase::kFinished && state.exit.exitCode == 0) {
+  const bool stopped = state.phase == TrialRunState::Phase::kLost ||
+                       (state.phase == TrialRunState::Phase::kFinished && state.exit.exitCode != 0);
+  if (!stopped) {
     return;
   }
   state.phase = TrialRunState::Phase::kLost;

@@ -915,16 +915,15 @@ class AfterTuningHeld : public Reconcile {
              {{"restartPolicy", "Never"},
               {"containers", {{{"name", "train"}, {"image", "example.org/train:1.0"}}}}}}}}}}};
     submit(single);
-    api_->objects[std::string(kPath)] = {
-        {"metadata",
-         {{"name", "gpt2-after-tuning"},
-          {"namespace", "ml"},
-          {"uid", "uid-held"},
-          {"ownerReferences",
-           {{{"kind", ours ? "AutotuneJob" : "CronJob"},
-             {"name", ours ? "gpt2" : "nightly"},
-             {"uid", ours ? "uid-gpt2" : "uid-nightly"},
-             {"controller", true}}}}}}};
+    api_->objects[std::string(kPath)] = {{"metadata",
+                                          {{"name", "gpt2-after-tuning"},
+                                           {"namespace", "ml"},
+                                           {"uid", "uid-held"},
+                                           {"ownerReferences",
+                                            {{{"kind", ours ? "AutotuneJob" : "CronJob"},
+                                              {"name", ours ? "gpt2" : "nightly"},
+                                              {"uid", ours ? "uid-gpt2" : "uid-nightly"},
+                                              {"controller", true}}}}}}};
     reconcile();
     ASSERT_EQ(pods().size(), 1U) << job()["status"].dump();
     finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
@@ -1055,7 +1054,8 @@ TEST_F(KueueReconcile, AJobWaitsForItsLocalQueueThenForAdmissionInKueuesWords) {
 }
 
 // Kueue evicting a multi-node trial suspends its Job, and the Job controller stops its Pods: the
-// trial was preempted, to run again whole, not failed.
+// trial was preempted, to run again whole, not failed. Pods alive under a Job the cache still holds
+// suspended were made by its resumption, which the Job watch has not delivered yet: the trial runs.
 TEST(KueueObserve, AMultiNodeTrialWhoseJobKueueSuspendedIsPreempted) {
   json document = gpt2Job();
   document["metadata"]["uid"] = "uid-gpt2";
@@ -1075,6 +1075,7 @@ TEST(KueueObserve, AMultiNodeTrialWhoseJobKueueSuspendedIsPreempted) {
   auto& pods = cluster.addPods("");
   auto& batchJobs = cluster.addBatchJobs("");
   document["status"]["inFlight"] = {{{"name", trial.name}, {"attempt", 0}}};
+  std::vector<json> rankPods;
   jobs.upsert(document);
   batchJobs.upsert(batchJob);
   for (int rank = 0; rank < 2; ++rank) {
@@ -1091,14 +1092,28 @@ TEST(KueueObserve, AMultiNodeTrialWhoseJobKueueSuspendedIsPreempted) {
     pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
         std::to_string(rank);
     pod["spec"]["nodeName"] = "gpu-" + std::to_string(rank);
+    pod["status"] = {{"phase", "Running"},
+                     {"startTime", "2026-11-22T11:59:00Z"},
+                     {"containerStatuses",
+                      {{{"name", "trainer"},
+                        {"state", {{"running", {{"startedAt", "2026-11-22T11:59:00Z"}}}}}}}}};
+    pods.upsert(pod);
+    rankPods.push_back(pod);
+  }
+  const Timestamp now = parseTime("2026-11-22T12:00:00Z").value();
+  const Snapshot resumed = observe(cluster, *cluster.job("ml/gpt2"), now);
+  ASSERT_EQ(resumed.inFlight.size(), 1U);
+  EXPECT_EQ(resumed.inFlight[0].phase, TrialRunState::Phase::kRunning);
+  EXPECT_FALSE(resumed.inFlight[0].preempted);
+
+  for (auto& pod : rankPods) {
     pod["status"] = {{"phase", "Failed"},
                      {"containerStatuses",
                       {{{"name", "trainer"},
                         {"state", {{"terminated", {{"exitCode", 143}, {"reason", "Error"}}}}}}}}};
     pods.upsert(pod);
   }
-  const Snapshot snapshot =
-      observe(cluster, *cluster.job("ml/gpt2"), parseTime("2026-11-22T12:00:00Z").value());
+  const Snapshot snapshot = observe(cluster, *cluster.job("ml/gpt2"), now);
   ASSERT_EQ(snapshot.inFlight.size(), 1U);
   EXPECT_TRUE(snapshot.concluded.empty());
   EXPECT_TRUE(snapshot.inFlight[0].preempted);
