@@ -7,6 +7,7 @@
 
 #include "api/job.h"
 #include "report/search_results.h"
+#include "support/published_oracle.h"
 
 namespace autotune::report::fixtures {
 
@@ -74,6 +75,13 @@ inline std::vector<api::TrialRecord> thousandTrials() {
     }
   }
   return records;
+}
+
+// A search run to its end as the example runs it, two trials at a time.
+inline oracle::SearchRun searchOf(const api::Spec& spec, const oracle::Oracle& outcomes) {
+  oracle::DriveOptions options;
+  options.slots = 2;
+  return oracle::drive(spec, outcomes, options);
 }
 
 }  // namespace autotune::report::fixtures

@@ -24,15 +24,9 @@ using autotune::report::timelineSvg;
 using autotune::report::fixtures::jobOf;
 using autotune::report::fixtures::record;
 using autotune::report::fixtures::resultsOf;
+using autotune::report::fixtures::searchOf;
 using autotune::report::fixtures::thousandTrials;
 namespace oracle = autotune::oracle;
-
-// A search run to its end as the example runs it, two trials at a time.
-oracle::SearchRun searchOf(const autotune::api::Spec& spec, const oracle::Oracle& outcomes) {
-  oracle::DriveOptions options;
-  options.slots = 2;
-  return oracle::drive(spec, outcomes, options);
-}
 
 std::size_t count(std::string_view text, std::string_view part) {
   std::size_t found = 0;
