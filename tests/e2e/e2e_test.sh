@@ -123,6 +123,22 @@ printer_columns() {
     [[ $(tail -1 <<<"$wide") =~ ^$1\ +Succeeded\ +[0-9.]+\ +throughput\ +$published_best\  ]]
 }
 
+# The kubectl plugin, which kubectl finds on the PATH: the kubectl-autotune link beside the built
+# binaries, on the admin's kubeconfig as a user would run it.
+plugin() { PATH="$(dirname "$AUTOTUNE_OPERATOR"):$PATH" kubectl autotune "$@"; }
+
+plugin_report() {
+  local report=$work/$1-report.html
+  plugin report "$1" -n "$case_ns" -o "$report" && grep -q "$published_best" "$report"
+}
+
+plugin_best() {
+  plugin best "$1" -n "$case_ns" >"$work/$1-best.json" &&
+    configmap_data "$1-optimal" ds_config.json >"$work/$1-configmap.json" &&
+    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
+      "$work/$1-best.json" "$work/$1-configmap.json"
+}
+
 case_example() {
   begin_case example
   local job=gpt2-large
@@ -147,6 +163,9 @@ case_example() {
   expect "results.json holds every recorded trial, each with its config patch" \
     results_json_complete gpt2-large-optimal "$job"
   expect "kubectl get atj prints the phase, best, trials and age columns" printer_columns "$job"
+  expect "kubectl autotune report draws the job's report, naming its best trial" \
+    plugin_report "$job"
+  expect "kubectl autotune best prints the ConfigMap's ds_config.json" plugin_best "$job"
   expect "Events: TrialLaunched, TrialSucceeded, TrialOOM, BestImproved, Completed" \
     events_include "$job" TrialLaunched TrialSucceeded TrialOOM BestImproved Completed
   expect "no trial Pod remains (cleanup DeleteFinished)" eventually 30 no_trial_pods "$job"
