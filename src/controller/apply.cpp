@@ -83,12 +83,13 @@ std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& pla
 // A create of the afterTuning Job that found its name taken: by this job's own Job (a reconcile
 // cut short after creating it), which is how things should be, or by someone else's, which is
 // left alone and not named as the job's.
-std::optional<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job, const json& afterTuning) {
+std::optional<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job,
+                                              const json& afterTuning) {
   const std::string name = k8s::text(k8s::metadataOf(afterTuning), "name");
   auto existing = client_.get(k8s::kBatchJobs, namespace_, name);
   if (!existing) {
-    context_.log.warn("could not read the afterTuning Job", {{"job", name},
-                                                             {"error", k8s::describe(existing.error())}});
+    context_.log.warn("could not read the afterTuning Job",
+                      {{"job", name}, {"error", k8s::describe(existing.error())}});
     return std::nullopt;
   }
   if (const json* controller = k8s::controllerOf(*existing);

@@ -325,8 +325,8 @@ void endSearch(Draft& draft) {
   setCondition(status, condition::kOutputWritten, true, "Written", "ConfigMap " + configMap,
                snapshot.now, snapshot.generation);
   if (spec.afterTuning && snapshot.afterTuningTaken) {
-    draft.plan.events.push_back(afterTuningNameTaken(afterTuningJobName(snapshot.job.name()),
-                                                     *snapshot.afterTuningTaken));
+    draft.plan.events.push_back(
+        afterTuningNameTaken(afterTuningJobName(snapshot.job.name()), *snapshot.afterTuningTaken));
   } else if (spec.afterTuning) {
     draft.plan.afterTuning = afterTuningJob(snapshot.job, *decision.best);
     status.afterTuningJob = afterTuningJobName(snapshot.job.name());
