@@ -123,6 +123,19 @@ std::string emptyElement(std::string_view name, const Attributes& attributes) {
   return startTag(name, attributes) + "/>";
 }
 
+std::string figure(std::string_view className, double height, const std::string& label,
+                   std::string_view content) {
+  return element("svg",
+                 {{"xmlns", "http://www.w3.org/2000/svg"},
+                  {"class", std::string(className)},
+                  {"viewBox", "0 0 " + number(kFigureWidth) + " " + number(height)},
+                  {"width", number(kFigureWidth)},
+                  {"height", number(height)},
+                  {"role", "img"},
+                  {"aria-label", label}},
+                 content);
+}
+
 std::string shortened(std::string_view text, std::size_t limit) {
   std::size_t at = 0;
   std::size_t characters = 0;

@@ -29,6 +29,15 @@ std::string textElement(std::string_view name, const Attributes& attributes, std
 // <name a="v" .../>
 std::string emptyElement(std::string_view name, const Attributes& attributes);
 
+// Every figure of the report is this wide, with this margin, so that they line up on the page.
+inline constexpr double kFigureWidth = 960;
+inline constexpr double kFigureMargin = 16;
+
+// A figure: an <svg> of class `className`, kFigureWidth wide and `height` high, labelled for
+// screen readers by `label`, holding `content` (markup already).
+std::string figure(std::string_view className, double height, const std::string& label,
+                   std::string_view content);
+
 // At most `limit` characters (code points), a cut one ending in "…"; not escaped.
 std::string shortened(std::string_view text, std::size_t limit);
 

@@ -20,8 +20,8 @@ using markup::number;
 using markup::Scale;
 using markup::textElement;
 
-constexpr double kWidth = 960;
-constexpr double kMargin = 16;
+constexpr double kWidth = markup::kFigureWidth;
+constexpr double kMargin = markup::kFigureMargin;
 constexpr double kColumnGap = 28;
 constexpr double kHeaderHeight = 62;  // the title and the legend
 constexpr double kPanelTitle = 24;
@@ -499,16 +499,10 @@ std::string chartSvg(const Chart& chart) {
                  kHeaderHeight + row * (layout.panelHeight + kPanelGap));
   }
   out += footnote(chart, kHeaderHeight + layout.rows * (layout.panelHeight + kPanelGap) + 12);
-  return element("svg",
-                 {{"xmlns", "http://www.w3.org/2000/svg"},
-                  {"class", "chart"},
-                  {"viewBox", "0 0 " + number(kWidth) + " " + number(layout.height)},
-                  {"width", number(kWidth)},
-                  {"height", number(layout.height)},
-                  {"role", "img"},
-                  {"aria-label", "Metric against micro-batch per ZeRO stage" +
-                                     (chart.title.empty() ? "" : " for " + chart.title)}},
-                 out);
+  return markup::figure("chart", layout.height,
+                        "Metric against micro-batch per ZeRO stage" +
+                            (chart.title.empty() ? "" : " for " + chart.title),
+                        out);
 }
 
 }  // namespace autotune::report

@@ -17,8 +17,8 @@ using markup::emptyElement;
 using markup::number;
 using markup::textElement;
 
-constexpr double kWidth = 960;
-constexpr double kMargin = 16;
+constexpr double kWidth = markup::kFigureWidth;
+constexpr double kMargin = markup::kFigureMargin;
 constexpr double kLabelWidth = 230;
 constexpr double kGpuWidth = 110;
 constexpr double kTop = 40;  // the time axis above the rows
@@ -155,15 +155,7 @@ std::string timelineSvg(const Timeline& timeline) {
     const double y = kTop + rowHeight * static_cast<double>(i);
     out += row(timeline.bars[i], i, time, y + 1, rowHeight - (labelled ? 3 : 1), labelled);
   }
-  return element("svg",
-                 {{"xmlns", "http://www.w3.org/2000/svg"},
-                  {"class", "timeline"},
-                  {"viewBox", "0 0 " + number(kWidth) + " " + number(height)},
-                  {"width", number(kWidth)},
-                  {"height", number(height)},
-                  {"role", "img"},
-                  {"aria-label", "Trials in launch order on a time axis"}},
-                 out);
+  return markup::figure("timeline", height, "Trials in launch order on a time axis", out);
 }
 
 }  // namespace autotune::report
