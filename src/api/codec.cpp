@@ -65,6 +65,7 @@ void describe(auto& field, Either<Spec> auto& spec) {
   field("primaryContainer", spec.primaryContainer, Write::kUnlessEmpty);
   field("output", spec.output);
   field("cleanup", spec.cleanup);
+  field("reuse", spec.reuse);
   field("queueName", spec.queueName, Write::kUnlessEmpty);
   field("afterTuning", spec.afterTuning, Write::kAlways, fields::asObject);
 }
@@ -131,6 +132,13 @@ void describe(auto& field, Either<TrialRecord> auto& record) {
   field("startTime", record.startTime, Write::kUnlessEmpty);
   field("durationSeconds", record.durationSeconds);
   field("metrics", record.metrics, Write::kUnlessEmpty);
+  field("reusedFrom", record.reusedFrom, Write::kUnlessEmpty);
+}
+
+void describe(auto& field, Either<GpuHours> auto& hours) {
+  field("used", hours.used);
+  field("saved", hours.saved);
+  field("usedByOutcome", hours.usedByOutcome, Write::kUnlessEmpty);
 }
 
 void describe(auto& field, Either<Status> auto& status) {
@@ -146,6 +154,7 @@ void describe(auto& field, Either<Status> auto& status) {
   field("model", status.model);
   field("spaces", status.spaces, Write::kUnlessEmpty);
   field("results", status.results);
+  field("gpuHours", status.gpuHours);
   field("afterTuningJob", status.afterTuningJob, Write::kUnlessEmpty);
 }
 

@@ -9,6 +9,7 @@ namespace {
 constexpr std::string_view kStrategyChoices = "must be one of deepspeed, grid, random, model-based";
 constexpr std::string_view kMetricChoices = "must be one of throughput, latency, flops";
 constexpr std::string_view kCleanupChoices = "must be one of DeleteFinished, Keep";
+constexpr std::string_view kReuseChoices = "must be one of Enabled, Disabled";
 constexpr std::string_view kPhaseChoices =
     "must be one of Pending, Profiling, Running, Succeeded, Failed";
 constexpr std::string_view kOutcomeChoices =
@@ -173,6 +174,10 @@ std::optional<Metric> asMetric(const json& value, const std::string& path, Field
 
 std::optional<Cleanup> asCleanup(const json& value, const std::string& path, FieldErrors& errors) {
   return asEnum(value, path, errors, parseCleanup, kCleanupChoices);
+}
+
+std::optional<Reuse> asReuse(const json& value, const std::string& path, FieldErrors& errors) {
+  return asEnum(value, path, errors, parseReuse, kReuseChoices);
 }
 
 std::optional<Phase> asPhase(const json& value, const std::string& path, FieldErrors& errors) {

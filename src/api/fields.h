@@ -46,6 +46,7 @@ std::optional<Duration> asDuration(const json& value, const std::string& path, F
 std::optional<Strategy> asStrategy(const json& value, const std::string& path, FieldErrors& errors);
 std::optional<Metric> asMetric(const json& value, const std::string& path, FieldErrors& errors);
 std::optional<Cleanup> asCleanup(const json& value, const std::string& path, FieldErrors& errors);
+std::optional<Reuse> asReuse(const json& value, const std::string& path, FieldErrors& errors);
 std::optional<Phase> asPhase(const json& value, const std::string& path, FieldErrors& errors);
 std::optional<Outcome> asOutcome(const json& value, const std::string& path, FieldErrors& errors);
 std::optional<std::map<std::string, std::string>> asStringMap(const json& value,

@@ -30,6 +30,11 @@ constexpr Spellings<Cleanup, 2> kCleanups{{
     {Cleanup::kKeep, "Keep"},
 }};
 
+constexpr Spellings<Reuse, 2> kReuses{{
+    {Reuse::kEnabled, "Enabled"},
+    {Reuse::kDisabled, "Disabled"},
+}};
+
 constexpr Spellings<Phase, 5> kPhases{{
     {Phase::kPending, "Pending"},
     {Phase::kProfiling, "Profiling"},
@@ -72,12 +77,14 @@ std::optional<Enum> lookUp(const Spellings<Enum, N>& table, std::string_view tex
 std::string_view toString(Strategy strategy) { return spell(kStrategies, strategy); }
 std::string_view toString(Metric metric) { return spell(kMetrics, metric); }
 std::string_view toString(Cleanup cleanup) { return spell(kCleanups, cleanup); }
+std::string_view toString(Reuse reuse) { return spell(kReuses, reuse); }
 std::string_view toString(Phase phase) { return spell(kPhases, phase); }
 std::string_view toString(Outcome outcome) { return spell(kOutcomes, outcome); }
 
 std::optional<Strategy> parseStrategy(std::string_view text) { return lookUp(kStrategies, text); }
 std::optional<Metric> parseMetric(std::string_view text) { return lookUp(kMetrics, text); }
 std::optional<Cleanup> parseCleanup(std::string_view text) { return lookUp(kCleanups, text); }
+std::optional<Reuse> parseReuse(std::string_view text) { return lookUp(kReuses, text); }
 std::optional<Phase> parsePhase(std::string_view text) { return lookUp(kPhases, text); }
 std::optional<Outcome> parseOutcome(std::string_view text) { return lookUp(kOutcomes, text); }
 

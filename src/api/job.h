@@ -24,6 +24,8 @@ inline constexpr std::string_view kKind = "AutotuneJob";
 enum class Strategy { kDeepSpeed, kGrid, kRandom, kModelBased };
 enum class Metric { kThroughput, kLatency, kFlops };
 enum class Cleanup { kDeleteFinished, kKeep };
+// Whether a job takes trial results measured before under the same identity (docs/api.md).
+enum class Reuse { kEnabled, kDisabled };
 enum class Phase { kPending, kProfiling, kRunning, kSucceeded, kFailed };
 
 // How a finished trial ended (the trial protocol's classification).
@@ -96,6 +98,7 @@ struct Spec {
   std::string primaryContainer;                           // defaults to the first container
   Output output;
   Cleanup cleanup = Cleanup::kDeleteFinished;
+  Reuse reuse = Reuse::kEnabled;
   std::string queueName;
   std::optional<nlohmann::json> afterTuning;  // a batch/v1 Job template
 };
@@ -173,6 +176,9 @@ struct TrialRecord {
   double durationSeconds = 0;
   // Every metric the trial's metrics file held, by spec.search.metric's names.
   std::map<std::string, double> metrics;
+  // The measurement ConfigMap this result was taken from, when the trial did not run for this
+  // job: an earlier one measured the same thing.
+  std::string reusedFrom;
 
   bool operator==(const TrialRecord&) const = default;
 };
@@ -188,6 +194,15 @@ struct LaunchedTrial {
   bool operator==(const LaunchedTrial&) const = default;
 };
 
+// What the job's trials cost, in GPU-hours: running time times the GPUs of a trial.
+struct GpuHours {
+  double used = 0;   // by the trials this job ran, whatever their outcome
+  double saved = 0;  // what the reused results took when they were measured
+  std::map<std::string, double> usedByOutcome;
+
+  bool operator==(const GpuHours&) const = default;
+};
+
 struct Status {
   Phase phase = Phase::kPending;
   std::int64_t observedGeneration = 0;
@@ -201,6 +216,7 @@ struct Status {
   std::optional<MeasuredModel> model;
   std::vector<SpaceSummary> spaces;
   std::vector<TrialRecord> results;
+  GpuHours gpuHours;
   std::string afterTuningJob;
 
   bool operator==(const Status&) const = default;
@@ -220,11 +236,13 @@ struct AutotuneJob {
 std::string_view toString(Strategy strategy);
 std::string_view toString(Metric metric);
 std::string_view toString(Cleanup cleanup);
+std::string_view toString(Reuse reuse);
 std::string_view toString(Phase phase);
 std::string_view toString(Outcome outcome);
 std::optional<Strategy> parseStrategy(std::string_view text);
 std::optional<Metric> parseMetric(std::string_view text);
 std::optional<Cleanup> parseCleanup(std::string_view text);
+std::optional<Reuse> parseReuse(std::string_view text);
 std::optional<Phase> parsePhase(std::string_view text);
 std::optional<Outcome> parseOutcome(std::string_view text);
 

@@ -102,6 +102,10 @@ struct Codec<Cleanup> : EnumCodec<Cleanup> {
   static constexpr auto decode = fields::asCleanup;
 };
 template <>
+struct Codec<Reuse> : EnumCodec<Reuse> {
+  static constexpr auto decode = fields::asReuse;
+};
+template <>
 struct Codec<Phase> : EnumCodec<Phase> {
   static constexpr auto decode = fields::asPhase;
 };

@@ -227,9 +227,15 @@ RecordedExit recordExit(std::string_view name, std::string_view space, const Tri
                         api::Metric metric, bool profilingTrial, std::string_view startTime,
                         double seconds) {
   Classification classified = classify(exit, metric, profilingTrial);
-  api::TrialRecord record{std::string(name), std::string(space),           classified.outcome,
-                          classified.value,  std::move(classified.reason), std::string(startTime),
-                          seconds,           std::move(classified.metrics)};
+  api::TrialRecord record{std::string(name),
+                          std::string(space),
+                          classified.outcome,
+                          classified.value,
+                          std::move(classified.reason),
+                          std::string(startTime),
+                          seconds,
+                          std::move(classified.metrics),
+                          ""};
   return {std::move(record), classified.measured};
 }
 

@@ -193,6 +193,21 @@ std::optional<double> baselineValue(const std::vector<api::TrialRecord>& finishe
   return std::nullopt;
 }
 
+api::GpuHours gpuHoursOf(const std::vector<api::TrialRecord>& finished, int gpusPerTrial) {
+  constexpr double kSecondsPerHour = 3600;
+  api::GpuHours hours;
+  for (const auto& record : finished) {
+    const double gpuHours = record.durationSeconds * gpusPerTrial / kSecondsPerHour;
+    if (!record.reusedFrom.empty()) {
+      hours.saved += gpuHours;
+      continue;
+    }
+    hours.used += gpuHours;
+    hours.usedByOutcome[std::string(api::toString(record.outcome))] += gpuHours;
+  }
+  return hours;
+}
+
 api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
                          std::optional<double> baseline, const api::Resources& resources) {
   api::BestTrial best;

@@ -28,6 +28,10 @@ std::string summaryTable(const std::vector<api::SpaceSummary>& spaces, api::Metr
 // The first trial that succeeded, in launch order: the baseline at the user's own settings.
 std::optional<double> baselineValue(const std::vector<api::TrialRecord>& finished);
 
+// GPU-hours of the records: each one's running time times `gpusPerTrial`, as used by outcome when
+// the trial ran, as saved when its result was reused (TrialRecord::reusedFrom).
+api::GpuHours gpuHoursOf(const std::vector<api::TrialRecord>& finished, int gpusPerTrial);
+
 // The best trial, for the resources it ran on (its config is for that many GPUs and nodes).
 api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
                          std::optional<double> baseline, const api::Resources& resources);
