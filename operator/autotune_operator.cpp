@@ -294,6 +294,13 @@ void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched
         kPodBatch);
     manager.watch<controller::BatchJob>({k8s::kBatchJobs, ns, std::string(controller::kJobLabel)},
                                         cluster.addBatchJobs(ns), controller::jobKeysOfBatchJob);
+    // Kept measurements are looked up as jobs launch trials: a change concerns no job now.
+    manager.watch<controller::MeasurementObject>(
+        {k8s::kConfigMaps, ns, std::string(controller::kMeasurementLabel)},
+        cluster.addMeasurements(ns),
+        [](const controller::MeasurementObject*, const controller::MeasurementObject*) {
+          return std::vector<std::string>{};
+        });
   }
   // A Node's GPUs may let a waiting job go on, and its loss concerns the jobs with Pods on it.
   manager.watch<controller::Node>(
@@ -320,7 +327,13 @@ controller::ReconcilerHooks reconcilerHooks(observability::Metrics& metrics) {
   };
   hooks.trialFinished = [&metrics](const api::AutotuneJob& job, const api::TrialRecord& record) {
     metrics.trialFinished(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
-                          observability::Seconds(record.durationSeconds));
+                          observability::Seconds(record.durationSeconds),
+                          job.spec.resources.gpusPerTrial);
+  };
+  hooks.trialReused = [&metrics](const api::AutotuneJob& job, const api::TrialRecord& record) {
+    metrics.trialReused(job.namespaceName(), job.name(), outcomeLabel(record.outcome),
+                        observability::Seconds(record.durationSeconds),
+                        job.spec.resources.gpusPerTrial);
   };
   hooks.jobGone = [&metrics](const std::string& ns, const std::string& name) {
     metrics.forgetJob(ns, name);

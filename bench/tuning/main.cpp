@@ -194,7 +194,7 @@ SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots
       input.measured = outcome.measured;
     }
     input.finished.push_back(
-        {trial.name, trial.space, outcome.outcome, outcome.value, "", "", 0, {}});
+        {trial.name, trial.space, outcome.outcome, outcome.value, "", "", 0, {}, ""});
   }
   fail("the search of " + bench.profile.name + " did not end");
 }

@@ -91,6 +91,7 @@ void describe(auto& field, Either<TrialCounts> auto& trials) {
   field("oom", trials.oom);
   field("timedOut", trials.timedOut);
   field("pruned", trials.pruned);
+  field("reused", trials.reused);
 }
 
 void describe(auto& field, Either<LaunchedTrial> auto& launched) {

@@ -129,6 +129,8 @@ struct TrialCounts {
   int oom = 0;
   int timedOut = 0;
   int pruned = 0;
+  // Results taken from earlier measurements: not launched, counted by outcome all the same.
+  int reused = 0;
 
   bool operator==(const TrialCounts&) const = default;
 };

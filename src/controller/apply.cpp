@@ -51,6 +51,9 @@ Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks&
       written_(api::encode(job.status)) {}
 
 std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan) {
+  for (const auto& measurement : plan.measurements) {
+    keepMeasurement(measurement);
+  }
   if (plan.output) {
     if (auto refused = writeOutput(job, *plan.output)) {
       context_.log.warn("could not write the output", {{"configMap", job.spec.output.configMapName},
@@ -99,6 +102,31 @@ std::optional<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job,
   Learned learned;
   learned.afterTuningTaken = holderOf(*existing);
   return learned;
+}
+
+void Apply::keepMeasurement(const json& configMap) {
+  const json& metadata = k8s::metadataOf(configMap);
+  const std::string name = k8s::text(metadata, "name");
+  const std::string trial =
+      k8s::text(k8s::member(metadata, "annotations"), kMeasuredTrialAnnotation);
+  auto written = client_.create(k8s::kConfigMaps, namespace_, configMap);
+  if (alreadyExists(written)) {
+    auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
+    if (existing &&
+        k8s::text(k8s::member(k8s::metadataOf(*existing), "labels"), kMeasurementLabel).empty()) {
+      report(measurementNotKept(trial, "ConfigMap " + name + " exists and is not a measurement (" +
+                                           holderOf(*existing) + "); it is left alone"));
+      return;
+    }
+    written = existing ? client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kApply,
+                                       configMap, {std::string(kFieldManager), true})
+                       : existing;
+  }
+  if (!written) {
+    context_.log.warn("could not keep a measurement",
+                      {{"configMap", name}, {"error", k8s::describe(written.error())}});
+    report(measurementNotKept(trial, "ConfigMap " + name + ": " + k8s::describe(written.error())));
+  }
 }
 
 std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job,
@@ -250,6 +278,12 @@ runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& 
                        {"value", finished.value ? json(*finished.value) : json()}});
     if (hooks_.trialFinished) {
       hooks_.trialFinished(job, finished);
+    }
+  }
+  for (const auto& reused : plan.reused) {
+    context_.log.info("trial reused", {{"trial", reused.name}, {"configMap", reused.reusedFrom}});
+    if (hooks_.trialReused) {
+      hooks_.trialReused(job, reused);
     }
   }
   if (hooks_.trialPending) {

@@ -37,6 +37,8 @@ struct ReconcilerHooks {
   std::function<void(const api::AutotuneJob& job, const std::string& trial)> trialLaunched;
   std::function<void(const api::AutotuneJob& job, Relaunch why)> trialRelaunched;
   std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialFinished;
+  // A trial's result taken from a kept measurement (TrialRecord::reusedFrom).
+  std::function<void(const api::AutotuneJob& job, const api::TrialRecord& record)> trialReused;
   // How long a finished trial's run waited for a node and its container's start.
   std::function<void(std::chrono::duration<double> waited)> trialPending;
   // How long the job waited from its creation to the launch of its first trial.
@@ -90,6 +92,10 @@ class Apply {
                                          const nlohmann::json& afterTuning);
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
                                            const nlohmann::json& configMap);
+  // Creates a measurement ConfigMap, or applies it over the measurement of that name (a newer
+  // measurement of the same identity, or one edited into something unusable). Anything that keeps
+  // it from being written is reported, and the job goes on.
+  void keepMeasurement(const nlohmann::json& configMap);
   bool writeStatus(const api::Status& status);
   // Returns false when the run was not created by this call; a name taken, or a create refused,
   // goes into `learned`.

@@ -136,6 +136,14 @@ LocalQueueStore& Cluster::addLocalQueues(const std::string& ns) {
   return *localQueues_.back().second;
 }
 
+MeasurementStore& Cluster::addMeasurements(const std::string& ns) {
+  measurements_.emplace_back(
+      ns, std::make_unique<MeasurementStore>(
+              decodeMeasurementObject, [](const MeasurementObject& kept) { return kept.key; },
+              [](const MeasurementObject& kept) { return kept.resourceVersion; }));
+  return *measurements_.back().second;
+}
+
 runtime::Shared<CachedAutotuneJob> Cluster::job(const std::string& key) const {
   const std::string ns = key.substr(0, key.find('/'));
   const auto* store = storeFor(jobs_, ns);
@@ -182,6 +190,12 @@ runtime::Shared<Workload> Cluster::workloadOf(const std::string& ns, std::string
     }
   }
   return nullptr;
+}
+
+runtime::Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
+                                                        const std::string& name) const {
+  const auto* store = storeFor(measurements_, ns);
+  return store == nullptr ? nullptr : store->get(ns + "/" + name);
 }
 
 QueueState Cluster::localQueue(const std::string& ns, const std::string& name) const {

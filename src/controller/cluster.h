@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "controller/gpu_slots.h"
+#include "controller/measurements.h"
 #include "controller/node_lookups.h"
 #include "controller/objects.h"
 #include "controller/waiting_jobs.h"
@@ -29,6 +30,7 @@ using BatchJobStore = runtime::Indexed<BatchJob>;
 using NodeStore = runtime::Indexed<Node>;
 using WorkloadStore = runtime::Indexed<Workload>;
 using LocalQueueStore = runtime::Indexed<LocalQueue>;
+using MeasurementStore = runtime::Indexed<MeasurementObject>;
 
 // What Kueue says of a job's queue, when the operator watches Kueue's objects (--kueue).
 enum class QueueState { kNotWatched, kFound, kMissing };
@@ -51,6 +53,8 @@ class Cluster {
   // Kueue's Workloads and LocalQueues of a namespace ("" for all), with --kueue only.
   WorkloadStore& addWorkloads(const std::string& ns);
   LocalQueueStore& addLocalQueues(const std::string& ns);
+  // The measurement ConfigMaps of a namespace ("" for all): measurements.h.
+  MeasurementStore& addMeasurements(const std::string& ns);
 
   runtime::Shared<CachedAutotuneJob> job(const std::string& key) const;
   // Every AutotuneJob the watches hold.
@@ -63,6 +67,10 @@ class Cluster {
   // The Workload Kueue made for a trial's run (`kind` Pod or Job, its name and UID), if any.
   runtime::Shared<Workload> workloadOf(const std::string& ns, std::string_view kind,
                                        const std::string& name, const std::string& uid) const;
+  runtime::Shared<Node> node(const std::string& name) const { return nodes_->get(name); }
+  // The measurement ConfigMap of that name, if the cache holds one.
+  runtime::Shared<MeasurementObject> measurement(const std::string& ns,
+                                                 const std::string& name) const;
   // Whether the LocalQueue exists, or that Kueue's objects are not watched in that namespace.
   QueueState localQueue(const std::string& ns, const std::string& name) const;
   // Of those, the ones deleted lately, each as it was last seen: a trial Pod that went between two
@@ -120,6 +128,7 @@ class Cluster {
   std::vector<std::pair<std::string, std::unique_ptr<BatchJobStore>>> batchJobs_;
   std::vector<std::pair<std::string, std::unique_ptr<WorkloadStore>>> workloads_;
   std::vector<std::pair<std::string, std::unique_ptr<LocalQueueStore>>> localQueues_;
+  std::vector<std::pair<std::string, std::unique_ptr<MeasurementStore>>> measurements_;
   std::unique_ptr<NodeStore> nodes_;
   GpuLedger gpus_;
   WaitingJobs waiting_;

@@ -119,6 +119,27 @@ JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder
               holder + "); it is left alone. The tuned config is in the output ConfigMap."};
 }
 
+JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric metric) {
+  std::vector<std::pair<std::string, std::string>> items;
+  items.reserve(reused.size());
+  for (const auto& record : reused) {
+    const std::string outcome = record.value ? metricText(metric, *record.value)
+                                             : std::string(api::toString(record.outcome));
+    items.emplace_back(record.name, outcome + " from ConfigMap " + record.reusedFrom);
+  }
+  return aboutTrials("TrialReused", "Normal", "reused", items);
+}
+
+JobEvent measurementIgnored(const std::string& message) {
+  return {"MeasurementIgnored", "Warning", message,
+          "A kept measurement was ignored and its trial runs: " + message};
+}
+
+JobEvent measurementNotKept(const std::string& trial, const std::string& why) {
+  return {"MeasurementNotKept", "Warning", trial,
+          "The measurement of trial " + trial + " was not kept for reuse: " + why};
+}
+
 JobEvent localQueueNotFound(const std::string& message) {
   return {std::string(queued::kLocalQueueNotFound), "Warning", "", message};
 }

@@ -55,6 +55,13 @@ JobEvent queueTimedOut(const std::string& trial, const std::string& message);
 // The afterTuning Job was not created: a Job of its name exists and is not this job's (`holder`
 // says whose it is).
 JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder);
+// Trials whose results were taken from measurements kept before (reuse.h): "Trial a reused:
+// OOM (from ConfigMap m)".
+JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric metric);
+// A kept measurement that could have stood for a trial and cannot: the trial runs.
+JobEvent measurementIgnored(const std::string& message);
+// A finished trial's measurement could not be kept (the API refused it, or it is too large).
+JobEvent measurementNotKept(const std::string& trial, const std::string& why);
 // spec.queueName names a Kueue LocalQueue its namespace does not have.
 JobEvent localQueueNotFound(const std::string& message);
 

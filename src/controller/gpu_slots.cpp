@@ -81,8 +81,8 @@ GpuCapacity GpuLedger::capacity() const {
   GpuCapacity capacity;
   for (const auto& [name, node] : nodes_) {
     const auto used = usedOnNode_.find(name);
-    capacity.nodes.push_back(
-        {name, node.gpus, used == usedOnNode_.end() ? 0 : used->second, 0, node.gpuMemoryBytes});
+    capacity.nodes.push_back({name, node.gpus, used == usedOnNode_.end() ? 0 : used->second, 0,
+                              node.gpuMemoryBytes, node.gpuProduct});
   }
   // Largest first, then by key, so the same Pods always give the same placement.
   std::vector<std::pair<int, std::string_view>> unbound;

@@ -22,6 +22,7 @@ struct NodeGpus {
   int used = 0;         // held by unfinished Pods bound to this node
   int reserved = 0;     // wanted by unbound Pods that fit here (see gpuCapacity)
   std::optional<std::int64_t> memoryBytes;  // per GPU, from kGpuMemoryLabel
+  std::string product;                      // from kGpuProductLabel
 
   int free() const;
 };

@@ -115,6 +115,7 @@ std::optional<PodCondition> conditionOf(const json& status, std::string_view typ
 ContainerStatus containerStatusOf(const json& status) {
   ContainerStatus container;
   container.name = text(status, "name");
+  container.imageID = text(status, "imageID");
   const json& state = member(status, "state");
   if (const json& terminated = member(state, "terminated"); terminated.is_object()) {
     ContainerStatus::Terminated ended;
@@ -229,6 +230,7 @@ std::optional<Node> decodeNode(const json& object) {
   node.gpus = gpus(member(member(member(object, "status"), "allocatable"), kGpuResource));
   node.schedulable = member(member(object, "spec"), "unschedulable") != true && isReady(object);
   node.gpuMemoryBytes = labelledMemory(object);
+  node.gpuProduct = text(member(member(object, "metadata"), "labels"), kGpuProductLabel);
   return node;
 }
 

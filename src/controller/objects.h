@@ -23,6 +23,8 @@ namespace autotune::controller {
 
 // Per-GPU memory in MiB, as NVIDIA GPU feature discovery labels GPU nodes (e.g. 81920).
 inline constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
+// The GPU model, as GPU feature discovery labels GPU nodes (e.g. NVIDIA-H100-80GB-HBM3).
+inline constexpr std::string_view kGpuProductLabel = "nvidia.com/gpu.product";
 
 // Wall-clock time, as the API server stamps objects.
 using Timestamp = std::chrono::system_clock::time_point;
@@ -51,6 +53,7 @@ struct ContainerStatus {
   };
 
   std::string name;
+  std::string imageID;  // the image the container runs, by digest where the runtime says
   std::optional<Terminated> terminated;
   std::optional<Waiting> waiting;
 };
@@ -104,11 +107,12 @@ struct Node {
   int gpus = 0;                                // status.allocatable nvidia.com/gpu
   bool schedulable = false;                    // Ready and not spec.unschedulable
   std::optional<std::int64_t> gpuMemoryBytes;  // per GPU, from the nvidia.com/gpu.memory label
+  std::string gpuProduct;                      // the nvidia.com/gpu.product label
 
   // Whether jobs would see the two alike: a heartbeat changes only what is not read here.
   bool sameForJobs(const Node& other) const {
     return gpus == other.gpus && schedulable == other.schedulable &&
-           gpuMemoryBytes == other.gpuMemoryBytes;
+           gpuMemoryBytes == other.gpuMemoryBytes && gpuProduct == other.gpuProduct;
   }
 };
 

@@ -151,6 +151,19 @@ std::set<std::string> keysOf(const std::vector<runtime::Shared<Pod>>& pods) {
   return keys;
 }
 
+// What a trial that finished ran on: its node's GPU, and its image's digest if the runtime gave
+// one. Nothing for a trial that did not finish by itself, or whose node the cache lacks.
+std::optional<RanOn> ranOnOf(const Cluster& cluster, const TrialRunState& state) {
+  if (state.phase != TrialRunState::Phase::kFinished || state.node.empty()) {
+    return std::nullopt;
+  }
+  const auto node = cluster.node(state.node);
+  if (!node) {
+    return std::nullopt;
+  }
+  return RanOn{{node->gpuProduct, node->gpuMemoryBytes}, imageDigest(state.imageID)};
+}
+
 // The job's trial Pods, and those deleted lately (Cluster::podsDeleted) as last seen, so that a
 // Pod that went between two reconciles still says how it ended.
 void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
@@ -183,7 +196,8 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   }
   for (auto& [trial, state] : newest) {
     if (auto result = resultOf(state, job.spec, snapshot.now)) {
-      snapshot.concluded.push_back({std::move(state), std::move(*result)});
+      auto ranOn = ranOnOf(cluster, state);
+      snapshot.concluded.push_back({std::move(state), std::move(*result), std::move(ranOn)});
     } else {
       snapshot.inFlight.push_back(std::move(state));
     }
@@ -195,10 +209,10 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   });
   snapshot.results = job.status.results;
   snapshot.model = job.status.model;
-  for (const auto& [state, result] : snapshot.concluded) {
-    snapshot.results.push_back(result.record);
-    if (result.measured) {
-      snapshot.model = result.measured;
+  for (const auto& concluded : snapshot.concluded) {
+    snapshot.results.push_back(concluded.result.record);
+    if (concluded.result.measured) {
+      snapshot.model = concluded.result.measured;
     }
   }
 }

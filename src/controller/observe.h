@@ -12,6 +12,7 @@
 #include "api/job.h"
 #include "controller/cluster.h"
 #include "controller/gpu_slots.h"
+#include "controller/measurements.h"
 #include "controller/node_lookups.h"
 #include "controller/objects.h"
 #include "controller/trial_run.h"
@@ -24,6 +25,9 @@ namespace autotune::controller {
 struct Concluded {
   TrialRunState state;
   TrialResult result;
+  // What its run ran on, when it finished on a node the cache holds: its result is then kept
+  // beyond the job (measurements.h).
+  std::optional<RanOn> ranOn;
 };
 
 // Why the output ConfigMap was not written: `reason` is OutputWriteFailed (the API refused or
@@ -56,6 +60,10 @@ struct Snapshot {
   std::vector<api::TrialRecord> results;
   // The written model info, or what the profiling trial measured since.
   std::optional<api::MeasuredModel> model;
+  // Of `results`, those taken from kept measurements by this reconcile (reuse.h), and why kept
+  // measurements that would have stood for a trial could not.
+  std::vector<api::TrialRecord> reused;
+  std::vector<std::string> measurementsIgnored;
   std::vector<TrialRun> staleRuns;  // of recorded or superseded trials, to delete
   // Names of trial runs taken by objects this job does not own (left by an earlier job of the
   // same name, or anyone's): such a trial is recorded Failed, never adopted.

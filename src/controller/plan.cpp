@@ -70,22 +70,51 @@ void takeRefusal(Draft& draft, const RefusedCreate& refused, const TrialRun& run
 
 // --- record what ended ------------------------------------------------------------------------
 
+// A trial that finished on a node the cache holds is kept beyond the job, under the identity it
+// ran with.
+void keepMeasurement(Draft& draft, const Concluded& concluded) {
+  const auto& trials = draft.decision.trials;
+  const auto& record = concluded.result.record;
+  const auto trial = std::ranges::find(trials, record.name, &tuning::Trial::name);
+  if (!concluded.ranOn || trial == trials.end()) {
+    return;
+  }
+  const api::AutotuneJob& job = draft.snapshot.job;
+  const auto identity = identityOf(job.namespaceName(), job.spec, trial->config, *concluded.ranOn);
+  if (auto configMap = measurementConfigMap(identity, record, concluded.result.measured, job)) {
+    draft.plan.measurements.push_back(std::move(*configMap));
+  } else {
+    draft.plan.events.push_back(measurementNotKept(
+        record.name,
+        "its ConfigMap would be larger than " + std::to_string(kMeasurementBytes / 1024) + " KiB"));
+  }
+}
+
 // The results of the trials that ended go into the status, and their runs, with the stale ones,
 // to deletion once it is written.
 void recordEnded(Draft& draft) {
   const Snapshot& snapshot = draft.snapshot;
-  for (const auto& [state, result] : snapshot.concluded) {
+  for (const auto& concluded : snapshot.concluded) {
+    const auto& [state, result, ranOn] = concluded;
     if (const auto wanted = state.wantedSince ? state.wantedSince : state.created;
         wanted && state.containerStarted) {
       draft.plan.pendingWaits.emplace_back(*state.containerStarted - *wanted);
     }
     draft.plan.finished.push_back(result.record);
+    keepMeasurement(draft, concluded);
     if (removable(state, draft.spec())) {
       draft.plan.deletions.push_back(state.run);
     }
   }
   draft.status().results = snapshot.results;
   draft.status().model = snapshot.model;
+  draft.plan.reused = snapshot.reused;
+  if (!snapshot.reused.empty()) {
+    draft.plan.events.push_back(trialsReused(snapshot.reused, draft.spec().search.metric));
+  }
+  for (const auto& ignored : snapshot.measurementsIgnored) {
+    draft.plan.events.push_back(measurementIgnored(ignored));
+  }
   for (const auto& run : snapshot.staleRuns) {
     draft.plan.deletions.push_back(run);
   }
@@ -216,7 +245,8 @@ std::optional<Timestamp> conclusionsDue(const Snapshot& snapshot,
     return std::nullopt;
   }
   std::optional<Timestamp> earliest;
-  for (const auto& [state, result] : snapshot.concluded) {
+  for (const auto& concluded : snapshot.concluded) {
+    const TrialRunState& state = concluded.state;
     // An end after now means the node's clock runs ahead: waiting on it could last that long.
     if (!state.containerFinished || *state.containerFinished > snapshot.now) {
       return std::nullopt;

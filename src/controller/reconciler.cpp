@@ -5,6 +5,7 @@
 #include "api/text.h"
 #include "controller/observe.h"
 #include "controller/plan.h"
+#include "controller/reuse.h"
 #include "tuning/engine.h"
 
 namespace autotune::controller {
@@ -36,7 +37,11 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   for (const auto& unreadable : snapshot.unreadable) {
     context.log.warn("a trial Pod cannot be read", {{"error", unreadable}});
   }
-  const tuning::Decision decision = tuning::decide(question(snapshot));
+  const tuning::Decision decision =
+      reuseMeasured(snapshot, tuning::decide(question(snapshot)),
+                    [this](const std::string& ns, const std::string& name) {
+                      return cluster_.measurement(ns, name);
+                    });
   Plan planned = plan(snapshot, decision);
   auto learned = apply.write(snapshot.job, planned);
   if (learned && learned->empty()) {

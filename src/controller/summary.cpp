@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "api/text.h"
@@ -55,6 +56,18 @@ void markSpecRead(Draft& draft) {
   }
 }
 
+// To a hundredth of a GPU-second: the status changes only when the figures do.
+api::GpuHours roundedGpuHours(api::GpuHours hours) {
+  constexpr double kSteps = 360000;
+  const auto round = [](double value) { return std::round(value * kSteps) / kSteps; };
+  hours.used = round(hours.used);
+  hours.saved = round(hours.saved);
+  for (auto& [outcome, value] : hours.usedByOutcome) {
+    value = round(value);
+  }
+  return hours;
+}
+
 // What every plan that goes on or ends the search says: the counts, the trials in flight, the
 // spaces' table, the trials recorded now and the best.
 void summarise(Draft& draft) {
@@ -62,7 +75,9 @@ void summarise(Draft& draft) {
   api::Status& status = draft.status();
   const api::Spec& spec = draft.spec();
   api::TrialCounts counts = countsOf(status.results);
-  counts.launched = static_cast<int>(status.results.size() + draft.inFlight.size());
+  counts.reused = static_cast<int>(std::ranges::count_if(
+      status.results, [](const api::TrialRecord& record) { return !record.reusedFrom.empty(); }));
+  counts.launched = static_cast<int>(status.results.size() + draft.inFlight.size()) - counts.reused;
   counts.pruned = static_cast<int>(draft.decision.pruned.size());
   status.trials = counts;
   status.inFlight.clear();
@@ -70,6 +85,8 @@ void summarise(Draft& draft) {
     status.inFlight.push_back({state.trialName, state.attempt, state.preemptions});
   }
   status.spaces = tuning::summarizeSpaces(status.results, spec.search.metric);
+  status.gpuHours =
+      roundedGpuHours(tuning::gpuHoursOf(status.results, spec.resources.gpusPerTrial));
   for (auto& event : trialsEnded(draft.plan.finished, spec.search.metric)) {
     draft.plan.events.push_back(std::move(event));
   }

@@ -151,8 +151,15 @@ double secondsBetween(Timestamp from, Timestamp to) {
 
 api::TrialRecord recordOf(const TrialRunState& state, api::Outcome outcome, std::string_view reason,
                           Timestamp start, double seconds) {
-  return {state.trialName,   state.space, outcome, std::nullopt, tuning::boundedReason(reason),
-          formatTime(start), seconds,     {}};
+  return {state.trialName,
+          state.space,
+          outcome,
+          std::nullopt,
+          tuning::boundedReason(reason),
+          formatTime(start),
+          seconds,
+          {},
+          ""};
 }
 
 }  // namespace
@@ -197,6 +204,8 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
     state.exit = trialExit(*terminated);
     state.containerStarted = terminated->startedAt;
     state.containerFinished = terminated->finishedAt;
+    state.node = pod.nodeName;
+    state.imageID = primary->imageID;
     return state;
   }
   if (pod.phase == "Running") {

@@ -64,6 +64,8 @@ struct TrialRunState {
   tuning::TrialExit exit;
   std::optional<Timestamp> containerStarted;   // state.terminated.startedAt
   std::optional<Timestamp> containerFinished;  // state.terminated.finishedAt
+  std::string node;                            // kFinished: the node it ran on
+  std::string imageID;  // kFinished: the primary container's image, as the runtime names it
   // A multi-node trial's Pod: its batch Job (trialBatchJobName) and completion index.
   std::string batchJob;
   std::string batchJobUid;

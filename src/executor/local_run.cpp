@@ -178,8 +178,9 @@ class LocalRun {
   }
 
   void failToStart(const tuning::Trial& trial, int launchIndex, const std::string& reason) {
-    finish({trial.name, trial.space, api::Outcome::kFailed, std::nullopt, reason, utcNow(), 0, {}},
-           launchIndex, std::nullopt);
+    finish(
+        {trial.name, trial.space, api::Outcome::kFailed, std::nullopt, reason, utcNow(), 0, {}, ""},
+        launchIndex, std::nullopt);
   }
 
   bool reapFinished() {

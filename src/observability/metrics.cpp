@@ -225,6 +225,9 @@ struct JobSeries {
   Counter* launched = nullptr;
   std::map<std::string, Counter*> finished;    // by outcome
   std::map<std::string, Counter*> relaunched;  // by reason
+  std::map<std::string, Counter*> gpuSeconds;  // by outcome
+  std::map<std::string, Counter*> reused;      // by outcome
+  std::map<std::string, Counter*> saved;       // by outcome
 };
 
 }  // namespace
@@ -249,6 +252,21 @@ struct Metrics::State {
                                     .Name("autotune_trials_relaunched_total")
                                     .Help("Trials launched again, by job and reason.")
                                     .Register(*registry);
+  Family<Counter>& gpuSeconds =
+      prometheus::BuildCounter()
+          .Name("autotune_trial_gpu_seconds_total")
+          .Help("GPU-seconds the trials a job ran held their GPUs, by job and outcome.")
+          .Register(*registry);
+  Family<Counter>& reused =
+      prometheus::BuildCounter()
+          .Name("autotune_trials_reused_total")
+          .Help("Trial results taken from measurements kept before, by job and outcome.")
+          .Register(*registry);
+  Family<Counter>& saved =
+      prometheus::BuildCounter()
+          .Name("autotune_reused_gpu_seconds_total")
+          .Help("GPU-seconds the reused results took when they were measured, by job and outcome.")
+          .Register(*registry);
   Family<Histogram>& duration = prometheus::BuildHistogram()
                                     .Name("autotune_trial_duration_seconds")
                                     .Help("How long finished trials ran, by outcome.")
@@ -373,11 +391,22 @@ void Metrics::firstTrialLaunched(Seconds sinceCreation) {
 }
 
 void Metrics::trialFinished(const std::string& ns, const std::string& job,
-                            const std::string& outcome, Seconds ran) {
+                            const std::string& outcome, Seconds ran, int gpus) {
   state_->duration.Add({{"outcome", outcome}}, kTrialDurationBuckets).Observe(ran.count());
   const std::lock_guard lock(state_->mutex);
-  countFor(state_->finished, state_->jobSeries[{ns, job}].finished, ns, job, {"outcome", outcome})
-      .Increment();
+  auto& series = state_->jobSeries[{ns, job}];
+  countFor(state_->finished, series.finished, ns, job, {"outcome", outcome}).Increment();
+  countFor(state_->gpuSeconds, series.gpuSeconds, ns, job, {"outcome", outcome})
+      .Increment(ran.count() * gpus);
+}
+
+void Metrics::trialReused(const std::string& ns, const std::string& job, const std::string& outcome,
+                          Seconds measured, int gpus) {
+  const std::lock_guard lock(state_->mutex);
+  auto& series = state_->jobSeries[{ns, job}];
+  countFor(state_->reused, series.reused, ns, job, {"outcome", outcome}).Increment();
+  countFor(state_->saved, series.saved, ns, job, {"outcome", outcome})
+      .Increment(measured.count() * gpus);
 }
 
 void Metrics::trialRelaunched(const std::string& ns, const std::string& job,
@@ -402,6 +431,15 @@ void Metrics::forgetJob(const std::string& ns, const std::string& job) {
   }
   for (const auto& [reason, counter] : series.relaunched) {
     state_->relaunched.Remove(counter);
+  }
+  for (const auto& [outcome, counter] : series.gpuSeconds) {
+    state_->gpuSeconds.Remove(counter);
+  }
+  for (const auto& [outcome, counter] : series.reused) {
+    state_->reused.Remove(counter);
+  }
+  for (const auto& [outcome, counter] : series.saved) {
+    state_->saved.Remove(counter);
   }
   state_->jobSeries.erase(found);
 }

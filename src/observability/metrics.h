@@ -73,8 +73,12 @@ class Metrics {
   // How long a job waited from its creation to its first trial's launch.
   void firstTrialLaunched(Seconds sinceCreation);
   // `outcome` is the classifier's word for it (Succeeded, Failed, OOM, Timeout, ...): a small set.
+  // It held `gpus` GPUs while it ran.
   void trialFinished(const std::string& ns, const std::string& job, const std::string& outcome,
-                     Seconds ran);
+                     Seconds ran, int gpus);
+  // A trial's result taken from a measurement kept before, which ran that long on `gpus` GPUs.
+  void trialReused(const std::string& ns, const std::string& job, const std::string& outcome,
+                   Seconds measured, int gpus);
   // A trial launched again: `reason` is lost (evicted, its node gone, its Pod deleted) or
   // not_measured (never started, or its Pod vanished unseen).
   void trialRelaunched(const std::string& ns, const std::string& job, const std::string& reason);

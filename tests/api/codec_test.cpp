@@ -284,6 +284,7 @@ TEST(DecodeJob, DefaultsAreAppliedToWhatIsLeftOut) {
   EXPECT_EQ(spec.output.configMapName, "bert-optimal");
   EXPECT_FALSE(spec.output.retain);
   EXPECT_EQ(spec.cleanup, Cleanup::kDeleteFinished);
+  EXPECT_EQ(spec.reuse, Reuse::kEnabled);
   EXPECT_TRUE(spec.queueName.empty());
   EXPECT_FALSE(spec.afterTuning.has_value());
   EXPECT_EQ(job.status.phase, Phase::kPending);
@@ -301,6 +302,7 @@ spec:
   primaryContainer: trainer
   output: {configMapName: bert-best, retain: true}
   cleanup: Keep
+  reuse: Disabled
   queueName: team-a
   afterTuning: {spec: {template: {spec: {restartPolicy: Never}}}}
 )"));
@@ -319,6 +321,7 @@ spec:
   EXPECT_EQ(spec.output.configMapName, "bert-best");
   EXPECT_TRUE(spec.output.retain);
   EXPECT_EQ(spec.cleanup, Cleanup::kKeep);
+  EXPECT_EQ(spec.reuse, Reuse::kDisabled);
   EXPECT_EQ(spec.queueName, "team-a");
   ASSERT_TRUE(spec.afterTuning.has_value());
   EXPECT_EQ((*spec.afterTuning)["spec"]["template"]["spec"]["restartPolicy"], "Never");
@@ -407,6 +410,7 @@ spec:
   primaryContainer: trainer
   output: {configMapName: bert-best, retain: true}
   cleanup: Keep
+  reuse: Disabled
   queueName: team-a
   afterTuning: {spec: {template: {spec: {restartPolicy: Never}}}}
 )"));
@@ -439,6 +443,7 @@ TEST(Encode, WritesDefaultsExplicitlyAndLeavesUnsetOptionalsOut) {
   EXPECT_EQ(spec["trialTimeout"], "1h");
   EXPECT_EQ(spec["schedulingTimeout"], "15m");
   EXPECT_EQ(spec["cleanup"], "DeleteFinished");
+  EXPECT_EQ(spec["reuse"], "Enabled");
   EXPECT_EQ(spec["output"]["configMapName"], "bert-optimal");
   EXPECT_EQ(spec["primaryContainer"], "trainer");
   EXPECT_FALSE(spec.contains("model"));
@@ -550,6 +555,7 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
       {"spec: {queueTimeout: 721h}", "spec.queueTimeout", "must be at most 720h"},
       {"spec: {queueTimeout: 1d}", "spec.queueTimeout", "must be a duration such as 30m or 1h30m"},
       {"spec: {cleanup: Delete}", "spec.cleanup", "must be one of DeleteFinished, Keep"},
+      {"spec: {reuse: Never}", "spec.reuse", "must be one of Enabled, Disabled"},
       {"spec: {queueName: 'team a'}", "spec.queueName",
        "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending "
        "with a letter or digit"},

@@ -96,7 +96,8 @@ Search thousandTrials() {
                                          longestReason(),
                                          "2026-11-24T10:11:12.345Z",
                                          1234.5678901234,
-                                         {}});
+                                         {},
+                                         ""});
   }
   search.job.status.spaces =
       tuning::summarizeSpaces(search.job.status.results, api::Metric::kThroughput);

@@ -49,7 +49,7 @@ spec:
 GpuCapacity nodesOf(std::vector<int> gpus) {
   GpuCapacity capacity;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    capacity.nodes.push_back({"gpu-" + std::to_string(i), gpus[i], 0, 0, std::nullopt});
+    capacity.nodes.push_back({"gpu-" + std::to_string(i), gpus[i], 0, 0, std::nullopt, ""});
   }
   return capacity;
 }

@@ -57,7 +57,7 @@ void recordOneOfEach(Metrics& metrics) {
   metrics.trialPending(seconds(3));
   metrics.firstTrialLaunched(seconds(12));
   metrics.clientThrottled(std::chrono::milliseconds(250));
-  metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(420));
+  metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(420), 1);
   metrics.trialRelaunched("ml", "gpt2", "lost");
   metrics.readJobsFrom([] { return std::vector<JobFigures>{runningJob("gpt2")}; });
   metrics.gpuSlots(8, 16);
@@ -158,9 +158,9 @@ TEST(Metrics, CountersGaugesAndHistogramsMoveWithWhatHappens) {
   Metrics metrics;
   metrics.trialLaunched("ml", "gpt2");
   metrics.trialLaunched("ml", "gpt2");
-  metrics.trialFinished("ml", "gpt2", "OOM", seconds(15));
-  metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(600));
-  metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(700));
+  metrics.trialFinished("ml", "gpt2", "OOM", seconds(15), 1);
+  metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(600), 1);
+  metrics.trialFinished("ml", "gpt2", "Succeeded", seconds(700), 1);
   metrics.reconciled(ReconcileOutcome::kError, std::chrono::milliseconds(30));
   metrics.reconciled(ReconcileOutcome::kRequeue, std::chrono::milliseconds(3));
   metrics.kubeRequest("GET", 200);
@@ -211,7 +211,7 @@ TEST(Metrics, ForgettingAJobRemovesItsCountersAndNoOther) {
   Metrics metrics;
   for (const auto* job : {"gpt2", "bert"}) {
     metrics.trialLaunched("ml", job);
-    metrics.trialFinished("ml", job, "Failed", seconds(30));
+    metrics.trialFinished("ml", job, "Failed", seconds(30), 1);
     metrics.trialRelaunched("ml", job, "not_measured");
   }
   metrics.forgetJob("ml", "gpt2");

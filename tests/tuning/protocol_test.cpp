@@ -291,7 +291,7 @@ TEST(RecordExit, ARecordHoldsTheClassificationUnderTheTrialsNameAndTimes) {
   const std::map<std::string, double> metrics{
       {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
   EXPECT_EQ(recorded.record, (TrialRecord{"z1_gas1_tmbspg3", "z1", Outcome::kSucceeded, 87.3, "",
-                                          "2026-01-02T03:04:05.678Z", 42.5, metrics}));
+                                          "2026-01-02T03:04:05.678Z", 42.5, metrics, ""}));
   EXPECT_EQ(recorded.measured, std::nullopt);
 }
 

@@ -95,10 +95,11 @@ log of a whole run. AutotuneJobs are read through a watch and written through th
   resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "delete"]
 # The output ConfigMap with the best DeepSpeed config: created, then read and applied only when
-# this job wrote it.
+# this job wrote it. Measurements kept for reuse (labelled autotune.io/measurement): watched,
+# created, and applied over a measurement of the same identity.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -1,0 +1,111 @@
+#pragma once
+// Trial results kept beyond the job that measured them, so that no job pays twice for a
+// measurement. Each is a ConfigMap in the job's namespace, named after the measurement's identity
+// (what makes two trials measure the same thing), labelled so that the operator watches them and
+// kubectl lists them, and owned by no job: deleting a job keeps them. A new job looks a trial up
+// by its identity before launching it, and takes a hit as the trial's result (reuse.h).
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+#include "api/job.h"
+#include "controller/gpu_slots.h"
+#include "tuning/protocol.h"
+
+namespace autotune::controller {
+
+// Marks a measurement ConfigMap; its value is the layout's version.
+inline constexpr std::string_view kMeasurementLabel = "autotune.io/measurement";
+inline constexpr std::string_view kMeasurementVersion = "v1";
+// The identity less the DeepSpeed config, hashed: one environment's measurements, to list or
+// delete together.
+inline constexpr std::string_view kEnvironmentLabel = "autotune.io/environment";
+inline constexpr std::string_view kMeasurementPrefix = "autotune-m-";
+// The trial whose run measured it, for people reading it.
+inline constexpr std::string_view kMeasuredTrialAnnotation = "autotune.io/trial-name";
+// Past this a measurement ConfigMap is not written: well under etcd's 1.5 MiB per object.
+inline constexpr std::size_t kMeasurementBytes = 256 * 1024;
+
+// The GPU a trial runs on: its nvidia.com/gpu.product label, and its memory from the node's
+// nvidia.com/gpu.memory label, else spec.resources.gpuMemory.
+struct GpuModel {
+  std::string product;
+  std::optional<std::int64_t> memoryBytes;
+
+  bool operator==(const GpuModel&) const = default;
+};
+
+// What a trial ran on, beyond its spec: the GPU, and the image by digest (sha256:...) where the
+// runtime reported one.
+struct RanOn {
+  GpuModel gpu;
+  std::string imageDigest;
+};
+
+// What makes two trials measure the same thing (docs/api.md, "Reuse"): the namespace, the full
+// DeepSpeed config, GPUs and nodes per trial, the GPU model and memory, and the primary container
+// as it runs (the image by digest where known, else as written; command; args; environment less
+// AUTOTUNE_*; the argument mappings that add to its command line).
+struct MeasurementIdentity {
+  nlohmann::json document;  // canonical: nlohmann keeps object keys sorted
+
+  // The ConfigMap that keeps its measurement: the prefix and 40 hex digits of SHA-256.
+  std::string name() const;
+  // kEnvironmentLabel's value.
+  std::string environment() const;
+};
+
+MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
+                               const nlohmann::json& config, const RanOn& ranOn);
+
+// The digest an image reference or a runtime's imageID pins ("sha256:..."), if it pins one.
+std::string imageDigest(std::string_view image);
+
+// What a job's trials will run on, as far as it can be told before they run: the GPU model when
+// every node that could hold a trial has the same one, the image's digest when the template pins
+// it. Nothing when the nodes differ: a trial cannot be matched to results of GPUs it may not get.
+std::optional<RanOn> expectedRanOn(const api::Spec& spec, const GpuCapacity& capacity);
+
+// A kept measurement, as read back.
+struct Measurement {
+  nlohmann::json identity;
+  api::TrialRecord record;
+  std::optional<api::MeasuredModel> model;  // the profiling trial's
+  std::string measuredBy;                   // the job, namespace/name
+};
+
+// A measurement ConfigMap as the cache holds it: read once when the watch delivers it.
+struct MeasurementObject {
+  std::string key;  // namespace/name
+  std::string ns;
+  std::string name;
+  std::string resourceVersion;
+  std::string uid;
+  // Why it cannot be used, naming the key and field: edited by hand, cut short, another layout.
+  tl::expected<Measurement, std::string> measurement;
+};
+
+std::optional<MeasurementObject> decodeMeasurementObject(const nlohmann::json& object);
+
+// The ConfigMap that keeps `record` (and the profiling trial's `model`), measured by `job`, under
+// `identity`; nothing when it would pass kMeasurementBytes.
+std::optional<nlohmann::json> measurementConfigMap(const MeasurementIdentity& identity,
+                                                   const api::TrialRecord& record,
+                                                   const std::optional<api::MeasuredModel>& model,
+                                                   const api::AutotuneJob& job);
+
+// A kept measurement as the result of `trial` in `space` of a job searching for `metric`: its
+// outcome, its value of that metric, where it came from, and the profiling trial's model. An error
+// when it cannot stand for the trial: another identity under that name, or a success without that
+// metric.
+tl::expected<tuning::RecordedExit, std::string> reusedRecord(const MeasurementObject& object,
+                                                             const MeasurementIdentity& identity,
+                                                             const std::string& trial,
+                                                             const std::string& space,
+                                                             api::Metric metric);
+
+}  // namespace autotune::controller
