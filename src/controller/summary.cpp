@@ -56,9 +56,10 @@ void markSpecRead(Draft& draft) {
   }
 }
 
-// To a hundredth of a GPU-second: the status changes only when the figures do.
+// To a ten-thousandth of a GPU-hour, as people read them: the status changes only when the
+// figures do.
 api::GpuHours roundedGpuHours(api::GpuHours hours) {
-  constexpr double kSteps = 360000;
+  constexpr double kSteps = 10000;
   const auto round = [](double value) { return std::round(value * kSteps) / kSteps; };
   hours.used = round(hours.used);
   hours.saved = round(hours.saved);
