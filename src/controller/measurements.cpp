@@ -98,7 +98,14 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
   }
   auto status = api::decodeStatus(asStatus);
   if (!status) {
-    return tl::make_unexpected("data.result.json: " + api::format(status.error().front()));
+    api::FieldError error = status.error().front();
+    for (const std::string_view holder : {"status.results[0].", "status."}) {
+      if (error.path.starts_with(holder)) {
+        error.path.erase(0, holder.size());
+        break;
+      }
+    }
+    return tl::make_unexpected("data.result.json: " + api::format(error));
   }
   Measurement measurement;
   measurement.identity = std::move(*identity);

@@ -1,0 +1,444 @@
+// Measurements kept beyond their job and reused by later ones: the identity that decides whether
+// two trials measure the same thing, the ConfigMaps that keep them and what reads them back, and
+// whole searches driven snapshot by snapshot through reuseMeasured and plan, with the kept
+// ConfigMaps in a map standing for the cache.
+
+#include "controller/reuse.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/codec.h"
+#include "controller/plan.h"
+#include "controller/trial_pod.h"
+
+namespace autotune::controller {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+const Timestamp kNow = parseTime("2026-11-26T12:00:00Z").value();
+constexpr std::int64_t kMemory = 32LL << 30;
+
+api::AutotuneJob jobOf(const std::string& ns, const std::string& name,
+                       const std::string& extraSpec = "{}") {
+  auto document = api::yamlToJson(R"(
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata: {name: gpt2, namespace: ml, uid: uid-gpt2, generation: 1}
+spec:
+  deepspeedConfig:
+    train_micro_batch_size_per_gpu: [1, 2, 3, 4]
+    fp16: {enabled: true}
+    zero_optimization: {stage: 1}
+  model: {numParameters: 774000000, activationMemoryPerSample: 1000000000}
+  resources: {gpusPerTrial: 8}
+  search: {strategy: grid, earlyStopping: 0}
+  template:
+    spec:
+      containers:
+      - name: trainer
+        image: registry.example/gpt2:1
+        command: [python, train.py, --deepspeed, x]
+        env:
+        - {name: DATA, value: /data}
+)");
+  EXPECT_TRUE(document.has_value());
+  (*document)["metadata"]["namespace"] = ns;
+  (*document)["metadata"]["name"] = name;
+  (*document)["metadata"]["uid"] = "uid-" + ns + "-" + name;
+  (*document)["spec"].merge_patch(*api::yamlToJson(extraSpec));
+  auto decoded = api::decode(*document);
+  EXPECT_TRUE(decoded.has_value()) << api::format(decoded.error().front());
+  return decoded->job;
+}
+
+GpuCapacity nodesOf(const std::vector<std::string>& products) {
+  GpuCapacity capacity;
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    capacity.nodes.push_back({"gpu-" + std::to_string(i), 16, 0, 0, kMemory, products[i]});
+  }
+  return capacity;
+}
+
+const GpuCapacity kH100s = nodesOf({"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3"});
+const RanOn kOnH100{{"NVIDIA-H100-80GB-HBM3", kMemory}, ""};
+
+// The kept measurements, by namespace/name, as the cache would hold them.
+using Kept = std::map<std::string, MeasurementObject>;
+
+MeasurementLookup lookupIn(const Kept& kept) {
+  return [&kept](const std::string& ns,
+                 const std::string& name) -> runtime::Shared<MeasurementObject> {
+    const auto found = kept.find(ns + "/" + name);
+    return found == kept.end() ? nullptr : std::make_shared<const MeasurementObject>(found->second);
+  };
+}
+
+void keep(Kept& kept, const json& configMap) {
+  auto object = decodeMeasurementObject(configMap);
+  ASSERT_TRUE(object.has_value());
+  object->key = object->ns + "/" + object->name;
+  kept.insert_or_assign(object->key, std::move(*object));
+}
+
+// What a trial measures on these GPUs: throughput 10 per micro-batch, out of memory at 4.
+Concluded measured(const api::AutotuneJob& job, const std::string& trial, const std::string& space,
+                   int ordinal) {
+  Concluded done;
+  done.state.phase = TrialRunState::Phase::kFinished;
+  done.state.trialName = trial;
+  done.state.run = trialRunOf(job, trial, 0);
+  done.state.node = "gpu-0";
+  done.state.containerStarted = kNow - seconds(600 - ordinal * 60);
+  done.state.containerFinished = kNow - seconds(600 - ordinal * 60 - 30);
+  done.ranOn = kOnH100;
+  api::TrialRecord& record = done.result.record;
+  record.name = trial;
+  record.space = space;
+  record.startTime = formatTime(*done.state.containerStarted);
+  record.durationSeconds = 30;
+  const int microBatch = trial.back() - '0';
+  if (microBatch >= 4) {
+    record.outcome = api::Outcome::kOOM;
+    record.reason = "CUDA out of memory";
+  } else {
+    record.outcome = api::Outcome::kSucceeded;
+    record.value = 10.0 * microBatch;
+    record.metrics = {{"throughput", 10.0 * microBatch}, {"latency", 1.0 / microBatch}};
+  }
+  return done;
+}
+
+struct Search {
+  api::Status status;
+  std::vector<std::string> launched;  // trial names, in launch order
+  std::vector<std::string> events;    // reasons
+};
+
+// Drives a job to its end, reconcile by reconcile: whatever a plan launches ends by the next one,
+// and the measurements each plan keeps go into `kept`.
+Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept) {
+  Search search;
+  std::vector<tuning::Trial> running;
+  for (int reconcile = 0; reconcile < 100; ++reconcile) {
+    Snapshot snapshot;
+    snapshot.now = kNow;
+    snapshot.key = job.namespaceName() + "/" + job.name();
+    snapshot.generation = 1;
+    job.status = search.status;
+    snapshot.job = job;
+    snapshot.capacity = capacity;
+    snapshot.results = job.status.results;
+    for (const auto& trial : running) {
+      snapshot.concluded.push_back(
+          measured(job, trial.name, trial.space, static_cast<int>(search.launched.size())));
+      snapshot.results.push_back(snapshot.concluded.back().result.record);
+    }
+    const auto decision =
+        reuseMeasured(snapshot, tuning::decide(question(snapshot)), lookupIn(kept));
+    const Plan plan = controller::plan(snapshot, decision);
+    for (const auto& configMap : plan.measurements) {
+      keep(kept, configMap);
+    }
+    for (const auto& event : plan.events) {
+      search.events.push_back(event.reason);
+    }
+    running.clear();
+    for (const auto& launch : plan.launches) {
+      search.launched.push_back(launch.trial);
+      running.push_back(*std::ranges::find(decision.trials, launch.trial, &tuning::Trial::name));
+    }
+    search.status = plan.status;
+    if (hasEnded(plan.status.phase)) {
+      break;
+    }
+  }
+  return search;
+}
+
+std::vector<std::string> namesOf(const std::vector<api::TrialRecord>& records) {
+  std::vector<std::string> names;
+  for (const auto& record : records) {
+    names.push_back(record.name);
+  }
+  return names;
+}
+
+MeasurementIdentity identityFor(const api::AutotuneJob& job, const RanOn& ranOn = kOnH100) {
+  const json config = {{"train_micro_batch_size_per_gpu", 2},
+                       {"zero_optimization", {{"stage", 1}}}};
+  return identityOf(job.namespaceName(), job.spec, config, ranOn);
+}
+
+TEST(Measurements, TwoTrialsShareAnIdentityOnlyWhenAllThatIsMeasuredIsTheSame) {
+  const auto base = identityFor(jobOf("ml", "gpt2"));
+  EXPECT_EQ(identityFor(jobOf("ml", "another-name")).name(), base.name());
+  EXPECT_EQ(identityFor(jobOf("ml", "gpt2", "{search: {maxTrials: 7, metric: latency}}")).name(),
+            base.name());
+  EXPECT_EQ(identityFor(jobOf("ml", "gpt2", R"({template: {spec: {containers: [
+      {name: trainer, image: registry.example/gpt2:1, command: [python, train.py, --deepspeed, x],
+       env: [{name: DATA, value: /data}, {name: AUTOTUNE_TRIAL, value: z1}]}]}}})"))
+                .name(),
+            base.name())
+      << "AUTOTUNE_* variables differ per trial";
+
+  const std::map<std::string, MeasurementIdentity> differing = {
+      {"namespace", identityFor(jobOf("team-b", "gpt2"))},
+      {"GPU count", identityFor(jobOf("ml", "gpt2", "{resources: {gpusPerTrial: 16}}"))},
+      {"nodes",
+       identityFor(jobOf("ml", "gpt2", "{resources: {gpusPerTrial: 16, nodesPerTrial: 2}}"))},
+      {"GPU product", identityFor(jobOf("ml", "gpt2"), {{"NVIDIA-A100-SXM4-80GB", kMemory}, ""})},
+      {"GPU memory",
+       identityFor(jobOf("ml", "gpt2"), {{"NVIDIA-H100-80GB-HBM3", 2 * kMemory}, ""})},
+      {"image digest",
+       identityFor(jobOf("ml", "gpt2"), {kOnH100.gpu, "sha256:" + std::string(64, 'a')})},
+      {"image", identityFor(jobOf("ml", "gpt2", R"({template: {spec: {containers: [
+          {name: trainer, image: registry.example/gpt2:2, command: [python, train.py, --deepspeed, x],
+           env: [{name: DATA, value: /data}]}]}}})"))},
+      {"environment", identityFor(jobOf("ml", "gpt2", R"({template: {spec: {containers: [
+          {name: trainer, image: registry.example/gpt2:1, command: [python, train.py, --deepspeed, x],
+           env: [{name: DATA, value: /data2}]}]}}})"))},
+      {"argMappings",
+       identityFor(jobOf("ml", "gpt2", "{argMappings: {train_micro_batch_size_per_gpu: --mbs}}"))},
+  };
+  for (const auto& [what, identity] : differing) {
+    EXPECT_NE(identity.name(), base.name()) << what;
+  }
+  const json otherConfig = {{"train_micro_batch_size_per_gpu", 3},
+                            {"zero_optimization", {{"stage", 1}}}};
+  EXPECT_NE(identityOf("ml", jobOf("ml", "gpt2").spec, otherConfig, kOnH100).name(), base.name());
+  EXPECT_EQ(identityFor(jobOf("team-b", "gpt2")).environment(),
+            identityFor(jobOf("team-b", "other")).environment());
+}
+
+TEST(Measurements, AnImageIsKnownByItsDigestWhereverOneIsGiven) {
+  const std::string digest = "sha256:" + std::string(64, 'b');
+  EXPECT_EQ(imageDigest("docker.io/library/gpt2@" + digest), digest);
+  EXPECT_EQ(imageDigest("registry.example/gpt2:1"), "");
+  const auto pinned = jobOf("ml", "gpt2",
+                            R"({template: {spec: {containers: [
+      {name: trainer, image: "registry.example/gpt2:1@)" +
+                                digest + R"(", command: [python, train.py, --deepspeed, x],
+       env: [{name: DATA, value: /data}]}]}}})");
+  // The Pod's imageID names the same digest under another repository's name: the same image.
+  EXPECT_EQ(identityFor(pinned).name(),
+            identityFor(jobOf("ml", "gpt2"), {kOnH100.gpu, digest}).name());
+  EXPECT_EQ(expectedRanOn(pinned.spec, kH100s)->imageDigest, digest);
+}
+
+TEST(Measurements, TheGpuATrialWouldGetIsKnownOnlyWhenEveryNodeThatFitsHasTheSame) {
+  const api::Spec spec = jobOf("ml", "gpt2").spec;
+  const auto same = expectedRanOn(spec, kH100s);
+  ASSERT_TRUE(same.has_value());
+  EXPECT_EQ(same->gpu, kOnH100.gpu);
+  EXPECT_FALSE(expectedRanOn(spec, nodesOf({"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"})));
+  GpuCapacity withSmallNode = kH100s;
+  withSmallNode.nodes.push_back({"small", 4, 0, 0, kMemory, "Tesla-T4"});
+  EXPECT_TRUE(expectedRanOn(spec, withSmallNode)) << "a node too small for a trial does not count";
+  EXPECT_FALSE(expectedRanOn(spec, GpuCapacity{}));
+}
+
+TEST(Measurements, AKeptMeasurementReadsBackAsTheTrialsResult) {
+  const auto job = jobOf("ml", "gpt2");
+  const auto identity = identityFor(job);
+  api::TrialRecord record;
+  record.name = "z1_gas1_tmbspg2";
+  record.space = "z1";
+  record.value = 20;
+  record.metrics = {{"throughput", 20}, {"latency", 0.5}};
+  record.startTime = "2026-11-26T10:00:00Z";
+  record.durationSeconds = 42.5;
+  const auto configMap = measurementConfigMap(identity, record, std::nullopt, job);
+  ASSERT_TRUE(configMap.has_value());
+  EXPECT_EQ((*configMap)["metadata"]["name"], identity.name());
+  EXPECT_FALSE((*configMap)["metadata"].contains("ownerReferences"));
+  EXPECT_EQ((*configMap)["metadata"]["labels"][std::string(kEnvironmentLabel)],
+            identity.environment());
+  const auto object = decodeMeasurementObject(*configMap);
+  ASSERT_TRUE(object.has_value());
+  ASSERT_TRUE(object->measurement.has_value()) << object->measurement.error();
+  EXPECT_EQ(object->measurement->measuredBy, "ml/gpt2");
+
+  const auto reused =
+      reusedRecord(*object, identity, "z1_gas1_tmbspg2", "z1", api::Metric::kLatency);
+  ASSERT_TRUE(reused.has_value()) << reused.error();
+  EXPECT_EQ(reused->record.value, 0.5) << "the value of the reusing job's own metric";
+  EXPECT_EQ(reused->record.durationSeconds, 42.5);
+  EXPECT_EQ(reused->record.reusedFrom, identity.name());
+  EXPECT_FALSE(
+      reusedRecord(*object, identity, "z1_gas1_tmbspg2", "z1", api::Metric::kFlops).has_value());
+  EXPECT_FALSE(reusedRecord(*object, identityFor(jobOf("team-b", "gpt2")), "z1_gas1_tmbspg2", "z1",
+                            api::Metric::kThroughput)
+                   .has_value())
+      << "an identity other than the one its name stands for";
+}
+
+TEST(Measurements, TheProfilingTrialKeepsItsModel) {
+  const auto job = jobOf("ml", "gpt2");
+  api::TrialRecord record;
+  record.name = std::string(tuning::kProfileTrialName);
+  record.durationSeconds = 60;
+  const api::MeasuredModel model{774000000, 123456};
+  const auto object =
+      decodeMeasurementObject(*measurementConfigMap(identityFor(job), record, model, job));
+  const auto reused =
+      reusedRecord(*object, identityFor(job), record.name, "", api::Metric::kThroughput);
+  ASSERT_TRUE(reused.has_value()) << reused.error();
+  EXPECT_EQ(reused->measured, model);
+}
+
+TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
+  const auto job = jobOf("ml", "gpt2");
+  api::TrialRecord record;
+  record.name = "z1_gas1_tmbspg4";
+  record.outcome = api::Outcome::kOOM;
+  const json good = *measurementConfigMap(identityFor(job), record, std::nullopt, job);
+  const std::vector<std::pair<std::string, std::function<void(json&)>>> edits = {
+      {"data.result.json is not a JSON object",
+       [](json& cm) { cm["data"]["result.json"] = "{oops"; }},
+      {"data.identity.json is missing", [](json& cm) { cm["data"].erase("identity.json"); }},
+      {"data.result.json: outcome is missing",
+       [](json& cm) { cm["data"]["result.json"] = R"({"value": 3})"; }},
+      {"data.result.json: outcome: must be a string",
+       [](json& cm) { cm["data"]["result.json"] = R"({"outcome": 7})"; }},
+      {"label autotune.io/measurement is \"v2\"",
+       [](json& cm) { cm["metadata"]["labels"]["autotune.io/measurement"] = "v2"; }},
+      {"data.identity.json is missing", [](json& cm) { cm["data"] = json::array(); }},
+      {"data.result.json: model.numParameters",
+       [](json& cm) {
+         cm["data"]["result.json"] = R"({"outcome": "Succeeded", "model": {"numParameters": "x"}})";
+       }},
+  };
+  for (const auto& [why, edit] : edits) {
+    json edited = good;
+    edit(edited);
+    const auto object = decodeMeasurementObject(edited);
+    ASSERT_TRUE(object.has_value()) << why;
+    ASSERT_FALSE(object->measurement.has_value()) << why;
+    EXPECT_NE(object->measurement.error().find(why), std::string::npos)
+        << why << " / " << object->measurement.error();
+  }
+  json renamed = good;
+  renamed["data"]["identity.json"] = identityFor(jobOf("team-b", "gpt2")).document.dump();
+  const auto reused = reusedRecord(*decodeMeasurementObject(renamed), identityFor(job), record.name,
+                                   "z1", api::Metric::kThroughput);
+  ASSERT_FALSE(reused.has_value());
+  EXPECT_NE(reused.error().find("not the identity its name stands for"), std::string::npos);
+}
+
+TEST(Measurements, EveryMeasurementOfAThousandTrialsIsKeptWithinItsBound) {
+  const auto job = jobOf("ml", "gpt2");
+  std::size_t largest = 0;
+  std::set<std::string> names;
+  for (int i = 0; i < 1000; ++i) {
+    api::TrialRecord record;
+    record.name = "z3_gas" + std::to_string(i) + "_tmbspg" + std::to_string(i);
+    record.outcome = api::Outcome::kFailed;
+    record.reason = tuning::boundedReason(std::string(4096, '"'));
+    record.metrics = {{"throughput", i}, {"latency", i}, {"flops", i}};
+    const json config = {{"train_micro_batch_size_per_gpu", i}, {"gradient_accumulation_steps", i}};
+    const auto configMap = measurementConfigMap(identityOf("ml", job.spec, config, kOnH100), record,
+                                                std::nullopt, job);
+    ASSERT_TRUE(configMap.has_value());
+    largest = std::max(largest, configMap->dump().size());
+    names.insert((*configMap)["metadata"]["name"].get<std::string>());
+  }
+  EXPECT_EQ(names.size(), 1000U) << "one object per measurement";
+  EXPECT_LT(largest, kMeasurementBytes);
+  // A container whose environment alone passes the bound is not kept at all.
+  auto huge = job;
+  huge.spec.podTemplate["spec"]["containers"][0]["env"].push_back(
+      {{"name", "BLOB"}, {"value", std::string(kMeasurementBytes, 'x')}});
+  api::TrialRecord record;
+  record.name = "z1_gas1_tmbspg1";
+  EXPECT_FALSE(measurementConfigMap(identityFor(huge), record, std::nullopt, huge).has_value());
+}
+
+TEST(Reuse, AJobWhoseTrialsWereAllMeasuredLaunchesNothingAndEndsAtTheSameBest) {
+  Kept kept;
+  const Search first = runToEnd(jobOf("ml", "gpt2"), kH100s, kept);
+  ASSERT_EQ(first.status.phase, api::Phase::kSucceeded);
+  ASSERT_EQ(first.launched.size(), 4U);
+  EXPECT_EQ(kept.size(), 4U);
+  EXPECT_EQ(first.status.trials.reused, 0);
+  EXPECT_DOUBLE_EQ(first.status.gpuHours.used, 0.2667) << "4 trials of 30 s on 8 GPUs";
+  EXPECT_EQ(first.status.gpuHours.saved, 0);
+
+  const Search again = runToEnd(jobOf("ml", "gpt2"), kH100s, kept);
+  EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
+  EXPECT_TRUE(again.launched.empty());
+  ASSERT_TRUE(again.status.best.has_value());
+  EXPECT_EQ(again.status.best->trial, first.status.best->trial);
+  EXPECT_EQ(again.status.best->value, first.status.best->value);
+  EXPECT_EQ(namesOf(again.status.results), namesOf(first.status.results));
+  for (const auto& record : again.status.results) {
+    EXPECT_TRUE(record.reusedFrom.starts_with(kMeasurementPrefix)) << record.name;
+  }
+  EXPECT_EQ(again.status.trials.launched, 0);
+  EXPECT_EQ(again.status.trials.reused, 4);
+  EXPECT_EQ(again.status.trials.oom, 1);
+  EXPECT_EQ(again.status.gpuHours.used, 0);
+  EXPECT_EQ(again.status.gpuHours.saved, first.status.gpuHours.used);
+  EXPECT_NE(std::ranges::find(again.events, "TrialReused"), again.events.end());
+}
+
+TEST(Reuse, AWiderSearchLaunchesOnlyWhatWasNotMeasuredBefore) {
+  Kept kept;
+  const Search narrow =
+      runToEnd(jobOf("ml", "first", "{deepspeedConfig: {train_micro_batch_size_per_gpu: [1, 2]}}"),
+               kH100s, kept);
+  ASSERT_EQ(narrow.status.phase, api::Phase::kSucceeded);
+  const Search wide = runToEnd(jobOf("ml", "second"), kH100s, kept);
+  EXPECT_EQ(wide.status.phase, api::Phase::kSucceeded);
+  for (const auto& trial : wide.launched) {
+    EXPECT_EQ(std::ranges::find(narrow.launched, trial), narrow.launched.end()) << trial;
+  }
+  EXPECT_EQ(wide.launched.size() + narrow.launched.size(), 4U);
+  EXPECT_EQ(wide.status.trials.reused, static_cast<int>(narrow.launched.size()));
+}
+
+TEST(Reuse, NothingIsReusedAcrossNamespacesGpusOrImagesOrWhenTurnedOff) {
+  Kept kept;
+  ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
+  const std::map<std::string, std::pair<api::AutotuneJob, GpuCapacity>> others = {
+      {"another namespace", {jobOf("team-b", "gpt2"), kH100s}},
+      {"other GPUs", {jobOf("ml", "gpt2"), nodesOf({"NVIDIA-A100-SXM4-80GB"})}},
+      {"GPUs the trial may or may not get",
+       {jobOf("ml", "gpt2"), nodesOf({"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"})}},
+      {"more GPUs per trial", {jobOf("ml", "gpt2", "{resources: {gpusPerTrial: 16}}"), kH100s}},
+      {"reuse Disabled", {jobOf("ml", "gpt2", "{reuse: Disabled}"), kH100s}},
+  };
+  for (const auto& [what, job] : others) {
+    Kept copy = kept;
+    const Search search = runToEnd(job.first, job.second, copy);
+    EXPECT_EQ(search.launched.size(), 4U) << what;
+    EXPECT_EQ(search.status.trials.reused, 0) << what;
+  }
+}
+
+TEST(Reuse, ABadKeptMeasurementIsIgnoredWithAWarningAndItsTrialRunsAndReplacesIt) {
+  Kept kept;
+  ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
+  auto& broken = kept.begin()->second;
+  const std::string brokenName = broken.name;
+  broken.measurement = tl::make_unexpected(std::string("data.result.json is not a JSON object"));
+
+  const Search again = runToEnd(jobOf("ml", "gpt2"), kH100s, kept);
+  EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
+  ASSERT_EQ(again.launched.size(), 1U);
+  EXPECT_EQ(std::ranges::count(again.events, "MeasurementIgnored"), 1);
+  EXPECT_EQ(again.status.trials.reused, 3);
+  ASSERT_TRUE(kept.at("ml/" + brokenName).measurement.has_value())
+      << "the trial's new measurement takes the broken one's place";
+}
+
+}  // namespace
+}  // namespace autotune::controller
