@@ -28,7 +28,7 @@ inline constexpr std::string_view kMeasurementPrefix = "autotune-m-";
 // The trial whose run measured it, for people reading it.
 inline constexpr std::string_view kMeasuredTrialAnnotation = "autotune.io/trial-name";
 // Past this a measurement ConfigMap is not written: well under etcd's 1.5 MiB per object.
-inline constexpr std::size_t kMeasurementBytes = 256 * 1024;
+inline constexpr std::size_t kMeasurementBytes = std::size_t{256} * 1024;
 
 // The GPU a trial runs on: its nvidia.com/gpu.product label, and its memory from the node's
 // nvidia.com/gpu.memory label, else spec.resources.gpuMemory.

@@ -166,6 +166,7 @@ Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept) {
 
 std::vector<std::string> namesOf(const std::vector<api::TrialRecord>& records) {
   std::vector<std::string> names;
+  names.reserve(records.size());
   for (const auto& record : records) {
     names.push_back(record.name);
   }
