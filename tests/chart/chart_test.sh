@@ -146,7 +146,7 @@ namespaced_grants() {
     "autotune.io autotunejobs/status update" \
     "autotune.io autotunejobs/finalizers update" \
     "core pods create,delete,get,list,watch" \
-    "core configmaps create,get,patch" \
+    "core configmaps create,get,list,patch,watch" \
     "core events create" \
     "core services create,delete,get" \
     "batch jobs create,delete,get,list,watch"
@@ -393,7 +393,8 @@ no update pods -n $team_a
 yes create configmaps -n $team_a
 yes patch configmaps -n $team_a
 no update configmaps -n $team_a
-no list configmaps -n $team_a
+yes list configmaps -n $team_a
+yes watch configmaps -n $team_a
 no delete configmaps -n $team_a
 yes create events -n $team_a
 no patch events -n $team_a
