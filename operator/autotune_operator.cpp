@@ -380,7 +380,7 @@ runtime::ManagerHooks managerHooks(observability::Metrics& metrics,
 
 // Every watch's restart series, at 0 until a restart happens, so that dashboards show them.
 void declareWatches(observability::Metrics& metrics, bool kueue) {
-  std::vector<std::string> plurals = {"autotunejobs", "pods", "jobs", "nodes"};
+  std::vector<std::string> plurals = {"autotunejobs", "pods", "jobs", "nodes", "configmaps"};
   if (kueue) {
     plurals.insert(plurals.end(), {controller::kWorkloads.plural, controller::kLocalQueues.plural});
   }

@@ -12,6 +12,7 @@ namespace {
 constexpr std::string_view kByJobLabel = "job";
 constexpr std::string_view kByNode = "node";
 constexpr std::string_view kByOwner = "owner";
+constexpr std::string_view kByMeasuringJob = "measuring-job";
 
 std::string ownerKey(std::string_view kind, const std::string& name) {
   return std::string(kind) + "/" + name;
@@ -137,10 +138,14 @@ LocalQueueStore& Cluster::addLocalQueues(const std::string& ns) {
 }
 
 MeasurementStore& Cluster::addMeasurements(const std::string& ns) {
-  measurements_.emplace_back(
-      ns, std::make_unique<MeasurementStore>(
-              decodeMeasurementObject, [](const MeasurementObject& kept) { return kept.key; },
-              [](const MeasurementObject& kept) { return kept.resourceVersion; }));
+  auto store = std::make_unique<MeasurementStore>(
+      decodeMeasurementObject, [](const MeasurementObject& kept) { return kept.key; },
+      [](const MeasurementObject& kept) { return kept.resourceVersion; });
+  store->addIndex(std::string(kByMeasuringJob), [](const MeasurementObject& kept) {
+    return kept.measuredByUid.empty() ? std::vector<std::string>{}
+                                      : std::vector<std::string>{kept.measuredByUid};
+  });
+  measurements_.emplace_back(ns, std::move(store));
   return *measurements_.back().second;
 }
 
@@ -196,6 +201,17 @@ runtime::Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
                                                         const std::string& name) const {
   const auto* store = storeFor(measurements_, ns);
   return store == nullptr ? nullptr : store->get(ns + "/" + name);
+}
+
+std::vector<runtime::Shared<MeasurementObject>> Cluster::measurementsBy(
+    const std::string& ns, const std::string& jobUid) const {
+  const auto* store = storeFor(measurements_, ns);
+  if (store == nullptr) {
+    return {};
+  }
+  auto made = store->byIndex(std::string(kByMeasuringJob), jobUid);
+  std::erase_if(made, [&](const auto& kept) { return kept->ns != ns; });
+  return made;
 }
 
 QueueState Cluster::localQueue(const std::string& ns, const std::string& name) const {

@@ -71,6 +71,9 @@ class Cluster {
   // The measurement ConfigMap of that name, if the cache holds one.
   runtime::Shared<MeasurementObject> measurement(const std::string& ns,
                                                  const std::string& name) const;
+  // The measurement ConfigMaps the job with this UID made.
+  std::vector<runtime::Shared<MeasurementObject>> measurementsBy(const std::string& ns,
+                                                                 const std::string& jobUid) const;
   // Whether the LocalQueue exists, or that Kueue's objects are not watched in that namespace.
   QueueState localQueue(const std::string& ns, const std::string& name) const;
   // Of those, the ones deleted lately, each as it was last seen: a trial Pod that went between two

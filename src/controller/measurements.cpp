@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -19,7 +20,6 @@ using nlohmann::json;
 
 constexpr std::string_view kIdentityKey = "identity.json";
 constexpr std::string_view kResultKey = "result.json";
-constexpr std::string_view kMeasuredByAnnotation = "autotune.io/measured-by";
 constexpr std::string_view kReservedEnvPrefix = "AUTOTUNE_";
 // Of a SHA-256's 64 hex digits, the name and the label keep 40: 160 bits, as git's object names.
 constexpr std::size_t kHashDigits = 40;
@@ -77,8 +77,46 @@ tl::expected<json, std::string> parsedKey(const json& data, std::string_view key
   return parsed;
 }
 
+// What a trial's own record could hold: a duration of 0 or more, metrics of the three names and
+// positive; anything else was written by hand, and is not taken as measured.
+std::optional<std::string> implausible(const api::TrialRecord& record,
+                                       const std::optional<api::MeasuredModel>& model) {
+  if (!std::isfinite(record.durationSeconds) || record.durationSeconds < 0) {
+    return "durationSeconds: must be a finite number of seconds, 0 or more";
+  }
+  const auto positive = [](double value) { return std::isfinite(value) && value > 0; };
+  if (record.value && !positive(*record.value)) {
+    return "value: must be a positive number";
+  }
+  for (const auto& [name, value] : record.metrics) {
+    if (!api::parseMetric(name) || !positive(value)) {
+      return "metrics." + name + ": must be throughput, latency or flops, and positive";
+    }
+  }
+  if (model && (model->numParameters <= 0 || model->activationMemoryPerSample < 0)) {
+    return "model: numParameters must be positive and activationMemoryPerSample 0 or more";
+  }
+  return std::nullopt;
+}
+
+// The size of the ConfigMap's data: past the bound it was not written by the operator.
+std::size_t dataBytes(const json& data) {
+  std::size_t bytes = 0;
+  if (data.is_object()) {
+    for (const auto& [key, value] : data.items()) {
+      bytes += key.size() + (value.is_string() ? value.get_ref<const std::string&>().size() : 0);
+    }
+  }
+  return bytes;
+}
+
 tl::expected<Measurement, std::string> readMeasurement(const json& object) {
   const json& data = member(object, "data");
+  if (const std::size_t bytes = dataBytes(data); bytes > kMeasurementBytes) {
+    return tl::make_unexpected("data holds " + std::to_string(bytes) +
+                               " bytes, more than a measurement's " +
+                               std::to_string(kMeasurementBytes / 1024) + " KiB");
+  }
   auto identity = parsedKey(data, kIdentityKey);
   if (!identity) {
     return tl::make_unexpected(identity.error());
@@ -111,6 +149,10 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
   measurement.identity = std::move(*identity);
   measurement.record = std::move(status->results.front());
   measurement.model = status->model;
+  if (auto why = implausible(measurement.record, measurement.model)) {
+    return tl::make_unexpected("data.result.json: " + std::move(*why));
+  }
+  measurement.record.reason = tuning::boundedReason(measurement.record.reason);
   measurement.measuredBy =
       text(member(k8s::metadataOf(object), "annotations"), kMeasuredByAnnotation);
   return measurement;
@@ -131,6 +173,14 @@ std::string MeasurementIdentity::environment() const {
 std::string imageDigest(std::string_view image) {
   const auto at = image.rfind("@sha256:");
   return at == std::string_view::npos ? "" : std::string(image.substr(at + 1));
+}
+
+std::string imageDigestOf(const MeasurementObject& kept) {
+  if (!kept.measurement) {
+    return "";
+  }
+  const std::string image = text(member(kept.measurement->identity, "container"), "image");
+  return image.starts_with("sha256:") ? image : "";
 }
 
 MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec, const json& config,
@@ -177,6 +227,7 @@ std::optional<MeasurementObject> decodeMeasurementObject(const json& object) {
   decoded.key = k8s::keyOf(object);
   decoded.resourceVersion = text(metadata, "resourceVersion");
   decoded.uid = text(metadata, "uid");
+  decoded.measuredByUid = text(member(metadata, "annotations"), kMeasuredByUidAnnotation);
   const std::string version = text(member(metadata, "labels"), kMeasurementLabel);
   decoded.measurement =
       version == kMeasurementVersion
@@ -211,6 +262,7 @@ std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
           {std::string(kEnvironmentLabel), identity.environment()}}},
         {"annotations",
          {{std::string(kMeasuredByAnnotation), job.namespaceName() + "/" + job.name()},
+          {std::string(kMeasuredByUidAnnotation), job.uid()},
           {std::string(kMeasuredTrialAnnotation), record.name}}}}},
       {"data",
        {{std::string(kIdentityKey), identity.document.dump()},

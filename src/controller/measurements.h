@@ -27,6 +27,9 @@ inline constexpr std::string_view kEnvironmentLabel = "autotune.io/environment";
 inline constexpr std::string_view kMeasurementPrefix = "autotune-m-";
 // The trial whose run measured it, for people reading it.
 inline constexpr std::string_view kMeasuredTrialAnnotation = "autotune.io/trial-name";
+// The job that measured it: namespace/name, and its UID.
+inline constexpr std::string_view kMeasuredByAnnotation = "autotune.io/measured-by";
+inline constexpr std::string_view kMeasuredByUidAnnotation = "autotune.io/measured-by-uid";
 // Past this a measurement ConfigMap is not written: well under etcd's 1.5 MiB per object.
 inline constexpr std::size_t kMeasurementBytes = std::size_t{256} * 1024;
 
@@ -46,6 +49,8 @@ struct RanOn {
   std::string imageDigest;
 };
 
+struct MeasurementObject;
+
 // What makes two trials measure the same thing (docs/api.md, "Reuse"): the namespace, the full
 // DeepSpeed config, GPUs and nodes per trial, the GPU model and memory, and the primary container
 // as it runs (the image by digest where known, else as written; command; args; environment less
@@ -64,6 +69,8 @@ MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
 
 // The digest an image reference or a runtime's imageID pins ("sha256:..."), if it pins one.
 std::string imageDigest(std::string_view image);
+// The image digest a kept measurement was made with, if its identity has one.
+std::string imageDigestOf(const MeasurementObject& kept);
 
 // What a job's trials will run on, as far as it can be told before they run: the GPU model when
 // every node that could hold a trial has the same one, the image's digest when the template pins
@@ -85,6 +92,7 @@ struct MeasurementObject {
   std::string name;
   std::string resourceVersion;
   std::string uid;
+  std::string measuredByUid;  // kMeasuredByUidAnnotation
   // Why it cannot be used, naming the key and field: edited by hand, cut short, another layout.
   tl::expected<Measurement, std::string> measurement;
 };

@@ -37,11 +37,14 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   for (const auto& unreadable : snapshot.unreadable) {
     context.log.warn("a trial Pod cannot be read", {{"error", unreadable}});
   }
+  const KeptMeasurements kept{[this](const std::string& ns, const std::string& name) {
+                                return cluster_.measurement(ns, name);
+                              },
+                              [this](const std::string& ns, const std::string& uid) {
+                                return cluster_.measurementsBy(ns, uid);
+                              }};
   const tuning::Decision decision =
-      reuseMeasured(snapshot, tuning::decide(question(snapshot)),
-                    [this](const std::string& ns, const std::string& name) {
-                      return cluster_.measurement(ns, name);
-                    });
+      reuseMeasured(snapshot, tuning::decide(question(snapshot)), kept);
   Plan planned = plan(snapshot, decision);
   auto learned = apply.write(snapshot.job, planned);
   if (learned && learned->empty()) {

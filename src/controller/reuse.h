@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "controller/measurements.h"
 #include "controller/observe.h"
@@ -15,17 +16,26 @@
 
 namespace autotune::controller {
 
-// The kept measurement of that name in that namespace, if there is one.
-using MeasurementLookup = std::function<runtime::Shared<MeasurementObject>(
-    const std::string& ns, const std::string& name)>;
+// The kept measurements, as the cache holds them.
+struct KeptMeasurements {
+  // The one of that name in that namespace, if there is one.
+  std::function<runtime::Shared<MeasurementObject>(const std::string& ns, const std::string& name)>
+      named;
+  // Those the job with that UID made in that namespace.
+  std::function<std::vector<runtime::Shared<MeasurementObject>>(const std::string& ns,
+                                                                const std::string& jobUid)>
+      madeBy;
+};
 
 // With spec.reuse Enabled and the search going on, the results of the trials `decision` launches
 // that were measured before, taken into `snapshot` (its results and model, and Snapshot::reused),
 // round after round until the engine wants nothing measured before; the last decision. Kept
 // measurements that cannot stand for their trial are named in Snapshot::measurementsIgnored, and
 // the trial runs. Nothing is looked up while the GPUs a trial would get cannot be told
-// (expectedRanOn).
+// (expectedRanOn). An image given by tag is looked up by the digest the job's own trials ran,
+// once one has run where the runtime reports digests; until then, as written, which finds only
+// what was measured where the runtime reported none: a tag may have moved since.
 tuning::Decision reuseMeasured(Snapshot& snapshot, tuning::Decision decision,
-                               const MeasurementLookup& lookup);
+                               const KeptMeasurements& kept);
 
 }  // namespace autotune::controller

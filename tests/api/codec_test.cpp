@@ -556,6 +556,7 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
       {"spec: {queueTimeout: 1d}", "spec.queueTimeout", "must be a duration such as 30m or 1h30m"},
       {"spec: {cleanup: Delete}", "spec.cleanup", "must be one of DeleteFinished, Keep"},
       {"spec: {reuse: Never}", "spec.reuse", "must be one of Enabled, Disabled"},
+      {"spec: {reuse: Off}", "spec.reuse", "must be a string"},
       {"spec: {queueName: 'team a'}", "spec.queueName",
        "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending "
        "with a letter or digit"},

@@ -74,12 +74,22 @@ const RanOn kOnH100{{"NVIDIA-H100-80GB-HBM3", kMemory}, ""};
 // The kept measurements, by namespace/name, as the cache would hold them.
 using Kept = std::map<std::string, MeasurementObject>;
 
-MeasurementLookup lookupIn(const Kept& kept) {
-  return [&kept](const std::string& ns,
-                 const std::string& name) -> runtime::Shared<MeasurementObject> {
-    const auto found = kept.find(ns + "/" + name);
-    return found == kept.end() ? nullptr : std::make_shared<const MeasurementObject>(found->second);
-  };
+KeptMeasurements lookupIn(const Kept& kept) {
+  return {[&kept](const std::string& ns,
+                  const std::string& name) -> runtime::Shared<MeasurementObject> {
+            const auto found = kept.find(ns + "/" + name);
+            return found == kept.end() ? nullptr
+                                       : std::make_shared<const MeasurementObject>(found->second);
+          },
+          [&kept](const std::string& ns, const std::string& uid) {
+            std::vector<runtime::Shared<MeasurementObject>> made;
+            for (const auto& [key, object] : kept) {
+              if (object.ns == ns && object.measuredByUid == uid) {
+                made.push_back(std::make_shared<const MeasurementObject>(object));
+              }
+            }
+            return made;
+          }};
 }
 
 void keep(Kept& kept, const json& configMap) {
@@ -91,7 +101,7 @@ void keep(Kept& kept, const json& configMap) {
 
 // What a trial measures on these GPUs: throughput 10 per micro-batch, out of memory at 4.
 Concluded measured(const api::AutotuneJob& job, const std::string& trial, const std::string& space,
-                   int ordinal) {
+                   int ordinal, const RanOn& ranOn) {
   Concluded done;
   done.state.phase = TrialRunState::Phase::kFinished;
   done.state.trialName = trial;
@@ -99,7 +109,7 @@ Concluded measured(const api::AutotuneJob& job, const std::string& trial, const 
   done.state.node = "gpu-0";
   done.state.containerStarted = kNow - seconds(600 - ordinal * 60);
   done.state.containerFinished = kNow - seconds(600 - ordinal * 60 - 30);
-  done.ranOn = kOnH100;
+  done.ranOn = ranOn;
   api::TrialRecord& record = done.result.record;
   record.name = trial;
   record.space = space;
@@ -124,8 +134,9 @@ struct Search {
 };
 
 // Drives a job to its end, reconcile by reconcile: whatever a plan launches ends by the next one,
-// and the measurements each plan keeps go into `kept`.
-Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept) {
+// having run on `ranOn`, and the measurements each plan keeps go into `kept`.
+Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept,
+                const RanOn& ranOn = kOnH100) {
   Search search;
   std::vector<tuning::Trial> running;
   for (int reconcile = 0; reconcile < 100; ++reconcile) {
@@ -139,7 +150,7 @@ Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept) {
     snapshot.results = job.status.results;
     for (const auto& trial : running) {
       snapshot.concluded.push_back(
-          measured(job, trial.name, trial.space, static_cast<int>(search.launched.size())));
+          measured(job, trial.name, trial.space, static_cast<int>(search.launched.size()), ranOn));
       snapshot.results.push_back(snapshot.concluded.back().result.record);
     }
     const auto decision =
@@ -313,6 +324,21 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
       {"label autotune.io/measurement is \"v2\"",
        [](json& cm) { cm["metadata"]["labels"]["autotune.io/measurement"] = "v2"; }},
       {"data.identity.json is missing", [](json& cm) { cm["data"] = json::array(); }},
+      {"data.result.json: durationSeconds: must be a finite number",
+       [](json& cm) {
+         cm["data"]["result.json"] = R"({"outcome": "OOM", "durationSeconds": -5})";
+       }},
+      {"data.result.json: value: must be a positive number",
+       [](json& cm) {
+         cm["data"]["result.json"] =
+             R"({"outcome": "Succeeded", "value": 0, "metrics": {"throughput": 0}})";
+       }},
+      {"data.result.json: metrics.made_up: must be throughput, latency or flops",
+       [](json& cm) {
+         cm["data"]["result.json"] = R"({"outcome": "Succeeded", "metrics": {"made_up": 1}})";
+       }},
+      {"more than a measurement's 256 KiB",
+       [](json& cm) { cm["data"]["padding"] = std::string(kMeasurementBytes, 'x'); }},
       {"data.result.json: model.numParameters",
        [](json& cm) {
          cm["data"]["result.json"] = R"({"outcome": "Succeeded", "model": {"numParameters": "x"}})";
@@ -327,6 +353,13 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
     EXPECT_NE(object->measurement.error().find(why), std::string::npos)
         << why << " / " << object->measurement.error();
   }
+  json wordy = good;
+  wordy["data"]["result.json"] =
+      json{{"outcome", "Failed"}, {"reason", std::string(100000, 'r')}}.dump();
+  const auto cut = decodeMeasurementObject(wordy);
+  ASSERT_TRUE(cut->measurement.has_value()) << cut->measurement.error();
+  EXPECT_LE(cut->measurement->record.reason.size(), 256U) << "cut as status.results keeps it";
+
   json renamed = good;
   renamed["data"]["identity.json"] = identityFor(jobOf("team-b", "gpt2")).document.dump();
   const auto reused = reusedRecord(*decodeMeasurementObject(renamed), identityFor(job), record.name,
@@ -389,6 +422,35 @@ TEST(Reuse, AJobWhoseTrialsWereAllMeasuredLaunchesNothingAndEndsAtTheSameBest) {
   EXPECT_EQ(again.status.gpuHours.used, 0);
   EXPECT_EQ(again.status.gpuHours.saved, first.status.gpuHours.used);
   EXPECT_NE(std::ranges::find(again.events, "TrialReused"), again.events.end());
+}
+
+TEST(Reuse, AJobOnAFullClusterStillTakesWhatWasMeasuredBefore) {
+  Kept kept;
+  ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
+  GpuCapacity full = kH100s;
+  for (auto& node : full.nodes) {
+    node.used = node.allocatable;
+  }
+  const Search again = runToEnd(jobOf("ml", "gpt2"), full, kept);
+  EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
+  EXPECT_TRUE(again.launched.empty());
+  EXPECT_EQ(again.status.trials.reused, 4);
+}
+
+TEST(Reuse, AnImageByTagIsLookedUpByTheDigestTheJobsFirstTrialRan) {
+  const RanOn digested{kOnH100.gpu, "sha256:" + std::string(64, 'c')};
+  Kept kept;
+  ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept, digested).status.phase,
+            api::Phase::kSucceeded);
+  const Search again = runToEnd(jobOf("ml", "again"), kH100s, kept, digested);
+  EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
+  EXPECT_EQ(again.launched.size(), 1U) << "the tag may have moved: one trial finds out";
+  EXPECT_EQ(again.status.trials.reused, 3);
+
+  const RanOn moved{kOnH100.gpu, "sha256:" + std::string(64, 'd')};
+  const Search rebuilt = runToEnd(jobOf("ml", "rebuilt"), kH100s, kept, moved);
+  EXPECT_EQ(rebuilt.launched.size(), 4U) << "the tag now names another image";
+  EXPECT_EQ(rebuilt.status.trials.reused, 0);
 }
 
 TEST(Reuse, AWiderSearchLaunchesOnlyWhatWasNotMeasuredBefore) {
