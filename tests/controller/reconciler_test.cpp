@@ -44,8 +44,10 @@ class MemoryApi : public k8s::Transport {
         request.method == "POST"
             ? path + "/" + json::parse(request.body)["metadata"].value("name", "")
             : objectPath;
-    if (request.method != "GET" && refused.contains(writtenPath)) {
-      return answer(403, "Forbidden", refused.at(writtenPath));
+    if (request.method != "GET") {
+      if (const auto why = refusal(writtenPath)) {
+        return answer(403, "Forbidden", *why);
+      }
     }
     if (request.method == "GET") {
       const auto found = objects.find(objectPath);
@@ -119,10 +121,22 @@ class MemoryApi : public k8s::Transport {
   std::map<std::string, json> objects;
   std::vector<std::string> writes;
   std::vector<std::string> reads;
-  std::map<std::string, std::string> refused;  // objects whose writes are Forbidden, and why
+  // Objects whose writes are Forbidden, and why; a path ending in '*' stands for all it begins.
+  std::map<std::string, std::string> refused;
   std::chrono::system_clock::time_point now;
 
  private:
+  std::optional<std::string> refusal(const std::string& path) const {
+    for (const auto& [refusedPath, why] : refused) {
+      if (refusedPath == path ||
+          (refusedPath.ends_with('*') &&
+           path.starts_with(std::string_view(refusedPath).substr(0, refusedPath.size() - 1)))) {
+        return why;
+      }
+    }
+    return std::nullopt;
+  }
+
   tl::expected<k8s::HttpResponse, std::string> store(const std::string& path, json object) {
     object["metadata"]["resourceVersion"] = std::to_string(++version_);
     objects[path] = object;
@@ -713,6 +727,62 @@ json singleTrialJob() {
   single["spec"]["deepspeedConfig"]["zero_optimization"]["stage"] = 1;
   single["spec"]["deepspeedConfig"]["train_micro_batch_size_per_gpu"] = 3;
   return single;
+}
+
+constexpr std::string_view kMeasurements = "/api/v1/namespaces/ml/configmaps/autotune-m-";
+
+// A finished trial is kept as a measurement ConfigMap; the job deleted and created again (another
+// UID) takes it from the cache as the trial's result, and creates no Pod.
+TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
+  MeasurementStore& measurements = cluster_.addMeasurements("");
+  submit(singleTrialJob());
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0, "latency": 1.0})");
+  reconcile();
+  ASSERT_EQ(job()["status"]["phase"], "Succeeded");
+  const auto kept = api_->under(std::string(kMeasurements).substr(0, 33));
+  ASSERT_EQ(kept.size(), 2U) << "the measurement and the output";
+  measurements.replace(kept);
+
+  // The job deleted, and its output with it by the garbage collector; its measurement stays.
+  api_->objects.erase(std::string(kJobs) + "/gpt2");
+  api_->objects.erase("/api/v1/namespaces/ml/configmaps/gpt2-optimal");
+  json again = singleTrialJob();
+  submit(again);
+  api_->objects[std::string(kJobs) + "/gpt2"]["metadata"]["uid"] = "uid-gpt2-again";
+  api_->writes.clear();
+  reconcile();
+  EXPECT_EQ(api_->count("POST " + std::string(kPodsPath)), 0);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  const json results = job()["status"]["results"];
+  ASSERT_EQ(results.size(), 1U);
+  EXPECT_EQ(results[0]["value"], 59.0);
+  EXPECT_TRUE(results[0]["reusedFrom"].get<std::string>().starts_with("autotune-m-"));
+  EXPECT_EQ(job()["status"]["trials"]["reused"], 1);
+  EXPECT_GT(job()["status"]["gpuHours"]["saved"].get<double>(), 0);
+}
+
+// A measurement the API server refuses to keep (here a quota on ConfigMaps) costs the job nothing
+// but a Warning Event: its result is recorded and the search ends as it would.
+TEST_F(Reconcile, AMeasurementTheApiServerRefusesIsNotKeptAndTheJobGoesOn) {
+  submit(singleTrialJob());
+  api_->refused[std::string(kMeasurements) + "*"] =
+      "configmaps \"autotune-m-x\" is forbidden: exceeded quota: team-quota, requested: "
+      "count/configmaps=1, used: count/configmaps=10, limited: count/configmaps=10";
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
+  EXPECT_FALSE(reconcile().failed);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  EXPECT_EQ(job()["status"]["results"].size(), 1U);
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  const auto notKept = std::ranges::find_if(
+      events, [](const json& event) { return event["reason"] == "MeasurementNotKept"; });
+  ASSERT_NE(notKept, events.end());
+  EXPECT_EQ((*notKept)["type"], "Warning");
+  EXPECT_NE((*notKept)["message"].get<std::string>().find("exceeded quota"), std::string::npos)
+      << notKept->dump();
 }
 
 // An output the API server refuses (here RBAC; a name taken or a size limit are alike): the job
