@@ -81,8 +81,10 @@ tl::expected<json, std::string> parsedKey(const json& data, std::string_view key
 // positive; anything else was written by hand, and is not taken as measured.
 std::optional<std::string> implausible(const api::TrialRecord& record,
                                        const std::optional<api::MeasuredModel>& model) {
-  if (!std::isfinite(record.durationSeconds) || record.durationSeconds < 0) {
-    return "durationSeconds: must be a finite number of seconds, 0 or more";
+  // No trial runs longer than the longest spec.trialTimeout, 720h.
+  constexpr double kLongestTrialSeconds = 720.0 * 3600;
+  if (!(record.durationSeconds >= 0 && record.durationSeconds <= kLongestTrialSeconds)) {
+    return "durationSeconds: must be 0 to 2592000 seconds (720h)";
   }
   const auto positive = [](double value) { return std::isfinite(value) && value > 0; };
   if (record.value && !positive(*record.value)) {

@@ -324,9 +324,13 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
       {"label autotune.io/measurement is \"v2\"",
        [](json& cm) { cm["metadata"]["labels"]["autotune.io/measurement"] = "v2"; }},
       {"data.identity.json is missing", [](json& cm) { cm["data"] = json::array(); }},
-      {"data.result.json: durationSeconds: must be a finite number",
+      {"data.result.json: durationSeconds: must be 0 to 2592000 seconds (720h)",
        [](json& cm) {
          cm["data"]["result.json"] = R"({"outcome": "OOM", "durationSeconds": -5})";
+       }},
+      {"data.result.json: durationSeconds: must be 0 to 2592000 seconds (720h)",
+       [](json& cm) {
+         cm["data"]["result.json"] = R"({"outcome": "OOM", "durationSeconds": 1e308})";
        }},
       {"data.result.json: value: must be a positive number",
        [](json& cm) {
