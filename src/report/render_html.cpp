@@ -98,6 +98,12 @@ std::string spendLine(const Timeline& timeline) {
               ? " \u00b7 " + tuning::formatMetricValue(*timeline.gpuHours) + " GPU-hours"
               : " \u00b7 GPU-hours unknown (the GPUs each trial held are not in "
                 "these results)";
+  if (timeline.reused > 0) {
+    line += " \u00b7 " + std::to_string(timeline.reused) + " reused from earlier measurements";
+    if (timeline.gpuHours) {
+      line += ", saving " + tuning::formatMetricValue(timeline.savedGpuHours) + " GPU-hours";
+    }
+  }
   line += " \u00b7 " + clock(timeline.spanSeconds) + " from the first start to the last end";
   return escape(line) + ".";
 }
@@ -193,7 +199,10 @@ std::string costSection(const Timeline& timeline) {
 std::string trialRow(const FinishedTrial& trial, const TimelineBar& bar, std::size_t index) {
   const api::TrialRecord& record = trial.record;
   const std::string outcome(api::toString(record.outcome));
-  const std::string reason = record.outcome == api::Outcome::kSucceeded ? "" : record.reason;
+  std::string reason = record.outcome == api::Outcome::kSucceeded ? "" : record.reason;
+  if (!record.reusedFrom.empty()) {
+    reason = "reused from ConfigMap " + record.reusedFrom + (reason.empty() ? "" : ": " + reason);
+  }
   const std::string gpus =
       bar.gpus.empty() && bar.gpuCount > 0 ? std::to_string(bar.gpuCount) : bar.gpus;
   return tableRow(

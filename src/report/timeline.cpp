@@ -33,7 +33,9 @@ void addCost(const TimelineBar& bar, std::vector<SpaceCost>& bySpace) {
     row = std::prev(bySpace.end());
   }
   ++row->trials;
-  row->gpuHours += bar.durationSeconds * bar.gpuCount / kSecondsPerHour;
+  if (bar.reusedFrom.empty()) {
+    row->gpuHours += bar.durationSeconds * bar.gpuCount / kSecondsPerHour;
+  }
 }
 
 }  // namespace
@@ -63,9 +65,16 @@ Timeline buildTimeline(const SearchResults& results, const std::optional<api::Au
     bar.durationSeconds = std::max(0.0, record.durationSeconds);
     bar.gpus = trial.gpus;
     bar.gpuCount = gpusHeld(trial, job);
+    bar.reusedFrom = record.reusedFrom;
     previousStart = bar.startSeconds;
     gpusKnown &= bar.gpuCount > 0;
-    gpuHours += bar.durationSeconds * bar.gpuCount / kSecondsPerHour;
+    const double cost = bar.durationSeconds * bar.gpuCount / kSecondsPerHour;
+    if (bar.reusedFrom.empty()) {
+      gpuHours += cost;
+    } else {
+      timeline.savedGpuHours += cost;
+      ++timeline.reused;
+    }
     timeline.spanSeconds = std::max(timeline.spanSeconds, bar.startSeconds + bar.durationSeconds);
     addCost(bar, timeline.bySpace);
     timeline.bars.push_back(std::move(bar));

@@ -20,6 +20,9 @@ struct TimelineBar {
   bool startKnown = true;  // else placed at the start of the trial before it
   std::string gpus;        // the devices it held ("0-15"), where the results say
   int gpuCount = 0;        // 0 where unknown
+  // Taken from a measurement an earlier job made (TrialRecord::reusedFrom): it cost this search
+  // nothing, and stands where and when it was measured.
+  std::string reusedFrom;
 
   bool operator==(const TimelineBar&) const = default;
 };
@@ -39,6 +42,9 @@ struct Timeline {
   // Trial duration x GPUs held, over every trial; nothing when a trial's GPUs are unknown (a
   // results.json without its directory's exps/ and without the job).
   std::optional<double> gpuHours;
+  // What the reused trials cost when they were measured, and how many they are.
+  double savedGpuHours = 0;
+  int reused = 0;
   std::vector<SpaceCost> bySpace;  // in the order spaces first ran
   std::string firstStart;          // RFC 3339, as recorded
 };

@@ -117,6 +117,23 @@ TEST(Render, TextFromTheResultsIsShownAndNeverRun) {
   EXPECT_TRUE(contains(page, "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;"));
 }
 
+TEST(Render, AReusedTrialSaysWhereItCameFromAndWhatItSaved) {
+  auto measured = record("z0_gas1_tmbspg2", Outcome::kSucceeded, 59);
+  measured.durationSeconds = 1800;
+  auto reused = record("z1_gas1_tmbspg3", Outcome::kOOM);
+  reused.durationSeconds = 3600;
+  reused.reusedFrom = "autotune-m-0123abcd";
+  SearchResults results = resultsOf({measured, reused});
+  results.trials[0].gpus = "0-15";
+  results.trials[1].gpus = "0-15";
+  const std::string page = renderReport(results, std::nullopt, Format::kHtml);
+  EXPECT_TRUE(contains(page, "reused from ConfigMap autotune-m-0123abcd")) << page;
+  EXPECT_TRUE(contains(page,
+                       "8 GPU-hours \u00b7 1 reused from earlier measurements, saving 16 "
+                       "GPU-hours"))
+      << page;
+}
+
 TEST(Render, ThePageFetchesNothingAndRunsNothing) {
   const std::string page = renderReport(resultsOf(thousandTrials()), std::nullopt, Format::kHtml);
 

@@ -63,6 +63,20 @@ TEST(Timeline, GpuHoursAreDurationTimesTheGpusHeld) {
                                                       {"z1", 2, (3600 + 900) * 16 / kHour}}));
 }
 
+TEST(Timeline, AReusedTrialCostsNothingAndCountsAsSaved) {
+  SearchResults results = parallelSearch();
+  results.trials[1].record.reusedFrom = "autotune-m-0123";
+  const Timeline timeline = buildTimeline(results, std::nullopt);
+
+  ASSERT_TRUE(timeline.gpuHours);
+  EXPECT_DOUBLE_EQ(*timeline.gpuHours, (1800 + 900) * 16 / kHour);
+  EXPECT_DOUBLE_EQ(timeline.savedGpuHours, 3600 * 16 / kHour);
+  EXPECT_EQ(timeline.reused, 1);
+  EXPECT_EQ(timeline.bars[1].reusedFrom, "autotune-m-0123");
+  EXPECT_EQ(timeline.bySpace,
+            (std::vector<SpaceCost>{{"z0", 1, 1800 * 16 / kHour}, {"z1", 2, 900 * 16 / kHour}}));
+}
+
 TEST(Timeline, TheJobGivesTheGpusWhereTheResultsDoNot) {
   SearchResults results = parallelSearch();
   for (auto& trial : results.trials) {
