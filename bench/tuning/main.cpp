@@ -3,9 +3,13 @@
 // on the same profiles (its results read from the JSON lines bench/tuning/deepspeed_fast.py
 // printed). Prints a Markdown table; see BENCHMARKS.md. bench/tuning/run runs both.
 //
+// With --reuse: the GPU-hours of a re-run and of a widened search on each profile, with and
+// without the results an earlier job measured in the same environment.
+//
 //   bench_tuning PROFILES_JSON [DEEPSPEED_RESULTS_JSONL]
 //   bench_tuning --deepspeed-arguments PROFILES_JSON   (a line per profile: name, tab, the
 //                                                       arguments deepspeed_fast.py takes for it)
+//   bench_tuning --reuse PROFILES_JSON
 
 #include <algorithm>
 #include <array>
@@ -26,6 +30,7 @@
 #include "profile.h"
 #include "simulation.h"
 #include "tuning/engine.h"
+#include "tuning/results.h"
 
 namespace {
 
@@ -48,6 +53,8 @@ struct SearchResult {
   int wall = 0;  // in launches: every trial takes one unit of time
   std::optional<std::string> best;
   std::optional<double> bestValue;
+  int reused = 0;                         // results taken from earlier jobs instead of launched
+  std::vector<api::TrialRecord> records;  // every result, each launch taking launchMinutes
 };
 
 struct Optimum {
@@ -157,14 +164,52 @@ Outcome launch(const BenchProfile& bench, const tuning::Trial& trial) {
   return {api::Outcome::kSucceeded, std::get<sim::Measurement>(result).throughput, std::nullopt};
 }
 
-// Runs the engine to its end with `slots` trials at once, each taking one unit of time.
-SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots) {
+// What earlier jobs measured in one environment (a profile), by the trial's DeepSpeed config
+// dumped canonically (nlohmann::json keeps an object's keys sorted): the outcome and the
+// launch's duration, with the job and trial that measured it.
+struct Measurement {
+  Outcome outcome;
+  double durationSeconds = 0;
+  std::string source;
+};
+using MeasurementStore = std::map<std::string, Measurement>;
+
+const Measurement* measurementOf(const MeasurementStore* store, const tuning::Trial& trial) {
+  if (store == nullptr) {
+    return nullptr;
+  }
+  const auto found = store->find(trial.config.dump());
+  return found == store->end() ? nullptr : &found->second;
+}
+
+// Runs the engine to its end with `slots` trials at once, each taking one unit of time. With a
+// store, a trial whose config an earlier job measured is not launched: its result is taken from
+// the store (reusedFrom names where it came from) and the engine decides from it as if it had
+// run. What this search launched is added to `measured`, under `jobName`.
+SearchResult search(const BenchProfile& bench, const api::Spec& spec, int slots,
+                    const MeasurementStore* earlier = nullptr, MeasurementStore* measured = nullptr,
+                    const std::string& jobName = "") {
   tuning::EngineInput input;
-  input.spec = specFor(bench, strategy, slots);
+  input.spec = spec;
   input.jobUid = "bench";
+  const double launchSeconds = bench.launchMinutes * 60;
   std::vector<std::pair<int, tuning::Trial>> running;  // finish time, trial
   SearchResult result;
   int now = 0;
+  const auto record = [&](const tuning::Trial& trial, const Outcome& outcome, double seconds,
+                          const std::string& reusedFrom) {
+    if (outcome.measured) {
+      input.measured = outcome.measured;
+    }
+    api::TrialRecord finished;
+    finished.name = trial.name;
+    finished.space = trial.space;
+    finished.outcome = outcome.outcome;
+    finished.value = outcome.value;
+    finished.durationSeconds = seconds;
+    finished.reusedFrom = reusedFrom;
+    input.finished.push_back(finished);
+  };
   for (int step = 0; step < 100000; ++step) {
     input.inFlight.clear();
     for (const auto& [finish, trial] : running) {
@@ -172,9 +217,19 @@ SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots
     }
     input.freeSlots = slots - static_cast<int>(running.size());
     const tuning::Decision decision = tuning::decide(input);
+    bool reusedAny = false;
     for (const auto& trial : decision.launch) {
+      if (const Measurement* earlierOne = measurementOf(earlier, trial)) {
+        record(trial, earlierOne->outcome, earlierOne->durationSeconds, earlierOne->source);
+        ++result.reused;
+        reusedAny = true;
+        continue;
+      }
       running.emplace_back(now + 1, trial);
       ++result.launches;
+    }
+    if (reusedAny) {
+      continue;  // the engine decides again from the reused results, at the same time
     }
     if (decision.state != tuning::Decision::State::kContinue || running.empty()) {
       if (decision.best) {
@@ -182,6 +237,7 @@ SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots
         result.bestValue = decision.bestValue;
       }
       result.wall = now;
+      result.records = input.finished;
       return result;
     }
     std::stable_sort(running.begin(), running.end(),
@@ -190,13 +246,17 @@ SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots
     running.erase(running.begin());
     now = finish;
     const Outcome outcome = launch(bench, trial);
-    if (outcome.measured) {
-      input.measured = outcome.measured;
+    record(trial, outcome, launchSeconds, "");
+    if (measured != nullptr) {
+      measured->emplace(trial.config.dump(),
+                        Measurement{outcome, launchSeconds, jobName + "/" + trial.name});
     }
-    input.finished.push_back(
-        {trial.name, trial.space, outcome.outcome, outcome.value, "", "", 0, {}, ""});
   }
   fail("the search of " + bench.profile.name + " did not end");
+}
+
+SearchResult search(const BenchProfile& bench, api::Strategy strategy, int slots) {
+  return search(bench, specFor(bench, strategy, slots), slots);
 }
 
 // The best of every stage and micro-batch the searches may launch (gradient accumulation 1),
@@ -278,6 +338,105 @@ struct Totals {
   }
 };
 
+// The search a user widens after a first one: the same config with gradient accumulation 2 and 4
+// to try beside 1 (the `deepspeed` strategy tries a list of them at the best micro-batch once its
+// micro-batch search is done, so the widened job starts with the first job's trials).
+api::Spec widened(api::Spec spec) {
+  spec.deepspeedConfig["gradient_accumulation_steps"] = {1, 2, 4};
+  return spec;
+}
+
+// One profile's figures in the reuse table, or their sums over the profiles. GPU-hours as
+// tuning::gpuHoursOf counts them from the records, every launch taking the profile's launchMinutes.
+struct ReuseRow {
+  int firstLaunches = 0;
+  double first = 0;  // GPU-hours of the first job
+  double rerun = 0;  // the same job again, without reuse
+  api::GpuHours rerunReusing;
+  int rerunLaunched = 0;
+  int rerunReused = 0;
+  int wideLaunches = 0;
+  double wide = 0;  // the widened job, without reuse
+  api::GpuHours wideReusing;
+  int wideLaunched = 0;
+  int wideReused = 0;
+  int sameBest = 0;  // profiles where both jobs end at the same best with reuse as without
+
+  void add(const ReuseRow& other) {
+    firstLaunches += other.firstLaunches;
+    first += other.first;
+    rerun += other.rerun;
+    rerunReusing.used += other.rerunReusing.used;
+    rerunReusing.saved += other.rerunReusing.saved;
+    rerunLaunched += other.rerunLaunched;
+    rerunReused += other.rerunReused;
+    wideLaunches += other.wideLaunches;
+    wide += other.wide;
+    wideReusing.used += other.wideReusing.used;
+    wideReusing.saved += other.wideReusing.saved;
+    wideLaunched += other.wideLaunched;
+    wideReused += other.wideReused;
+    sameBest += other.sameBest;
+  }
+};
+
+// Per profile, the `deepspeed` strategy one trial at a time: a first job, the same job again, then
+// the widened job; each of the last two on its own and with what the jobs before it measured in
+// the profile's environment.
+ReuseRow reuseRow(const BenchProfile& bench) {
+  const api::Spec spec = specFor(bench, api::Strategy::kDeepSpeed, 1);
+  const auto used = [&](const SearchResult& result) {
+    return tuning::gpuHoursOf(result.records, bench.profile.gpus).used;
+  };
+  MeasurementStore store;
+  const SearchResult first = search(bench, spec, 1, nullptr, &store, "first");
+  const SearchResult rerun = search(bench, spec, 1);
+  const SearchResult rerunReusing = search(bench, spec, 1, &store, &store, "rerun");
+  const SearchResult wide = search(bench, widened(spec), 1);
+  const SearchResult wideReusing = search(bench, widened(spec), 1, &store, &store, "widened");
+  ReuseRow row;
+  row.firstLaunches = first.launches;
+  row.first = used(first);
+  row.rerun = used(rerun);
+  row.rerunReusing = tuning::gpuHoursOf(rerunReusing.records, bench.profile.gpus);
+  row.rerunLaunched = rerunReusing.launches;
+  row.rerunReused = rerunReusing.reused;
+  row.wideLaunches = wide.launches;
+  row.wide = used(wide);
+  row.wideReusing = tuning::gpuHoursOf(wideReusing.records, bench.profile.gpus);
+  row.wideLaunched = wideReusing.launches;
+  row.wideReused = wideReusing.reused;
+  row.sameBest = rerunReusing.best == rerun.best && wideReusing.best == wide.best ? 1 : 0;
+  return row;
+}
+
+void printReuseRow(const std::string& name, const ReuseRow& row, const std::string& sameBest) {
+  std::printf(
+      "| %s | %d | %.1f | %.1f | %.1f | %.1f | %d / %d | %d | %.1f | %.1f | %.1f | %d / %d | %.2f "
+      "| %s |\n",
+      name.c_str(), row.firstLaunches, row.first, row.rerun, row.rerunReusing.used,
+      row.rerunReusing.saved, row.rerunLaunched, row.rerunReused, row.wideLaunches, row.wide,
+      row.wideReusing.used, row.wideReusing.saved, row.wideLaunched, row.wideReused,
+      row.wide > 0 ? row.wideReusing.used / row.wide : 0, sameBest.c_str());
+}
+
+int printReuse(const std::vector<BenchProfile>& profiles) {
+  std::printf(
+      "| profile | first job: launches | GPU-hours | re-run: GPU-hours | with reuse: used | saved "
+      "| launched / reused | widened: launches | GPU-hours | with reuse: used | saved | launched "
+      "/ reused | used with / without reuse | same best |\n"
+      "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- |\n");
+  ReuseRow total;
+  for (const auto& bench : profiles) {
+    const ReuseRow row = reuseRow(bench);
+    printReuseRow(bench.profile.name, row, row.sameBest == 1 ? "yes" : "NO");
+    total.add(row);
+  }
+  printReuseRow("all " + std::to_string(profiles.size()), total,
+                std::to_string(total.sameBest) + " of " + std::to_string(profiles.size()));
+  return 0;
+}
+
 void printDeepSpeedArguments(const std::vector<BenchProfile>& profiles) {
   for (const auto& bench : profiles) {
     std::printf("%s\t%s --gpus %d --gpu-memory %.0f --precision %s", bench.profile.name.c_str(),
@@ -295,8 +454,11 @@ int run(const std::vector<std::string>& arguments) {
     printDeepSpeedArguments(readProfiles(arguments[1]));
     return 0;
   }
+  if (arguments.size() == 2 && arguments[0] == "--reuse") {
+    return printReuse(readProfiles(arguments[1]));
+  }
   if (arguments.empty() || arguments.size() > 2) {
-    fail("usage: bench_tuning PROFILES_JSON [DEEPSPEED_RESULTS_JSONL]");
+    fail("usage: bench_tuning PROFILES_JSON [DEEPSPEED_RESULTS_JSONL] | --reuse PROFILES_JSON");
   }
   const std::vector<BenchProfile> profiles = readProfiles(arguments[0]);
   const auto deepSpeed = arguments.size() == 2

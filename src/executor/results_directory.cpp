@@ -105,7 +105,8 @@ tl::expected<ResultsDirectory, std::string> ResultsDirectory::open(const fs::pat
     return tl::unexpected("results directory " + root.string() +
                           " is in use by another autotune run");
   }
-  ResultsDirectory directory(root, lockFd, job.name(), specIdentity(job.spec));
+  ResultsDirectory directory(root, lockFd, job.name(), specIdentity(job.spec),
+                             job.spec.resources.gpusPerTrial);
   if (auto loaded = directory.load(); !loaded) {
     return tl::unexpected(loaded.error());
   }
@@ -117,6 +118,7 @@ ResultsDirectory::ResultsDirectory(ResultsDirectory&& other) noexcept
       lockFd_(std::exchange(other.lockFd_, -1)),
       jobName_(std::move(other.jobName_)),
       specHash_(std::move(other.specHash_)),
+      gpusPerTrial_(other.gpusPerTrial_),
       records_(std::move(other.records_)),
       launchIndexes_(std::move(other.launchIndexes_)),
       measured_(other.measured_),
@@ -180,6 +182,9 @@ tl::expected<void, std::string> ResultsDirectory::save() const {
     status.model = measured_;
     saved["model"] = api::encode(status)["model"];
   }
+  api::Status status;
+  status.gpuHours = gpuHours();
+  saved["gpuHours"] = api::encode(status)["gpuHours"];
   return writeFileAtomically(root_ / kResultsFile, saved.dump(2) + "\n");
 }
 
@@ -238,7 +243,7 @@ tl::expected<void, std::string> ResultsDirectory::record(
 
 tl::expected<void, std::string> ResultsDirectory::writeOutcome(const tuning::Report& report) {
   for (const auto& [path, content] : std::vector<std::pair<fs::path, std::string>>{
-           {root_ / "summary.txt", report.summary},
+           {root_ / "summary.txt", report.summary + tuning::gpuHoursLine(gpuHours()) + "\n"},
            {optimalConfigPath(), report.config},
            {root_ / "cmd_optimal.txt", report.command + "\n"}}) {
     if (auto written = writeFileAtomically(path, content); !written) {

@@ -5,7 +5,8 @@
 //   results/<trial>/cmd.txt           the command it ran
 //   results/<trial>/metrics.json      what it measured
 //   results/<trial>/stdout.log, stderr.log
-//   results.json                      every finished trial; the run's whole memory
+//   results.json                      every finished trial and their GPU-hours (the shape of
+//                                     status.gpuHours); the run's whole memory
 //   summary.txt, ds_config_optimal.json, cmd_optimal.txt   once the search is over
 //   report.html                       the search drawn (report/report.h), once it is over
 // results.json is rewritten atomically after each trial, before anything else happens, so a run
@@ -66,18 +67,23 @@ class ResultsDirectory {
 
   int nextLaunchIndex() const { return nextLaunchIndex_; }
 
-  // summary.txt, ds_config_optimal.json and cmd_optimal.txt.
+  // What the finished trials took: running time times spec.resources.gpusPerTrial.
+  api::GpuHours gpuHours() const { return tuning::gpuHoursOf(records_, gpusPerTrial_); }
+
+  // summary.txt (the report's summary, then the GPU-hours line), ds_config_optimal.json and
+  // cmd_optimal.txt.
   tl::expected<void, std::string> writeOutcome(const tuning::Report& report);
 
   std::filesystem::path optimalConfigPath() const { return root_ / "ds_config_optimal.json"; }
 
  private:
   ResultsDirectory(std::filesystem::path root, int lockFd, std::string jobName,
-                   std::string specHash)
+                   std::string specHash, int gpusPerTrial)
       : root_(std::move(root)),
         lockFd_(lockFd),
         jobName_(std::move(jobName)),
-        specHash_(std::move(specHash)) {}
+        specHash_(std::move(specHash)),
+        gpusPerTrial_(gpusPerTrial) {}
 
   tl::expected<void, std::string> load();
   tl::expected<void, std::string> save() const;
@@ -86,6 +92,7 @@ class ResultsDirectory {
   int lockFd_;
   std::string jobName_;
   std::string specHash_;
+  int gpusPerTrial_;
   std::vector<api::TrialRecord> records_;
   std::vector<int> launchIndexes_;  // parallel to records_
   std::optional<api::MeasuredModel> measured_;

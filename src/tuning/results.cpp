@@ -208,6 +208,40 @@ api::GpuHours gpuHoursOf(const std::vector<api::TrialRecord>& finished, int gpus
   return hours;
 }
 
+std::string gpuHoursLine(const api::GpuHours& hours) {
+  const auto figure = [](double value) {
+    std::array<char, 32> text{};
+    if (value >= 100) {
+      std::snprintf(text.data(), text.size(), "%.0f", value);
+    } else if (value >= 0.001 || value == 0) {
+      std::snprintf(text.data(), text.size(), "%.3g", value);
+    } else {
+      return std::string("<0.001");
+    }
+    return std::string(text.data());
+  };
+  std::vector<std::string> parts;
+  std::map<std::string, double> rest = hours.usedByOutcome;
+  for (const auto outcome :
+       {api::Outcome::kSucceeded, api::Outcome::kMetricsUnavailable, api::Outcome::kOOM,
+        api::Outcome::kFailed, api::Outcome::kTimedOut, api::Outcome::kUnschedulable}) {
+    const auto found = rest.find(std::string(api::toString(outcome)));
+    if (found != rest.end()) {
+      parts.push_back(found->first + " " + figure(found->second));
+      rest.erase(found);
+    }
+  }
+  for (const auto& [outcome, value] : rest) {
+    parts.push_back(outcome + " " + figure(value));
+  }
+  std::string line = "GPU-hours: " + figure(hours.used) + " used";
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    line += (i == 0 ? " (" : ", ") + parts[i];
+  }
+  line += parts.empty() ? "" : ")";
+  return line + ", " + figure(hours.saved) + " saved by reused results";
+}
+
 api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
                          std::optional<double> baseline, const api::Resources& resources) {
   api::BestTrial best;

@@ -32,6 +32,11 @@ std::optional<double> baselineValue(const std::vector<api::TrialRecord>& finishe
 // the trial ran, as saved when its result was reused (TrialRecord::reusedFrom).
 api::GpuHours gpuHoursOf(const std::vector<api::TrialRecord>& finished, int gpusPerTrial);
 
+// The GPU-hours as one line for people: "GPU-hours: 0.425 used (Succeeded 0.3, OOM 0.125), 1.2
+// saved by reused results", outcomes in the order of api::Outcome. Figures have three significant
+// digits, whole numbers from 100, and "<0.001" below that.
+std::string gpuHoursLine(const api::GpuHours& hours);
+
 // The best trial, for the resources it ran on (its config is for that many GPUs and nodes).
 api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
                          std::optional<double> baseline, const api::Resources& resources);

@@ -57,6 +57,11 @@ TrialRecord trialRecord(std::string name, Outcome outcome = Outcome::kSucceeded,
   return record;
 }
 
+TrialRecord ran(TrialRecord record, double seconds) {
+  record.durationSeconds = seconds;
+  return record;
+}
+
 std::vector<std::string> namesOf(const std::vector<TrialRecord>& records) {
   std::vector<std::string> names;
   names.reserve(records.size());
@@ -161,6 +166,28 @@ TEST_F(ResultsDirectoryTest, RecordedTrialsAreReadBackByTheNextRun) {
   EXPECT_EQ(second.outcome, Outcome::kOOM);
   EXPECT_EQ(second.value, std::nullopt);
   EXPECT_EQ(second.reason, "OOMKilled");
+}
+
+TEST_F(ResultsDirectoryTest, ResultsJsonHoldsTheGpuHoursOfEveryFinishedTrial) {
+  {
+    ResultsDirectory directory = openOrFail();
+    ASSERT_TRUE(directory.record(ran(trialRecord("z0_gas1_tmbspg2", Outcome::kSucceeded, 59), 900),
+                                 0, std::nullopt));
+    ASSERT_TRUE(
+        directory.record(ran(trialRecord("z0_gas1_tmbspg4", Outcome::kOOM), 90), 1, std::nullopt));
+  }
+  // A resumed run counts what the earlier one recorded.
+  ResultsDirectory directory = openOrFail();
+  ASSERT_TRUE(directory.record(ran(trialRecord("z1_gas1_tmbspg3", Outcome::kSucceeded, 87), 675), 2,
+                               std::nullopt));
+  // 16 GPUs per trial: (900 + 675) s and 90 s.
+  const json gpuHours = json::parse(readFile(root_ / "results.json"))["gpuHours"];
+  EXPECT_NEAR(gpuHours.value("used", -1.0), 7.4, 1e-9) << gpuHours;
+  EXPECT_EQ(gpuHours.value("saved", -1.0), 0) << gpuHours;
+  EXPECT_NEAR(gpuHours["usedByOutcome"].value("Succeeded", -1.0), 7, 1e-9) << gpuHours;
+  EXPECT_NEAR(gpuHours["usedByOutcome"].value("OOM", -1.0), 0.4, 1e-9) << gpuHours;
+  EXPECT_EQ(gpuHours["usedByOutcome"].size(), 2U) << gpuHours;
+  EXPECT_NEAR(directory.gpuHours().used, 7.4, 1e-9);
 }
 
 TEST_F(ResultsDirectoryTest, TrialsThatFinishOutOfOrderAreKeptInLaunchOrder) {
@@ -376,13 +403,20 @@ TEST_F(ResultsDirectoryTest, PreparingATrialLeavesOtherTrialsAlone) {
 
 TEST_F(ResultsDirectoryTest, TheOutcomeIsTheSummaryTheOptimalConfigAndItsCommand) {
   ResultsDirectory directory = openOrFail();
+  ASSERT_TRUE(directory.record(ran(trialRecord("z1_gas1_tmbspg3", Outcome::kSucceeded, 87.3), 450),
+                               0, std::nullopt));
+  ASSERT_TRUE(
+      directory.record(ran(trialRecord("z1_gas1_tmbspg4", Outcome::kOOM), 45), 1, std::nullopt));
   const json optimal = {{"train_micro_batch_size_per_gpu", 3}};
   autotune::tuning::Report report;
   report.summary = "| global | 9 | 87.3 |\n";
   report.config = optimal.dump(2) + "\n";
   report.command = "deepspeed train.py";
   ASSERT_TRUE(directory.writeOutcome(report));
-  EXPECT_EQ(readFile(root_ / "summary.txt"), "| global | 9 | 87.3 |\n");
+  // 450 s and 45 s on 16 GPUs.
+  EXPECT_EQ(readFile(root_ / "summary.txt"),
+            "| global | 9 | 87.3 |\n"
+            "GPU-hours: 2.2 used (Succeeded 2, OOM 0.2), 0 saved by reused results\n");
   EXPECT_EQ(directory.optimalConfigPath(), root_ / "ds_config_optimal.json");
   EXPECT_EQ(json::parse(readFile(root_ / "ds_config_optimal.json")), optimal);
   EXPECT_EQ(readFile(root_ / "cmd_optimal.txt"), "deepspeed train.py\n");

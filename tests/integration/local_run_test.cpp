@@ -209,6 +209,31 @@ TEST_F(LocalRun, TheGpt2LargeExampleEndsAtThePublishedBest) {
       EXPECT_TRUE(fs::exists(trial / "metrics.json")) << trial;
     }
   }
+
+  // GPU-hours: each trial's running time times the example's 16 GPUs, by outcome; nothing reused.
+  constexpr double kGpusPerTrial = 16;
+  double used = 0;
+  std::map<std::string, double> byOutcome;
+  for (const auto& record : recorded["trials"]) {
+    const double hours = record["durationSeconds"].get<double>() * kGpusPerTrial / 3600;
+    used += hours;
+    byOutcome[record["outcome"].get<std::string>()] += hours;
+  }
+  ASSERT_GT(used, 0);
+  const json& gpuHours = recorded["gpuHours"];
+  EXPECT_NEAR(gpuHours.value("used", -1.0), used, 1e-9) << gpuHours;
+  EXPECT_EQ(gpuHours.value("saved", -1.0), 0) << gpuHours;
+  ASSERT_EQ(gpuHours["usedByOutcome"].size(), byOutcome.size()) << gpuHours;
+  for (const auto& [outcome, hours] : byOutcome) {
+    EXPECT_NEAR(gpuHours["usedByOutcome"].value(outcome, -1.0), hours, 1e-9) << outcome;
+  }
+  const std::string summary = readText(results() / "summary.txt");
+  const auto line = summary.find("\nGPU-hours: ");
+  ASSERT_NE(line, std::string::npos) << summary;
+  EXPECT_GT(line, summary.find("Total number of experiments"));
+  // Three significant digits of the same figure.
+  EXPECT_NEAR(std::stod(summary.substr(line + 12)), used, used * 0.005) << summary;
+  EXPECT_NE(summary.find(" saved by reused results\n", line), std::string::npos) << summary;
 }
 
 // Whether any two recorded trials ran at the same time.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 namespace {
 
+using autotune::api::GpuHours;
 using autotune::api::Metric;
 using autotune::api::Outcome;
 using autotune::api::SpaceSummary;
@@ -21,6 +23,8 @@ using autotune::api::TrialRecord;
 using autotune::tuning::baselineValue;
 using autotune::tuning::bestTrial;
 using autotune::tuning::describeSpace;
+using autotune::tuning::gpuHoursLine;
+using autotune::tuning::gpuHoursOf;
 using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::optimalConfig;
@@ -49,6 +53,17 @@ TrialRecord failed(std::string name, std::string space, Outcome outcome = Outcom
 }
 
 TrialRecord profile() { return succeeded("profile_model_info", "profile_model_info", 1000); }
+
+TrialRecord ran(TrialRecord record, double seconds) {
+  record.durationSeconds = seconds;
+  return record;
+}
+
+TrialRecord reused(TrialRecord record, double seconds) {
+  record.durationSeconds = seconds;
+  record.reusedFrom = "autotune-measurement-" + record.name;
+  return record;
+}
 
 Spec specWithArgs(json args, int gpus = 1) {
   Spec spec;
@@ -193,6 +208,69 @@ TEST(SummaryTable, GlobalBestForLatencyIsTheSmallest) {
   EXPECT_TRUE(contains(table, "Total number of experiments: 3.")) << table;
 }
 
+// --- gpuHoursOf ---------------------------------------------------------------------------------
+
+constexpr double kHoursTolerance = 1e-9;
+
+TEST(GpuHoursOf, EveryTrialThatRanCountsAsUsedUnderItsOutcome) {
+  const GpuHours hours = gpuHoursOf(
+      {ran(profile(), 360), ran(succeeded("z0_a", "z0", 59), 3600), ran(failed("z0_b", "z0"), 900),
+       ran(succeeded("z1_a", "z1", 87), 1800), ran(failed("z1_b", "z1", Outcome::kFailed), 180)},
+      1);
+  EXPECT_NEAR(hours.used, 1.9, kHoursTolerance);  // (360 + 3600 + 900 + 1800 + 180) s / 3600
+  EXPECT_NEAR(hours.saved, 0, kHoursTolerance);
+  ASSERT_EQ(hours.usedByOutcome.size(), 3U);
+  // The profiling trial ran on GPUs too.
+  EXPECT_NEAR(hours.usedByOutcome.at("Succeeded"), 1.6, kHoursTolerance);
+  EXPECT_NEAR(hours.usedByOutcome.at("OOM"), 0.25, kHoursTolerance);
+  EXPECT_NEAR(hours.usedByOutcome.at("Failed"), 0.05, kHoursTolerance);
+}
+
+TEST(GpuHoursOf, AReusedResultIsSavedAndNotUsed) {
+  const GpuHours hours =
+      gpuHoursOf({reused(succeeded("z0_a", "z0", 59), 3600), reused(failed("z0_b", "z0"), 1800),
+                  ran(succeeded("z1_a", "z1", 87), 900)},
+                 1);
+  EXPECT_NEAR(hours.used, 0.25, kHoursTolerance);
+  EXPECT_NEAR(hours.saved, 1.5, kHoursTolerance);
+  EXPECT_EQ(hours.usedByOutcome, (std::map<std::string, double>{{"Succeeded", 0.25}}));
+}
+
+TEST(GpuHoursOf, EveryTrialHoldsGpusPerTrialGpus) {
+  const std::vector<TrialRecord> records = {ran(succeeded("z0_a", "z0", 59), 1800),
+                                            reused(succeeded("z1_a", "z1", 87), 450)};
+  const GpuHours one = gpuHoursOf(records, 1);
+  const GpuHours sixteen = gpuHoursOf(records, 16);
+  EXPECT_NEAR(one.used, 0.5, kHoursTolerance);
+  EXPECT_NEAR(sixteen.used, 8, kHoursTolerance);
+  EXPECT_NEAR(sixteen.saved, 2, kHoursTolerance);
+  EXPECT_NEAR(sixteen.usedByOutcome.at("Succeeded"), 8, kHoursTolerance);
+}
+
+TEST(GpuHoursOf, NoResultsCostNothing) {
+  EXPECT_EQ(gpuHoursOf({}, 8), GpuHours{});
+  EXPECT_TRUE(gpuHoursOf({}, 8).usedByOutcome.empty());
+}
+
+TEST(GpuHoursLine, NamesWhatWasUsedByOutcomeAndWhatWasSaved) {
+  GpuHours hours;
+  hours.used = 0.425;
+  hours.saved = 12.5;
+  hours.usedByOutcome = {{"Failed", 0.025}, {"OOM", 0.1}, {"Succeeded", 0.3}};
+  EXPECT_EQ(gpuHoursLine(hours),
+            "GPU-hours: 0.425 used (Succeeded 0.3, OOM 0.1, Failed 0.025), 12.5 saved by reused "
+            "results");
+}
+
+TEST(GpuHoursLine, FiguresKeepThreeSignificantDigitsWithoutExponents) {
+  GpuHours hours;
+  hours.used = 1234.4;
+  hours.usedByOutcome = {{"Succeeded", 1234.2}, {"TimedOut", 0.0002}};
+  EXPECT_EQ(gpuHoursLine(hours),
+            "GPU-hours: 1234 used (Succeeded 1234, TimedOut <0.001), 0 saved by reused results");
+  EXPECT_EQ(gpuHoursLine(GpuHours{}), "GPU-hours: 0 used, 0 saved by reused results");
+}
+
 // --- baseline and best ---------------------------------------------------------------------------
 
 TEST(BaselineValue, IsTheFirstSuccessfulTrial) {
@@ -216,7 +294,7 @@ TEST(BestTrial, ThroughputSpeedupIsValueOverBaseline) {
   EXPECT_EQ(best.gradientAccumulationSteps, 1);
   EXPECT_EQ(best.value, 87);
   ASSERT_TRUE(best.speedup.has_value());
-  EXPECT_DOUBLE_EQ(*best.speedup, 1.5);
+  EXPECT_NEAR(*best.speedup, 1.5, kHoursTolerance);
 }
 
 TEST(BestTrial, NamesTheNodesAndGpusItsConfigIsFor) {
@@ -260,7 +338,7 @@ TEST(BestTrial, LatencySpeedupIsBaselineOverValue) {
   const auto best =
       bestTrial(fastTrial(spec, 2, 4, 1), 0.25, Metric::kLatency, 0.5, spec.resources);
   ASSERT_TRUE(best.speedup.has_value());
-  EXPECT_DOUBLE_EQ(*best.speedup, 2.0);
+  EXPECT_NEAR(*best.speedup, 2.0, kHoursTolerance);
   EXPECT_EQ(best.metric, Metric::kLatency);
 }
 
