@@ -8,6 +8,7 @@
 #include "controller/trial_pod.h"
 #include "k8s/object.h"
 #include "k8s/resources.h"
+#include "tuning/results.h"
 
 namespace autotune::controller {
 namespace {
@@ -35,6 +36,19 @@ json statusUpdate(const json& metadata, const json& status) {
             {"uid", k8s::text(metadata, "uid")},
             {"resourceVersion", k8s::text(metadata, "resourceVersion")}}},
           {"status", status}};
+}
+
+// A merge patch that makes a kept measurement's ConfigMap the measurement `configMap`: its labels
+// and annotations set, and its data exactly the measurement's, whatever keys were added by hand.
+json measurementOver(const json& existing, const json& configMap) {
+  const json& data = k8s::member(existing, "data");
+  const json& metadata = k8s::metadataOf(configMap);
+  return {{"metadata",
+           {{"labels", k8s::member(metadata, "labels")},
+            {"annotations", k8s::member(metadata, "annotations")}}},
+          {"data", tuning::mergePatch(data.is_object() ? data : json::object(),
+                                      k8s::member(configMap, "data"))},
+          {"binaryData", nullptr}};
 }
 
 }  // namespace
@@ -118,8 +132,8 @@ void Apply::keepMeasurement(const json& configMap) {
                                            holderOf(*existing) + "); it is left alone"));
       return;
     }
-    written = existing ? client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kApply,
-                                       configMap, {std::string(kFieldManager), true})
+    written = existing ? client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kMerge,
+                                       measurementOver(*existing, configMap))
                        : existing;
   }
   if (!written) {

@@ -92,9 +92,9 @@ class Apply {
                                          const nlohmann::json& afterTuning);
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
                                            const nlohmann::json& configMap);
-  // Creates a measurement ConfigMap, or applies it over the measurement of that name (a newer
-  // measurement of the same identity, or one edited into something unusable). Anything that keeps
-  // it from being written is reported, and the job goes on.
+  // Creates a measurement ConfigMap, or writes it over the measurement of that name (a newer
+  // measurement of the same identity, or one edited into something unusable), keys added by hand
+  // and all. Anything that keeps it from being written is reported, and the job goes on.
   void keepMeasurement(const nlohmann::json& configMap);
   bool writeStatus(const api::Status& status);
   // Returns false when the run was not created by this call; a name taken, or a create refused,
