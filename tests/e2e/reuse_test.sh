@@ -1,0 +1,750 @@
+#!/usr/bin/env bash
+# Never paying twice for a measurement, against the real API server: the environment of
+# e2e_test.sh (a control plane, simulated GPU nodes, the operator with the chart's RBAC) on a
+# control plane of its own. Every trial that finishes on a node is kept as a ConfigMap
+# autotune-m-<SHA-256 of its identity> in the job's namespace; a later job looks each trial up
+# there before launching it and takes a hit as its result (reusedFrom), launching no Pod for it.
+#
+# Cases, each in namespaces of its own:
+#   rerun         a job runs to the published best and is deleted; its measurements stay, each
+#                 named for its identity; the same manifest applied again Succeeds at the same best
+#                 with every result reused: no trial launched (status, launch log, audit log), no
+#                 GPU-hour used and the first run's saved (status, SAVED column, metrics), each
+#                 reused trial named in a TrialReused Event
+#   widened       a job over ZeRO stages 0-3 after one over stages 0-1: it launches exactly the
+#                 trials the first did not measure, and reuses every one it did
+#   isolation     the same manifest in another namespace, and in the measured namespace with
+#                 another image tag or with 8 GPUs a trial: each reuses nothing and runs its trials
+#   disabled      spec.reuse Disabled launches every trial again, and its measurements replace
+#                 the kept ones
+#   bad_cache     measurements edited by hand (result.json not JSON, or not a result; the label at
+#                 another version; identity.json of another trial) are ignored with a Warning
+#                 Event naming each: their trials alone run again, and their ConfigMaps are made
+#                 sound again
+#   not_ours      a ConfigMap of a measurement's name without the measurement label is left alone
+#                 with a Warning Event; a measurement grown to 1 MiB is ignored and rewritten
+#   node_product  the nodes' nvidia.com/gpu.product changed between runs: nothing reused; nodes of
+#                 two products: nothing looked up; the product back: everything reused
+#   operator      the operator never restarted and no reconcile threw; none of its requests was
+#                 refused; a scrape of its metrics passes promtool check metrics
+#   recreated     a job deleted and created again under its name with spec.reuse Disabled runs
+#                 every trial again; not in the default list: the operator takes the Pods it
+#                 remembers of the deleted job (Cluster::podsDeleted, by job name) for another
+#                 owner's, fails those trials ("Pod ... exists and is not this job's") and the job
+#                 stays Running
+# Cases joined by + run side by side (each in a subshell, its output printed once it ends);
+# node_product changes the labels of every node, so it runs alone.
+#
+# Usage: reuse_test.sh OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR
+# AUTOTUNE_E2E_KEEP=1 keeps the work folder; AUTOTUNE_E2E_REUSE_CASES (as the default list below,
+# e.g. "rerun+widened operator") runs only those.
+set -euo pipefail
+
+if (($# != 4)); then
+  echo "usage: $0 OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR" >&2
+  exit 2
+fi
+export AUTOTUNE_OPERATOR=$1 AUTOTUNE_NODE_SIM=$2 AUTOTUNE_TRIAL_SIM=$3
+source_dir=$(cd "$4" && pwd)
+# shellcheck source=tests/e2e/support.sh
+source "$source_dir/tests/e2e/support.sh"
+
+e2e_test_start autotune-e2e-reuse
+
+measurement_label=autotune.io/measurement
+product_label=nvidia.com/gpu.product
+# What autotune-node-sim labels its nodes with.
+simulated_product=Simulated-GPU
+# Trials of a second or more: every trial's durationSeconds, and so its GPU-hours, is above 0.
+published=(startup=1)
+# Three trials of ZeRO stage 1, micro-batches 1 to 3, all of which fit.
+small=(strategy=grid stages='[1]' micro='[1, 2, 3]' early=0 startup=1)
+
+# --- the jobs ------------------------------------------------------------------------------------
+
+# Runs the command with case_ns set to $1, so that the job helpers look there.
+in_namespace() {
+  local case_ns=$1
+  shift
+  "$@"
+}
+
+# Creates job $1 from job_manifest's settings (the rest), its manifest edited by sed script $2.
+create_edited() {
+  local name=$1 script=$2
+  shift 2
+  job_manifest "$name" "$@" | sed "$script" | kubectl apply -f -
+}
+
+with_reuse_disabled='s/^spec:$/spec:\n  reuse: Disabled/'
+with_image_tag='s|image: autotune/trial-sim:0.1.0$|image: autotune/trial-sim:0.2.0|'
+
+# Job $1 Succeeds within $2 seconds at the published best.
+succeeds_at_best() { ends_in "$1" Succeeded "$2" && best_is "$1" "$published_best"; }
+
+# Job $1 measured every trial itself: none reused, each launched (its launch log) and recorded.
+reused_nothing() {
+  job_satisfies "$1" 'status["trials"]["reused"] == 0
+    and status["trials"]["launched"] == len(results) > 0
+    and not any(r.get("reusedFrom") for r in results)' && launched_once "$1"
+}
+
+# The trials in job $1's launch log, sorted, on one line.
+launched_trials() { sort "$(launch_log "$1")" 2>/dev/null | tr '\n' ' '; }
+
+# Job $1's trials in launch log and status: those launched are the names given (the rest of the
+# arguments) and no other, and each of its other results is reused.
+launched_exactly() {
+  local job=$1 expected actual
+  shift
+  expected=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
+  actual=$(launched_trials "$job")
+  [[ $actual == "$expected" ]] || { echo "launched: $actual; expected: $expected"; return 1; }
+  job_satisfies "$job" "sorted(r['name'] for r in results if not r.get('reusedFrom'))
+    == sorted('$*'.split()) and status['trials']['launched'] == $#
+    and status['trials']['reused'] == len(results) - $#"
+}
+
+# The uid of job $1.
+uid_of() { field "$1" '{.metadata.uid}'; }
+
+# "TYPE MESSAGE" of each Event of reason $2 about job $1 (this job, by its uid), one a line.
+event_lines() {
+  local uid
+  uid=$(uid_of "$1") || return 1
+  kubectl get events -n "$case_ns" --field-selector "involvedObject.uid=$uid,reason=$2" \
+    -o jsonpath='{range .items[*]}{.type} {.message}{"\n"}{end}'
+}
+
+# Some Event of reason $2 about job $1 is a Warning whose message holds every text given.
+warned_with() {
+  local job=$1 reason=$2 lines
+  shift 2
+  lines=$(event_lines "$job" "$reason") || return 1
+  python3 - "$lines" "$@" <<'PY'
+import sys
+lines, texts = sys.argv[1].splitlines(), sys.argv[2:]
+if not any(line.startswith("Warning ") and all(t in line for t in texts) for line in lines):
+    print("no Warning holding", texts, "among:")
+    print("\n".join(lines) or "(none)")
+    sys.exit(1)
+PY
+}
+
+# The TrialReused Events about job $1 name each reused result of its status with the ConfigMap it
+# came from, and no other trial.
+reuse_events_match() {
+  local lines
+  lines=$(event_lines "$1" TrialReused) || return 1
+  kubectl get atj "$1" -n "$case_ns" -o json | python3 -c '
+import json, re, sys
+said = {}
+for line in sys.argv[1].splitlines():
+    kind, _, message = line.partition(" ")
+    single = re.fullmatch(r"Trial (\S+) reused: .* from ConfigMap (\S+)", message)
+    if kind == "Normal" and single:
+        said[single.group(1)] = single.group(2)
+        continue
+    for item in message.split(":", 1)[-1].split(";"):
+        found = re.fullmatch(r"\s*(\S+) \(.* from ConfigMap (\S+)\)", item)
+        if kind == "Normal" and found:
+            said[found.group(1)] = found.group(2)
+results = json.load(sys.stdin)["status"].get("results", [])
+reused = {r["name"]: r["reusedFrom"] for r in results if r.get("reusedFrom")}
+print("TrialReused Events:", said)
+sys.exit(0 if said == reused and reused else 1)
+' "$lines"
+}
+
+# No TrialLaunched Event about job $1 (this job, by its uid).
+no_launch_events() { [[ -z $(event_lines "$1" TrialLaunched) ]]; }
+
+# --- the measurements ----------------------------------------------------------------------------
+
+# The case's measurement ConfigMaps (labelled autotune.io/measurement, whatever its value) as
+# kubectl lists them, into file $1.
+save_kept() { kubectl get configmaps -n "$case_ns" -l "$measurement_label" -o json >"$1"; }
+
+# A Python expression over the case's measurement ConfigMaps and jobs is true. `kept` maps the name
+# of each ConfigMap labelled autotune.io/measurement to a dict: labels, annotations, rv (its
+# resourceVersion), owners, size (of its data), identity and result (data.identity.json and
+# data.result.json parsed; None where not JSON), hashed (its name is autotune-m- and 40 hex digits
+# of the SHA-256 of its identity.json); `before` the same of file $2 (save_kept's), if given.
+# `sound(k)` says ConfigMap k is a measurement as the operator keeps it; `by(job)` maps the trials
+# of that job to the ConfigMaps it measured (annotation autotune.io/measured-by); `status(job)` is
+# job's status and `results(job)` its results by trial name. On failure it prints the expression
+# and the ConfigMaps.
+kept_satisfies() {
+  local expression=$1 before=${2:-} now jobs
+  now=$(mktemp -p "$work") jobs=$(mktemp -p "$work")
+  save_kept "$now" && kubectl get atj -n "$case_ns" -o json >"$jobs" || return 1
+  python3 - "$case_ns" "$expression" "$now" "$jobs" "$before" <<'PY'
+import hashlib, json, re, sys
+ns, expression, now, jobs_file, before_file = sys.argv[1:6]
+
+def parsed(text):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+def entries(path):
+    kept = {}
+    for item in json.load(open(path, encoding="utf-8"))["items"]:
+        meta, data = item["metadata"], item.get("data") or {}
+        identity = data.get("identity.json", "")
+        digest = hashlib.sha256(identity.encode()).hexdigest()[:40]
+        kept[meta["name"]] = {
+            "name": meta["name"], "labels": meta.get("labels") or {},
+            "annotations": meta.get("annotations") or {}, "rv": meta["resourceVersion"],
+            "owners": meta.get("ownerReferences") or [],
+            "size": sum(len(k) + len(v) for k, v in data.items()),
+            "identity": parsed(identity), "result": parsed(data.get("result.json")),
+            "hashed": meta["name"] == "autotune-m-" + digest}
+    return kept
+
+kept = entries(now)
+before = entries(before_file) if before_file else {}
+jobs = {j["metadata"]["name"]: j for j in json.load(open(jobs_file, encoding="utf-8"))["items"]}
+
+def status(job):
+    return jobs[job].get("status", {})
+
+def results(job):
+    return {r["name"]: r for r in status(job).get("results", [])}
+
+def by(job):
+    return {k["annotations"].get("autotune.io/trial-name"): k for k in kept.values()
+            if k["annotations"].get("autotune.io/measured-by") == f"{ns}/{job}"}
+
+def environment(identity):
+    rest = {key: value for key, value in identity.items() if key != "deepspeedConfig"}
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+def sound(k):
+    identity, result = k["identity"], k["result"]
+    return (k["labels"].get("autotune.io/measurement") == "v1" and k["hashed"]
+            and not k["owners"] and isinstance(identity, dict) and isinstance(result, dict)
+            and identity.get("namespace") == ns
+            and k["labels"].get("autotune.io/environment") == environment(identity)
+            and isinstance(result.get("outcome"), str)
+            and result.get("name") == k["annotations"].get("autotune.io/trial-name")
+            and re.fullmatch(r"[^/]+/[^/]+", k["annotations"].get("autotune.io/measured-by", "")))
+
+if not eval("(" + expression + ")"):
+    print("not true:", expression)
+    for k in kept.values():
+        print(f"{k['name']} v={k['labels'].get('autotune.io/measurement')} rv={k['rv']}",
+              f"by={k['annotations'].get('autotune.io/measured-by')}",
+              f"trial={k['annotations'].get('autotune.io/trial-name')} size={k['size']}",
+              f"sound={bool(sound(k))}")
+    sys.exit(1)
+PY
+}
+
+# --- the audit log -------------------------------------------------------------------------------
+
+now_micro() { date -u +%Y-%m-%dT%H:%M:%S.%6NZ; }
+
+# The Pods the operator created in the case's namespace (successful creates in the audit log),
+# sorted, one a line: those whose name begins with $1, received at or after time $2 (now_micro's
+# format, as the audit log's) if given.
+pods_created() {
+  python3 - "$E2E_AUDIT_LOG" "$case_ns" "$1" "${2:-}" <<'PY'
+import json, sys
+log, namespace, prefix, since = sys.argv[1:5]
+names = []
+for line in open(log, encoding="utf-8"):
+    event = json.loads(line)
+    ref = event.get("objectRef", {})
+    if (event["verb"] == "create" and ref.get("resource") == "pods" and not ref.get("subresource")
+            and ref.get("namespace") == namespace and ref.get("name", "").startswith(prefix)
+            and event.get("responseStatus", {}).get("code") == 201
+            and event["requestReceivedTimestamp"] >= since):
+        names.append(ref["name"])
+if names:
+    print("\n".join(sorted(names)))
+PY
+}
+
+# The Pods the operator created for job $1 (audit log entries from time $2 on, all if empty) are
+# one for each trial of its status that it did not reuse, named after the job and the trial (_ as
+# -), and no other.
+pods_match_launches() {
+  local job=$1 since=$2 created expected
+  created=$(pods_created "$job-" "$since" | tr '\n' ' ')
+  expected=$(field "$job" '{range .status.results[*]}{.name} {.reusedFrom}{"\n"}{end}' |
+    awk -v job="$job" 'NF == 1 { gsub("_", "-"); print job "-" $1 }' | sort | tr '\n' ' ')
+  echo "created: ${created:-none}"
+  [[ $created == "$expected" ]] || { echo "expected: ${expected:-none}"; return 1; }
+}
+
+# The operator created no Pod in the case's namespace from time $1 on (the audit log).
+no_pods_created_since() {
+  local created
+  created=$(pods_created '' "$1")
+  [[ -z $created ]] || { echo "created: $created"; return 1; }
+}
+
+# No request of the operator in the audit log was refused (403).
+nothing_refused() {
+  python3 - "$E2E_AUDIT_LOG" <<'PY'
+import collections, json, sys
+refused = collections.Counter()
+for line in open(sys.argv[1], encoding="utf-8"):
+    event = json.loads(line)
+    if event.get("responseStatus", {}).get("code") == 403:
+        ref = event.get("objectRef", {})
+        refused[(event["verb"], ref.get("resource"), ref.get("namespace"))] += 1
+print("refused:", dict(refused) or "none")
+sys.exit(1 if refused else 0)
+PY
+}
+
+# --- metrics and columns -------------------------------------------------------------------------
+
+# The operator's series $1 for job $2 of the case, summed, is $3 (within 0.5).
+metric_is() {
+  local now
+  now=$(job_metric "$1" "$2") || { echo "$now"; return 1; }
+  python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 0.5)' \
+    "$now" "$3" || { echo "$1 for $2 is $now, not $3"; return 1; }
+}
+
+# `kubectl get atj -o wide` shows job $1 with GPU-HOURS $2 and SAVED $3.
+wide_columns() {
+  local table
+  table=$(kubectl get atj "$1" -n "$case_ns" -o wide) || return 1
+  echo "$table"
+  python3 - "$table" "$2" "$3" <<'PY'
+import sys
+header, row = sys.argv[1].splitlines()[:2]
+def column(name, following):
+    return row[header.index(name):header.index(following)].strip()
+used, saved = column("GPU-HOURS", "SAVED"), column("SAVED", "AGE")
+sys.exit(0 if float(used) == float(sys.argv[2]) and float(saved) == float(sys.argv[3]) else 1)
+PY
+}
+
+# Job $1 wrote its output ConfigMap (OutputWritten), holding the published best's config.
+output_is_best() {
+  job_satisfies "$1" 'cond("OutputWritten").get("status") == "True"' &&
+    kubectl get configmap "$1-optimal" -n "$case_ns" -o jsonpath='{.data.ds_config\.json}' |
+    python3 -c '
+import json, sys
+config = json.load(sys.stdin)
+print(json.dumps(config))
+sys.exit(config["train_micro_batch_size_per_gpu"] != 3
+         or config["zero_optimization"]["stage"] != 1)'
+}
+
+# --- the cases -----------------------------------------------------------------------------------
+
+# GPT2-large to the published best; deleted, then the same manifest applied again.
+case_rerun() {
+  begin_case rerun
+  local job=gpt2-large manifest=$work/rerun.yaml first=$work/rerun-first.json
+  local trials used gpu_seconds since
+  job_manifest "$job" "${published[@]}" >"$manifest"
+  check "the job is applied" kubectl apply -f "$manifest" || return 0
+  check "it Succeeds at $published_best within 180s" succeeds_at_best "$job" 180 || return 0
+  kubectl get atj "$job" -n "$case_ns" -o json >"$first"
+  trials=$(field "$job" '{.status.trials.launched}')
+  used=$(field "$job" '{.status.gpuHours.used}')
+  expect "it launched each trial once ($trials), used GPU-hours ($used)" job_satisfies "$job" \
+    'status["trials"]["reused"] == 0 and status["trials"]["launched"] == len(results)
+     and status["gpuHours"]["used"] > 0 and status["gpuHours"]["saved"] == 0'
+  expect "the audit log: the operator created a Pod for each of its trials" \
+    pods_match_launches "$job" ''
+  expect "a sound measurement ConfigMap for each of its results, named for its identity" \
+    kept_satisfies "sorted(by('$job')) == sorted(results('$job')) == sorted(
+      k['annotations']['autotune.io/trial-name'] for k in kept.values())
+      and all(sound(k) for k in kept.values())
+      and all(k['result']['outcome'] == results('$job')[t]['outcome']
+              for t, k in by('$job').items())"
+  gpu_seconds=$(python3 -c 'import sys; print(round(float(sys.argv[1]) * 3600, 4))' "$used")
+  expect "autotune_trial_gpu_seconds_total for it is its GPU-hours in seconds ($gpu_seconds)" \
+    eventually 10 metric_is autotune_trial_gpu_seconds_total "$job" "$gpu_seconds"
+  gpu_seconds=$(job_metric autotune_trial_gpu_seconds_total "$job")
+  # In the foreground: gone once what it owns is (its output ConfigMap), as a new job needs.
+  check "the job is deleted, and gone" eval "kubectl delete atj $job -n $case_ns \
+    --cascade=foreground --timeout=60s && ! kubectl get atj $job -n $case_ns" || return 0
+  expect "its measurements stay" kept_satisfies "len(kept) == $trials"
+  since=$(now_micro)
+  check "the same manifest is applied again" kubectl apply -f "$manifest" || return 0
+  check "it Succeeds at $published_best within 180s" succeeds_at_best "$job" 180 || return 0
+  expect "it launched nothing and reused every one of the first run's $trials results" \
+    job_satisfies "$job" "status['trials']['launched'] == 0
+      and status['trials']['reused'] == $trials == len(results)
+      and all(r.get('reusedFrom', '').startswith('autotune-m-') for r in results)"
+  expect "its results are the first run's: names, outcomes, values, durations" \
+    job_satisfies "$job" \
+    "sorted((r['name'], r['outcome'], r.get('value'), r['durationSeconds']) for r in results)
+      == sorted((r['name'], r['outcome'], r.get('value'), r['durationSeconds'])
+        for r in json.load(open('$first'))['status']['results'])"
+  expect "each came from the ConfigMap the first run kept for its trial" kept_satisfies \
+    "all(results('$job')[t].get('reusedFrom') == k['name'] for t, k in by('$job').items())"
+  expect "gpuHours: used 0, saved the first run's $used" job_satisfies "$job" \
+    "status['gpuHours']['used'] == 0
+      and not any(status['gpuHours'].get('usedByOutcome', {}).values())
+      and abs(status['gpuHours']['saved'] - $used) < 1e-9"
+  expect "kubectl get atj -o wide: GPU-HOURS 0, SAVED $used" wide_columns "$job" 0 "$used"
+  expect "it wrote its output ConfigMap: ZeRO stage 1, micro-batch 3" output_is_best "$job"
+  expect "no trial ran again (launch log)" test "$(wc -l <"$(launch_log "$job")")" -eq "$trials"
+  expect "the audit log: no Pod created in the namespace since the re-apply" \
+    no_pods_created_since "$since"
+  expect "a TrialReused Event names each reused trial with its ConfigMap" reuse_events_match "$job"
+  expect "no TrialLaunched Event about it" no_launch_events "$job"
+  expect "autotune_trials_reused_total for it is $trials" eventually 10 \
+    metric_is autotune_trials_reused_total "$job" "$trials"
+  expect "autotune_reused_gpu_seconds_total for it is the first run's GPU-seconds ($gpu_seconds)" \
+    metric_is autotune_reused_gpu_seconds_total "$job" "$gpu_seconds"
+  expect "autotune_trial_gpu_seconds_total for it is 0" \
+    metric_is autotune_trial_gpu_seconds_total "$job" 0
+  expect "a scrape of /metrics with these counters passes promtool check metrics" \
+    scrape_checks "$work/rerun-scrape.txt" autotune_trials_reused_total \
+    autotune_reused_gpu_seconds_total
+  end_case
+}
+
+# Over ZeRO stages 0 and 1, then over stages 0 to 3 in the same namespace.
+case_widened() {
+  begin_case widened
+  local narrow=narrow wide=wide since fresh
+  check "job narrow over ZeRO stages [0, 1] is created" \
+    create_job "$narrow" "${published[@]}" stages='[0, 1]' || return 0
+  check "it Succeeds at $published_best within 180s" succeeds_at_best "$narrow" 180 || return 0
+  since=$(now_micro)
+  check "job wide over stages [0, 1, 2, 3] is created once it ended" \
+    create_job "$wide" "${published[@]}" || return 0
+  check "it Succeeds at $published_best within 180s" succeeds_at_best "$wide" 180 || return 0
+  # Its trials less those narrow measured.
+  fresh=$(kubectl get atj -n "$case_ns" -o json | python3 -c '
+import json, sys
+jobs = {j["metadata"]["name"]: j["status"]["results"] for j in json.load(sys.stdin)["items"]}
+measured = {r["name"] for r in jobs[sys.argv[1]]}
+print(" ".join(sorted(r["name"] for r in jobs[sys.argv[2]] if r["name"] not in measured)))
+' "$narrow" "$wide")
+  expect "it needed trials narrow measured, and others: ${fresh:-none}" kept_satisfies \
+    "0 < len('$fresh'.split()) < len(results('$wide'))"
+  # shellcheck disable=SC2086  # a list of names
+  expect "it launched exactly those (launch log, status), reusing the rest" \
+    launched_exactly "$wide" $fresh
+  expect "the audit log: the operator created their Pods alone" \
+    pods_match_launches "$wide" "$since"
+  expect "each result of a trial narrow measured came from narrow's ConfigMap, of equal value" \
+    kept_satisfies "all((r.get('reusedFrom') == by('$narrow')[t]['name']
+        and r.get('value') == results('$narrow')[t].get('value')
+        and r['outcome'] == results('$narrow')[t]['outcome'])
+      if t in results('$narrow') else not r.get('reusedFrom')
+      for t, r in results('$wide').items())"
+  expect "a TrialReused Event names each reused trial with its ConfigMap" reuse_events_match "$wide"
+  expect "its fresh trials were kept too: one sound measurement for each trial of the two" \
+    kept_satisfies "len(kept) == len(set(results('$narrow')) | set(results('$wide')))
+      and all(sound(k) for k in kept.values()) and sorted(by('$wide')) == sorted('$fresh'.split())"
+  end_case
+}
+
+# Three trials measured in the namespace; then the same manifest in another namespace, and in this
+# one with another image tag, or 8 GPUs a trial (which gives each trial its own train_batch_size
+# too), all at once.
+case_isolation() {
+  begin_case isolation
+  local other=$case_ns-other job
+  check "a job of three trials is created" create_job first "${small[@]}" || return 0
+  check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
+  check "namespace $other is created" kubectl create namespace "$other" || return 0
+  expect "the same manifest is created in $other" \
+    in_namespace "$other" create_job first "${small[@]}"
+  expect "job new-image, with image autotune/trial-sim:0.2.0, is created" \
+    create_edited new-image "$with_image_tag" "${small[@]}"
+  expect "job eight-gpus, with gpusPerTrial 8, is created" \
+    create_job eight-gpus "${small[@]}" gpus=8
+  expect "first in $other Succeeds within 180s" in_namespace "$other" ends_in first Succeeded 180
+  expect "in $other it reused nothing and ran every trial" \
+    in_namespace "$other" reused_nothing first
+  expect "the audit log: the operator created a Pod for each of its trials in $other" \
+    in_namespace "$other" pods_match_launches first ''
+  for job in new-image eight-gpus; do
+    expect "$job Succeeds within 180s" ends_in "$job" Succeeded 180
+    expect "$job reused nothing and ran every trial" reused_nothing "$job"
+    expect "the audit log: the operator created a Pod for each trial of $job" \
+      pods_match_launches "$job" ''
+  done
+  expect "each job kept its own measurements: image and gpusPerTrial in their identities" \
+    kept_satisfies "len(kept) == sum(len(results(j)) for j in ('first', 'new-image', 'eight-gpus'))
+      and all(sound(k) for k in kept.values())
+      and {k['identity']['container']['image'] for k in by('new-image').values()}
+        == {'autotune/trial-sim:0.2.0'}
+      and {k['identity']['gpusPerTrial'] for k in by('eight-gpus').values()} == {8}"
+  in_namespace "$other" end_case
+  end_case
+}
+
+# Three trials measured; the same manifest with spec.reuse Disabled.
+case_disabled() {
+  begin_case disabled
+  local before=$work/disabled-before.json
+  check "a job of three trials is created" create_job first "${small[@]}" || return 0
+  check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
+  check "its 3 measurements are read" save_kept "$before" || return 0
+  check "job again, with spec.reuse Disabled, is created" \
+    create_edited again "$with_reuse_disabled" "${small[@]}" || return 0
+  check "it Succeeds within 180s" ends_in again Succeeded 180 || return 0
+  expect "it reads spec.reuse Disabled back" test "$(field again '{.spec.reuse}')" = Disabled
+  expect "it reused nothing and launched all 3 trials again" reused_nothing again
+  expect "no TrialReused Event about it" test -z "$(event_lines again TrialReused)"
+  expect "its measurements replaced the kept ones: same names, new result.json, measured by again" \
+    kept_satisfies "len(before) == len(kept) == 3 and set(before) == set(kept)
+      and all(k['rv'] != before[k['name']]['rv'] and sound(k) for k in kept.values())
+      and sorted(by('again')) == sorted(results('again'))
+      and all(k['result']['startTime'] == results('again')[t]['startTime']
+              != results('first')[t]['startTime'] for t, k in by('again').items())" "$before"
+  end_case
+}
+
+# Measurement $1's data key $2 set to $3.
+set_data() {
+  local patch
+  patch=$(python3 -c 'import json, sys; print(json.dumps({"data": {sys.argv[1]: sys.argv[2]}}))' \
+    "$2" "$3")
+  kubectl patch configmap "$1" -n "$case_ns" --type=merge -p "$patch"
+}
+
+data_of() {
+  kubectl get configmap "$1" -n "$case_ns" -o jsonpath="{.data.${2//./\\.}}"
+}
+
+# The trial measurement $1 holds.
+trial_of() {
+  kubectl get configmap "$1" -n "$case_ns" \
+    -o jsonpath='{.metadata.annotations.autotune\.io/trial-name}'
+}
+
+# The published search measured; four of its six measurements spoilt, each its own way; the same
+# manifest again.
+case_bad_cache() {
+  begin_case bad-cache
+  local kept name spoilt=() trials=() pid
+  pid=$(operator_pid)
+  check "the published search is created" create_job first "${published[@]}" || return 0
+  check "it Succeeds at $published_best within 180s" succeeds_at_best first 180 || return 0
+  mapfile -t kept < <(kubectl get configmaps -n "$case_ns" -l "$measurement_label" \
+    -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+  check "it kept 6 measurements" test "${#kept[@]}" -eq 6 || return 0
+  spoilt=("${kept[@]:0:4}")
+  for name in "${spoilt[@]}"; do
+    trials+=("$(trial_of "$name")")
+  done
+  check "${kept[0]}: result.json is made not JSON" set_data "${kept[0]}" result.json 'not {json' &&
+    check "${kept[1]}: result.json is made JSON that is not a result" \
+      set_data "${kept[1]}" result.json '{"outcome": 7}' &&
+    check "${kept[2]}: its label is made $measurement_label=v0" \
+      kubectl label --overwrite configmap "${kept[2]}" -n "$case_ns" "$measurement_label=v0" &&
+    check "${kept[3]}: identity.json is made that of ${kept[4]}" \
+      set_data "${kept[3]}" identity.json "$(data_of "${kept[4]}" identity.json)" || return 0
+  check "the same manifest is created as job again" create_job again "${published[@]}" || return 0
+  check "it Succeeds at $published_best within 180s" succeeds_at_best again 180 || return 0
+  expect "it launched exactly the 4 trials of the spoilt measurements, reusing the 2 others" \
+    launched_exactly again "${trials[@]}"
+  expect "a MeasurementIgnored Warning: ${kept[0]}, not JSON" warned_with again \
+    MeasurementIgnored "ConfigMap ${kept[0]} (trial ${trials[0]})" "data.result.json is not a JSON"
+  expect "a MeasurementIgnored Warning: ${kept[1]}, not a result" warned_with again \
+    MeasurementIgnored "ConfigMap ${kept[1]} (trial ${trials[1]})" "data.result.json: "
+  expect "a MeasurementIgnored Warning: ${kept[2]}, label v0" warned_with again \
+    MeasurementIgnored "ConfigMap ${kept[2]} (trial ${trials[2]})" "\"v0\", not v1"
+  expect "a MeasurementIgnored Warning: ${kept[3]}, another identity" warned_with again \
+    MeasurementIgnored "ConfigMap ${kept[3]} (trial ${trials[3]})" \
+    "data.identity.json is not the identity its name stands for"
+  expect "exactly 4 MeasurementIgnored Events about it" \
+    test "$(event_lines again MeasurementIgnored | wc -l)" -eq 4
+  expect "the spoilt measurements are sound again, measured by again; the others untouched" \
+    kept_satisfies "len(kept) == 6 and all(sound(k) for k in kept.values())
+      and sorted(by('again')) == sorted('${trials[*]}'.split())
+      and sorted(k['name'] for k in by('again').values()) == sorted('${spoilt[*]}'.split())
+      and all(k['result'] == results('again')[t] for t, k in by('again').items())"
+  expect "the operator is still process $pid" same_operator "$pid"
+  end_case
+}
+
+# Three trials measured; one measurement's label removed (someone else's ConfigMap of that name),
+# another grown to 1 MiB; the same manifest again.
+case_not_ours() {
+  begin_case not-ours
+  local kept foreign huge good foreign_rv pid patch=$work/huge-patch.json
+  pid=$(operator_pid)
+  check "a job of three trials is created" create_job first "${small[@]}" || return 0
+  check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
+  mapfile -t kept < <(kubectl get configmaps -n "$case_ns" -l "$measurement_label" \
+    -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+  check "it kept 3 measurements" test "${#kept[@]}" -eq 3 || return 0
+  foreign=${kept[0]} huge=${kept[1]} good=${kept[2]}
+  python3 -c 'import json, sys; json.dump({"data": {"result.json": "x" * 1000000}}, sys.stdout)' \
+    >"$patch"
+  check "$foreign loses its label $measurement_label" \
+    kubectl label configmap "$foreign" -n "$case_ns" "$measurement_label-" &&
+    check "$huge: result.json is made 1,000,000 bytes of x" \
+      kubectl patch configmap "$huge" -n "$case_ns" --type=merge --patch-file "$patch" || return 0
+  foreign_rv=$(kubectl get configmap "$foreign" -n "$case_ns" \
+    -o jsonpath='{.metadata.resourceVersion}')
+  check "the same manifest is created as job again" create_job again "${small[@]}" || return 0
+  check "it Succeeds within 180s" ends_in again Succeeded 180 || return 0
+  expect "it launched the trials of $foreign and $huge, reusing that of $good" \
+    launched_exactly again "$(trial_of "$foreign")" "$(trial_of "$huge")"
+  expect "a MeasurementNotKept Warning says $foreign is left alone" warned_with again \
+    MeasurementNotKept "ConfigMap $foreign exists and is not a measurement" "it is left alone"
+  expect "$foreign is as it was: the same resourceVersion, no measurement label" test \
+    "$(kubectl get configmap "$foreign" -n "$case_ns" \
+      -o jsonpath='{.metadata.resourceVersion} {.metadata.labels.autotune\.io/measurement}')" \
+    = "$foreign_rv "
+  expect "a MeasurementIgnored Warning names $huge" warned_with again MeasurementIgnored \
+    "ConfigMap $huge (trial $(trial_of "$huge"))" "data.result.json is not a JSON"
+  expect "$huge is a sound measurement again, of a few KiB, measured by again" kept_satisfies \
+    "sound(kept['$huge']) and kept['$huge']['size'] < 8192
+      and sorted(k['name'] for k in by('again').values()) == ['$huge']"
+  expect "the operator is still process $pid" same_operator "$pid"
+  end_case
+}
+
+# Three trials measured; the job deleted, and created again under its name with spec.reuse
+# Disabled, as one measures again after a driver update.
+case_recreated() {
+  begin_case recreated
+  check "a job of three trials is created" create_job first "${small[@]}" || return 0
+  check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
+  check "the job is deleted, and gone" eval "kubectl delete atj first -n $case_ns \
+    --cascade=foreground --timeout=60s && ! kubectl get atj first -n $case_ns" || return 0
+  check "it is created again, with spec.reuse Disabled" \
+    create_edited first "$with_reuse_disabled" "${small[@]}" || return 0
+  check "it Succeeds within 60s" ends_in first Succeeded 60 || return 0
+  expect "it ran every trial again" job_satisfies first \
+    'status["trials"]["launched"] == len(results) == 3 and status["trials"]["failed"] == 0
+     and status["trials"]["reused"] == 0'
+  end_case
+}
+
+# Every simulated node's nvidia.com/gpu.product set to $1, or only node $2's if given.
+label_product() {
+  if [[ -n ${2:-} ]]; then
+    kubectl label --overwrite node "$2" "$product_label=$1" >/dev/null
+  else
+    kubectl label --overwrite nodes -l autotune.io/node-sim=true "$product_label=$1" >/dev/null
+  fi
+}
+
+# Three trials measured on nodes of product Simulated-GPU; then the same manifest on nodes
+# relabelled Other-GPU, on nodes of the two products, and on Simulated-GPU nodes again.
+case_node_product() {
+  begin_case node-product
+  local node
+  node=$(kubectl get nodes -l autotune.io/node-sim=true -o jsonpath='{.items[0].metadata.name}')
+  check "a job of three trials is created" create_job first "${small[@]}" || return 0
+  check "it Succeeds within 90s" ends_in first Succeeded 90 || return 0
+  check "every node is labelled $product_label=Other-GPU" label_product Other-GPU || return 0
+  check "the same manifest is created as job relabelled" create_job relabelled "${small[@]}" &&
+    check "it Succeeds within 90s" ends_in relabelled Succeeded 90 || return 0
+  expect "it reused nothing and ran every trial" reused_nothing relabelled
+  expect "its measurements name GPU Other-GPU, the first's $simulated_product" kept_satisfies \
+    "len(kept) == 6 and all(sound(k) for k in kept.values())
+      and {k['identity']['gpu']['product'] for k in by('relabelled').values()} == {'Other-GPU'}
+      and {k['identity']['gpu']['product'] for k in by('first').values()} == {'$simulated_product'}"
+  check "node $node is labelled $product_label=$simulated_product again, the other not" \
+    label_product "$simulated_product" "$node" || return 0
+  check "the same manifest is created as job mixed" create_job mixed "${small[@]}" &&
+    check "it Succeeds within 90s" ends_in mixed Succeeded 90 || return 0
+  expect "it looked nothing up: measured for both products, it ran every trial" reused_nothing mixed
+  check "every node is labelled $product_label=$simulated_product again" \
+    label_product "$simulated_product" || return 0
+  check "the same manifest is created as job restored" create_job restored "${small[@]}" &&
+    check "it Succeeds within 90s" ends_in restored Succeeded 90 || return 0
+  expect "it reused all 3 trials, launching none" job_satisfies restored \
+    "status['trials']['launched'] == 0 and status['trials']['reused'] == len(results) == 3"
+  end_case
+}
+
+# A scrape of the operator's metrics, into file $1, passes promtool check metrics and holds the
+# counters given (their # TYPE lines).
+scrape_checks() {
+  local scrape=$1 port problems family
+  shift
+  port=$(grep '"msg":"starting"' "$E2E_OPERATOR_LOG" | tail -1 |
+    sed -n 's/.*"metricsPort":\([0-9]*\).*/\1/p')
+  curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" >"$scrape" || return 1
+  problems=$(promtool check metrics <"$scrape" 2>&1) || { echo "$problems"; return 1; }
+  [[ -z $problems ]] || { echo "$problems"; return 1; }
+  for family in "$@"; do
+    grep -q "^# TYPE $family counter$" "$scrape" || { echo "no counter $family"; return 1; }
+  done
+}
+
+# The operator's log holds no sign of a crash.
+no_crash_logged() {
+  ! grep -E -m5 'terminate called|Abort|Segmentation fault|core dumped|"level":"(fatal|critical)"' \
+    "$E2E_OPERATOR_LOG"
+}
+
+case_operator() {
+  echo
+  note "case operator"
+  expect "the operator is the process that started ($operator_at_start), alive" \
+    same_operator "$operator_at_start"
+  expect "its log shows no crash" no_crash_logged
+  expect "no reconcile threw" no_new_exceptions 0
+  expect "the audit log: no request of the operator was refused" nothing_refused
+  expect "a scrape of /metrics passes promtool check metrics" scrape_checks "$work/scrape.txt"
+}
+
+# --- the run -------------------------------------------------------------------------------------
+
+# Runs the cases of a group (names joined by +) side by side, each in a subshell whose output is
+# printed, whole, once all have ended; their failed checks add to this shell's. A case alone runs
+# here. Each says how long it took.
+run_group() {
+  local group=$1 names name pids=() i
+  IFS=+ read -ra names <<<"$group"
+  if ((${#names[@]} == 1)); then
+    timed_case "$group"
+    return
+  fi
+  mkdir -p "$work/cases"
+  for name in "${names[@]}"; do
+    case_apart "$name" >"$work/cases/$name.out" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!names[@]}"; do
+    name=${names[i]}
+    wait "${pids[i]}" || true
+    cat "$work/cases/$name.out"
+    if [[ -f $work/cases/$name.failures ]]; then
+      failures=$((failures + $(cat "$work/cases/$name.failures")))
+    else
+      echo "not ok - case $name ran to its end"
+      failures=$((failures + 1))
+    fi
+  done
+}
+
+# Case $1 with a count of failed checks of its own, left in cases/$1.failures: run in the
+# background, in a subshell.
+case_apart() {
+  failures=0
+  timed_case "$1"
+  echo "$failures" >"$work/cases/$1.failures"
+}
+
+timed_case() {
+  local started=$SECONDS
+  "case_$1"
+  note "case $1 took $((SECONDS - started))s"
+}
+
+e2e_test_up
+operator_at_start=$(operator_pid)
+
+for group in ${AUTOTUNE_E2E_REUSE_CASES:-rerun+widened+isolation+disabled+bad_cache+not_ours \
+  node_product operator no_secrets_in_logs}; do
+  run_group "$group"
+done
+
+e2e_test_end
