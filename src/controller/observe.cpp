@@ -181,8 +181,10 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   }
   snapshot.missingNodes = cluster.missingNodes(bound, snapshot.now);
   const std::set<std::string> present = keysOf(pods);
+  // A deleted Pod holds no name any more: only this job's tell how its trials ended, and those of
+  // an earlier job of the same name (deleted, and created again) are no one's business.
   for (auto& deleted : cluster.podsDeleted(job.namespaceName(), jobLabelValue(job.name()))) {
-    if (!present.contains(deleted->key)) {
+    if (!present.contains(deleted->key) && deleted->ownerJobUid == job.uid()) {
       pods.push_back(std::move(deleted));
     }
   }

@@ -763,6 +763,28 @@ TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
   EXPECT_GT(job()["status"]["gpuHours"]["saved"].get<double>(), 0);
 }
 
+// The Pods of a job deleted and created again under its name are remembered as deleted; they
+// hold no names, and are no one's: the new job runs its trials under them.
+TEST_F(Reconcile, AJobCreatedAgainUnderItsNameRunsTheTrialsOfTheOneBefore) {
+  submit(singleTrialJob());
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
+  reconcile();
+  ASSERT_EQ(job()["status"]["phase"], "Succeeded");
+  ASSERT_TRUE(pods().empty()) << "deleted once recorded, and remembered so";
+
+  api_->objects.erase(std::string(kJobs) + "/gpt2");
+  api_->objects.erase("/api/v1/namespaces/ml/configmaps/gpt2-optimal");
+  json again = singleTrialJob();
+  again["spec"]["reuse"] = "Disabled";
+  submit(again);
+  api_->objects[std::string(kJobs) + "/gpt2"]["metadata"]["uid"] = "uid-gpt2-again";
+  reconcile();
+  EXPECT_EQ(pods().size(), 1U);
+  EXPECT_TRUE(job()["status"]["results"].empty()) << job()["status"].dump();
+}
+
 // A measurement the API server refuses to keep (here a quota on ConfigMaps) costs the job nothing
 // but a Warning Event: its result is recorded and the search ends as it would.
 TEST_F(Reconcile, AMeasurementTheApiServerRefusesIsNotKeptAndTheJobGoesOn) {

@@ -28,10 +28,7 @@
 #   operator      the operator never restarted and no reconcile threw; none of its requests was
 #                 refused; a scrape of its metrics passes promtool check metrics
 #   recreated     a job deleted and created again under its name with spec.reuse Disabled runs
-#                 every trial again; not in the default list: the operator takes the Pods it
-#                 remembers of the deleted job (Cluster::podsDeleted, by job name) for another
-#                 owner's, fails those trials ("Pod ... exists and is not this job's") and the job
-#                 stays Running
+#                 every trial again: the Pods of the job before it, deleted, hold no names
 # Cases joined by + run side by side (each in a subshell, its output printed once it ends);
 # node_product changes the labels of every node, so it runs alone.
 #
@@ -77,7 +74,7 @@ create_edited() {
 }
 
 with_reuse_disabled='s/^spec:$/spec:\n  reuse: Disabled/'
-with_image_tag='s|image: autotune/trial-sim:0.1.0$|image: autotune/trial-sim:0.2.0|'
+with_image_tag='s|image: autotune/trial-sim:0.1.0$|image: registry.example/trial-sim:2|'
 
 # Job $1 Succeeds within $2 seconds at the published best.
 succeeds_at_best() { ends_in "$1" Succeeded "$2" && best_is "$1" "$published_best"; }
@@ -457,7 +454,7 @@ case_isolation() {
   check "namespace $other is created" kubectl create namespace "$other" || return 0
   expect "the same manifest is created in $other" \
     in_namespace "$other" create_job first "${small[@]}"
-  expect "job new-image, with image autotune/trial-sim:0.2.0, is created" \
+  expect "job new-image, with image registry.example/trial-sim:2, is created" \
     create_edited new-image "$with_image_tag" "${small[@]}"
   expect "job eight-gpus, with gpusPerTrial 8, is created" \
     create_job eight-gpus "${small[@]}" gpus=8
@@ -476,7 +473,7 @@ case_isolation() {
     kept_satisfies "len(kept) == sum(len(results(j)) for j in ('first', 'new-image', 'eight-gpus'))
       and all(sound(k) for k in kept.values())
       and {k['identity']['container']['image'] for k in by('new-image').values()}
-        == {'autotune/trial-sim:0.2.0'}
+        == {'registry.example/trial-sim:2'}
       and {k['identity']['gpusPerTrial'] for k in by('eight-gpus').values()} == {8}"
   in_namespace "$other" end_case
   end_case
@@ -742,7 +739,7 @@ timed_case() {
 e2e_test_up
 operator_at_start=$(operator_pid)
 
-for group in ${AUTOTUNE_E2E_REUSE_CASES:-rerun+widened+isolation+disabled+bad_cache+not_ours \
+for group in ${AUTOTUNE_E2E_REUSE_CASES:-rerun+widened+isolation+disabled+bad_cache+not_ours+recreated \
   node_product operator no_secrets_in_logs}; do
   run_group "$group"
 done
