@@ -596,7 +596,7 @@ case_not_ours() {
       -o jsonpath='{.metadata.resourceVersion} {.metadata.labels.autotune\.io/measurement}')" \
     = "$foreign_rv "
   expect "a MeasurementIgnored Warning names $huge" warned_with again MeasurementIgnored \
-    "ConfigMap $huge (trial $(trial_of "$huge"))" "data.result.json is not a JSON"
+    "ConfigMap $huge (trial $(trial_of "$huge"))" "bytes, more than a measurement's 256 KiB"
   expect "$huge is a sound measurement again, of a few KiB, measured by again" kept_satisfies \
     "sound(kept['$huge']) and kept['$huge']['size'] < 8192
       and sorted(k['name'] for k in by('again').values()) == ['$huge']"
