@@ -436,7 +436,7 @@ wide_columns_shown() {
   local output
   output=$(kubectl get atj -n "$namespace" -o wide)
   echo "$output"
-  grep -Eq '^NAME +PHASE +BEST +METRIC +BEST TRIAL +LAUNCHED +SUCCEEDED +RUNNING +QUEUED +MAX TRIALS +AGE$' \
+  grep -Eq '^NAME +PHASE +BEST +METRIC +BEST TRIAL +LAUNCHED +SUCCEEDED +RUNNING +QUEUED +MAX TRIALS +GPU-HOURS +SAVED +AGE$' \
     <<<"$output" &&
     grep -Eq "^$live +Running +87\.3017 +throughput +z1_gas1_tmbspg3 +13 +9 +2 +1 +40 " <<<"$output"
 }

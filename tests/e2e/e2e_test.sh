@@ -113,7 +113,7 @@ assert best == [sys.argv[2]], "the best trial alone ran ds_config.json itself: "
 printer_columns() {
   local plain wide
   local wide_header='^NAME +PHASE +BEST +METRIC +BEST TRIAL +LAUNCHED +SUCCEEDED +RUNNING'
-  wide_header+=' +QUEUED +MAX TRIALS +AGE$'
+  wide_header+=' +QUEUED +MAX TRIALS +GPU-HOURS +SAVED +AGE$'
   plain=$(kubectl get atj "$1" -n "$case_ns")
   wide=$(kubectl get atj "$1" -n "$case_ns" -o wide)
   echo "$plain"
