@@ -245,6 +245,24 @@ class Reconcile : public ::testing::Test {
                               {"finishedAt", formatTime(now_ + seconds(30))}}}}}}}}};
   }
 
+  // A job of one trial, the trial measured at throughput 59 by the next reconcile: the job ends.
+  void runOneTrial(const json& oneTrialJob) {
+    submit(oneTrialJob);
+    reconcile();
+    ASSERT_EQ(pods().size(), 1U);
+    finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0, "latency": 1.0})");
+    reconcile();
+  }
+
+  // The job deleted, and its output with it (the garbage collector's part), then `again` created
+  // under its name, with another UID.
+  void createAgain(json again) {
+    api_->objects.erase(std::string(kJobs) + "/gpt2");
+    api_->objects.erase("/api/v1/namespaces/ml/configmaps/gpt2-optimal");
+    submit(std::move(again));
+    api_->objects[std::string(kJobs) + "/gpt2"]["metadata"]["uid"] = "uid-gpt2-again";
+  }
+
   void run(const std::string& name, std::chrono::system_clock::time_point since) {
     json& trial = pod(name);
     trial["spec"]["nodeName"] = "gpu-0";
@@ -735,22 +753,16 @@ constexpr std::string_view kMeasurements = "/api/v1/namespaces/ml/configmaps/aut
 // UID) takes it from the cache as the trial's result, and creates no Pod.
 TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
   MeasurementStore& measurements = cluster_.addMeasurements("");
-  submit(singleTrialJob());
-  reconcile();
-  ASSERT_EQ(pods().size(), 1U);
-  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0, "latency": 1.0})");
-  reconcile();
+  runOneTrial(singleTrialJob());
   ASSERT_EQ(job()["status"]["phase"], "Succeeded");
-  const auto kept = api_->under(std::string(kMeasurements).substr(0, 33));
-  ASSERT_EQ(kept.size(), 2U) << "the measurement and the output";
+  std::vector<json> kept = api_->under("/api/v1/namespaces/ml/configmaps/");
+  std::erase_if(kept, [](const json& configMap) {
+    return !configMap["metadata"]["name"].get<std::string>().starts_with(kMeasurementPrefix);
+  });
+  ASSERT_EQ(kept.size(), 1U);
   measurements.replace(kept);
 
-  // The job deleted, and its output with it by the garbage collector; its measurement stays.
-  api_->objects.erase(std::string(kJobs) + "/gpt2");
-  api_->objects.erase("/api/v1/namespaces/ml/configmaps/gpt2-optimal");
-  json again = singleTrialJob();
-  submit(again);
-  api_->objects[std::string(kJobs) + "/gpt2"]["metadata"]["uid"] = "uid-gpt2-again";
+  createAgain(singleTrialJob());
   api_->writes.clear();
   reconcile();
   EXPECT_EQ(api_->count("POST " + std::string(kPodsPath)), 0);
@@ -766,20 +778,13 @@ TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
 // The Pods of a job deleted and created again under its name are remembered as deleted; they
 // hold no names, and are no one's: the new job runs its trials under them.
 TEST_F(Reconcile, AJobCreatedAgainUnderItsNameRunsTheTrialsOfTheOneBefore) {
-  submit(singleTrialJob());
-  reconcile();
-  ASSERT_EQ(pods().size(), 1U);
-  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
-  reconcile();
+  runOneTrial(singleTrialJob());
   ASSERT_EQ(job()["status"]["phase"], "Succeeded");
   ASSERT_TRUE(pods().empty()) << "deleted once recorded, and remembered so";
 
-  api_->objects.erase(std::string(kJobs) + "/gpt2");
-  api_->objects.erase("/api/v1/namespaces/ml/configmaps/gpt2-optimal");
   json again = singleTrialJob();
   again["spec"]["reuse"] = "Disabled";
-  submit(again);
-  api_->objects[std::string(kJobs) + "/gpt2"]["metadata"]["uid"] = "uid-gpt2-again";
+  createAgain(std::move(again));
   reconcile();
   EXPECT_EQ(pods().size(), 1U);
   EXPECT_TRUE(job()["status"]["results"].empty()) << job()["status"].dump();
@@ -983,11 +988,7 @@ TEST_F(Reconcile, AnOutputThisJobWroteIsWrittenAgainEvenWithoutAnOwner) {
 
 // The reconcile that records the last trial also writes the output: that trial is in it.
 TEST_F(Reconcile, TheOutputHoldsTheTrialRecordedByTheReconcileThatWritesIt) {
-  submit(singleTrialJob());
-  reconcile();
-  ASSERT_EQ(pods().size(), 1U);
-  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
-  reconcile();
+  runOneTrial(singleTrialJob());
   ASSERT_EQ(job()["status"]["phase"], "Succeeded");
   const std::string results =
       api_->objects.at("/api/v1/namespaces/ml/configmaps/gpt2-optimal")["data"]["results.json"];
