@@ -464,48 +464,6 @@ case_kueue_rights_used() {
 
 # --- the run -------------------------------------------------------------------------------------
 
-# Runs the cases of a group (names joined by +) side by side, each in a subshell whose output is
-# printed, whole, once all have ended; their failed checks add to this shell's. A case alone runs
-# here. Each says how long it took.
-run_group() {
-  local group=$1 names name pids=() i
-  IFS=+ read -ra names <<<"$group"
-  if ((${#names[@]} == 1)); then
-    timed_case "$group"
-    return
-  fi
-  mkdir -p "$work/cases"
-  for name in "${names[@]}"; do
-    case_apart "$name" >"$work/cases/$name.out" 2>&1 &
-    pids+=($!)
-  done
-  for i in "${!names[@]}"; do
-    name=${names[i]}
-    wait "${pids[i]}" || true
-    cat "$work/cases/$name.out"
-    if [[ -f $work/cases/$name.failures ]]; then
-      failures=$((failures + $(cat "$work/cases/$name.failures")))
-    else
-      echo "not ok - case $name ran to its end"
-      failures=$((failures + 1))
-    fi
-  done
-}
-
-# Case $1 with a count of failed checks of its own, left in cases/$1.failures: run in the
-# background, in a subshell.
-case_apart() {
-  failures=0
-  timed_case "$1"
-  echo "$failures" >"$work/cases/$1.failures"
-}
-
-timed_case() {
-  local started=$SECONDS
-  "case_$1"
-  note "case $1 took $((SECONDS - started))s"
-}
-
 e2e_test_up
 require "ResourceFlavor $e2e_kueue_flavor_name" e2e_kueue_flavor
 require "WorkloadPriorityClasses low (100) and high (1000)" \

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# What the end-to-end tests (e2e_test.sh, kueue_test.sh) share, sourced once they have set
+# What the end-to-end tests (e2e_test.sh, kueue_test.sh, reuse_test.sh) share, sourced once they have set
 # source_dir and exported the binaries (AUTOTUNE_OPERATOR, AUTOTUNE_NODE_SIM, AUTOTUNE_TRIAL_SIM):
 # scripts/e2e-env and tests/support/checks.sh; the run's work folder and its cleanup; reporting
 # and waiting; the AutotuneJob of GPT2-large (job_manifest, create_job) and what is checked of a
@@ -13,6 +13,7 @@
 #   e2e_test_up                 the environment of scripts/e2e-env in $work, with Kueue when the
 #                               test set with_kueue=true; or a "not ok" line and exit 1
 #   run_cases NAME...           case_NAME for each
+#   run_group A+B+...           case_A, case_B, ... side by side, each in its own subshell
 #   e2e_test_end                the count of failed checks; exits 1 if any
 # shellcheck source=scripts/e2e-env
 source "${source_dir:?}/scripts/e2e-env"
@@ -521,4 +522,46 @@ e2e_test_end() {
     exit 1
   fi
   echo "$test_name: every check passed"
+}
+
+# Runs the cases of a group (names joined by +) side by side, each in a subshell whose output is
+# printed, whole, once all have ended; their failed checks add to this shell's. A case alone runs
+# here. Each says how long it took.
+run_group() {
+  local group=$1 names name pids=() i
+  IFS=+ read -ra names <<<"$group"
+  if ((${#names[@]} == 1)); then
+    timed_case "$group"
+    return
+  fi
+  mkdir -p "$work/cases"
+  for name in "${names[@]}"; do
+    case_apart "$name" >"$work/cases/$name.out" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!names[@]}"; do
+    name=${names[i]}
+    wait "${pids[i]}" || true
+    cat "$work/cases/$name.out"
+    if [[ -f $work/cases/$name.failures ]]; then
+      failures=$((failures + $(cat "$work/cases/$name.failures")))
+    else
+      echo "not ok - case $name ran to its end"
+      failures=$((failures + 1))
+    fi
+  done
+}
+
+# Case $1 with a count of failed checks of its own, left in cases/$1.failures: run in the
+# background, in a subshell.
+case_apart() {
+  failures=0
+  timed_case "$1"
+  echo "$failures" >"$work/cases/$1.failures"
+}
+
+timed_case() {
+  local started=$SECONDS
+  "case_$1"
+  note "case $1 took $((SECONDS - started))s"
 }
