@@ -95,12 +95,12 @@ void keepMeasurement(Draft& draft, const Concluded& concluded) {
 void recordEnded(Draft& draft) {
   const Snapshot& snapshot = draft.snapshot;
   for (const auto& concluded : snapshot.concluded) {
-    const auto& [state, result, ranOn] = concluded;
+    const TrialRunState& state = concluded.state;
     if (const auto wanted = state.wantedSince ? state.wantedSince : state.created;
         wanted && state.containerStarted) {
       draft.plan.pendingWaits.emplace_back(*state.containerStarted - *wanted);
     }
-    draft.plan.finished.push_back(result.record);
+    draft.plan.finished.push_back(concluded.result.record);
     keepMeasurement(draft, concluded);
     if (removable(state, draft.spec())) {
       draft.plan.deletions.push_back(state.run);
