@@ -270,7 +270,8 @@ AutotuningDefaults applyAutotuningSection(const json& specDocument, Spec& spec,
     errors.push_back({std::string(kSectionPath), mustBe("an object", *found)});
     return defaults;
   }
-  const json section = *found;  // the spec is changed below; read from a copy
+  // The spec is changed below: read from a copy.
+  const json section = *found;  // NOLINT(performance-unnecessary-copy-initialization)
   SectionReader reader(section, std::string(kSectionPath), specDocument, errors, defaults);
   readSection(reader, spec, errors);
   reader.reportUnknown();

@@ -15,23 +15,25 @@ namespace autotune::api {
 namespace schema {
 
 // The fields of each struct, for the Decoder and the Encoder alike (schema.h). Defaults live in
-// job.h; a field that is absent keeps its default.
+// job.h; a field that is absent keeps its default. The templates of schema.h find each describe()
+// by argument-dependent lookup, which sees no anonymous namespace: `static` keeps them here.
+// NOLINTBEGIN(misc-use-anonymous-namespace)
 
-void describe(auto& field, Either<ModelInfo> auto& model) {
+static void describe(auto& field, Either<ModelInfo> auto& model) {
   field("numParameters", model.numParameters);
   field("activationMemoryPerSample", model.activationMemoryPerSample);
   field("hiddenSize", model.hiddenSize);
   field("numLayers", model.numLayers);
 }
 
-void describe(auto& field, Either<Resources> auto& resources) {
+static void describe(auto& field, Either<Resources> auto& resources) {
   field("gpusPerTrial", resources.gpusPerTrial);
   field("nodesPerTrial", resources.nodesPerTrial);
   field("gpuMemory", resources.gpuMemory);
   field("modelParallelSize", resources.modelParallelSize);
 }
 
-void describe(auto& field, Either<Search> auto& search) {
+static void describe(auto& field, Either<Search> auto& search) {
   field("strategy", search.strategy);
   field("fast", search.fast);
   field("metric", search.metric);
@@ -45,12 +47,12 @@ void describe(auto& field, Either<Search> auto& search) {
   field("seed", search.seed);
 }
 
-void describe(auto& field, Either<Output> auto& output) {
+static void describe(auto& field, Either<Output> auto& output) {
   field("configMapName", output.configMapName, Write::kUnlessEmpty);
   field("retain", output.retain);
 }
 
-void describe(auto& field, Either<Spec> auto& spec) {
+static void describe(auto& field, Either<Spec> auto& spec) {
   field("deepspeedConfig", spec.deepspeedConfig);
   field("model", spec.model, Write::kUnlessEmpty);
   field("resources", spec.resources);
@@ -71,7 +73,7 @@ void describe(auto& field, Either<Spec> auto& spec) {
 }
 
 // metav1.Condition requires every one of these, empty or not.
-void describe(auto& field, Either<Condition> auto& condition) {
+static void describe(auto& field, Either<Condition> auto& condition) {
   field("type", condition.type);
   field("status", condition.status);
   field("reason", condition.reason);
@@ -80,7 +82,7 @@ void describe(auto& field, Either<Condition> auto& condition) {
   field("observedGeneration", condition.observedGeneration);
 }
 
-void describe(auto& field, Either<TrialCounts> auto& trials) {
+static void describe(auto& field, Either<TrialCounts> auto& trials) {
   field("launched", trials.launched);
   field("pending", trials.pending);
   field("running", trials.running);
@@ -94,13 +96,13 @@ void describe(auto& field, Either<TrialCounts> auto& trials) {
   field("reused", trials.reused);
 }
 
-void describe(auto& field, Either<LaunchedTrial> auto& launched) {
+static void describe(auto& field, Either<LaunchedTrial> auto& launched) {
   field("name", launched.name);
   field("attempt", launched.attempt);
   field("preemptions", launched.preemptions);
 }
 
-void describe(auto& field, Either<BestTrial> auto& best) {
+static void describe(auto& field, Either<BestTrial> auto& best) {
   field("trial", best.trial);
   field("metric", best.metric);
   field("value", best.value);
@@ -112,19 +114,19 @@ void describe(auto& field, Either<BestTrial> auto& best) {
   field("gpus", best.gpus);
 }
 
-void describe(auto& field, Either<MeasuredModel> auto& model) {
+static void describe(auto& field, Either<MeasuredModel> auto& model) {
   field("numParameters", model.numParameters);
   field("activationMemoryPerSample", model.activationMemoryPerSample);
 }
 
-void describe(auto& field, Either<SpaceSummary> auto& space) {
+static void describe(auto& field, Either<SpaceSummary> auto& space) {
   field("name", space.name);
   field("trials", space.trials);
   field("bestValue", space.bestValue);
   field("bestTrial", space.bestTrial, Write::kUnlessEmpty);
 }
 
-void describe(auto& field, Either<TrialRecord> auto& record) {
+static void describe(auto& field, Either<TrialRecord> auto& record) {
   field("name", record.name);
   field("space", record.space);
   field("outcome", record.outcome);
@@ -136,13 +138,13 @@ void describe(auto& field, Either<TrialRecord> auto& record) {
   field("reusedFrom", record.reusedFrom, Write::kUnlessEmpty);
 }
 
-void describe(auto& field, Either<GpuHours> auto& hours) {
+static void describe(auto& field, Either<GpuHours> auto& hours) {
   field("used", hours.used);
   field("saved", hours.saved);
   field("usedByOutcome", hours.usedByOutcome, Write::kUnlessEmpty);
 }
 
-void describe(auto& field, Either<Status> auto& status) {
+static void describe(auto& field, Either<Status> auto& status) {
   field("phase", status.phase);
   field("observedGeneration", status.observedGeneration);
   field("conditions", status.conditions, Write::kUnlessEmpty);
@@ -158,6 +160,7 @@ void describe(auto& field, Either<Status> auto& status) {
   field("gpuHours", status.gpuHours);
   field("afterTuningJob", status.afterTuningJob, Write::kUnlessEmpty);
 }
+// NOLINTEND(misc-use-anonymous-namespace)
 
 }  // namespace schema
 

@@ -69,9 +69,11 @@ void GpuLedger::release(const std::string& key) {
   }
   if (held->second.node.empty()) {
     unbound_.erase(key);
-  } else if (const auto used = usedOnNode_.find(held->second.node);
-             used != usedOnNode_.end() && (used->second -= held->second.gpus) <= 0) {
-    usedOnNode_.erase(used);
+  } else if (const auto used = usedOnNode_.find(held->second.node); used != usedOnNode_.end()) {
+    used->second -= held->second.gpus;
+    if (used->second <= 0) {
+      usedOnNode_.erase(used);
+    }
   }
   holds_.erase(held);
 }

@@ -337,8 +337,7 @@ std::optional<std::string> waitedTooLong(const Draft& draft) {
 bool failedBeforeLaunch(Draft& draft) {
   if (const auto unmeasured = std::ranges::find_if(draft.inFlight, exhaustedUnmeasured);
       unmeasured != draft.inFlight.end()) {
-    const TrialRunState given = *unmeasured;
-    failNotMeasured(draft, given);
+    failNotMeasured(draft, *unmeasured);
     return true;
   }
   if (const auto queued = queuedTooLong(draft)) {

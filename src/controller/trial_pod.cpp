@@ -162,6 +162,8 @@ std::string trialPodName(std::string_view jobName, std::string_view trialName, i
   return tuning::podName(jobName, std::string(trialName) + "_r" + std::to_string(attempt));
 }
 
+namespace {
+
 // The environment a multi-node trial's Pods rendezvous with.
 json rendezvousEnvironment(const api::AutotuneJob& job, const std::string& name) {
   const std::string rankPath =
@@ -244,6 +246,8 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
             {"ownerReferences", json::array({ownerReference(job)})}}},
           {"spec", std::move(podSpec)}};
 }
+
+}  // namespace
 
 json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, const RunOrdinal& run) {
   return buildPod(job, trial, run, json::array());

@@ -164,8 +164,8 @@ class LocalRun {
       failToStart(trial, launchIndex, prepared.error());
       return;
     }
-    LaunchSpec spec{command, environment(trial, paths, *gpus), "", paths.stdoutLog.string(),
-                    paths.stderrLog.string()};
+    const LaunchSpec spec{command, environment(trial, paths, *gpus), "", paths.stdoutLog.string(),
+                          paths.stderrLog.string()};
     auto process = ChildProcess::start(spec);
     if (!process) {
       slots_.release(*gpus);

@@ -24,7 +24,7 @@ namespace {
 std::vector<std::string> mergedEnvironment(
     const std::vector<std::pair<std::string, std::string>>& added) {
   std::map<std::string, std::string> variables;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
+  for (char* const* entry = environ; *entry != nullptr; ++entry) {
     const std::string text(*entry);
     const auto equals = text.find('=');
     if (equals != std::string::npos) {
@@ -149,7 +149,8 @@ tl::expected<ChildProcess, std::string> ChildProcess::start(const LaunchSpec& sp
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   // posix_spawn, the usual way around fork's cost, cannot ask for PR_SET_PDEATHSIG.
-  const pid_t pid = vfork();  // NOLINT(clang-analyzer-security.insecureAPI.vfork)
+  const pid_t pid =
+      vfork();  // NOLINT(bugprone-unsafe-functions,clang-analyzer-security.insecureAPI.vfork)
   if (pid == 0) {
     // NOLINTNEXTLINE(clang-analyzer-unix.Vfork): it makes only async-signal-safe system calls
     becomeTrial(spec, parent, errorPipe[1], argv.data(), envp.data());

@@ -54,8 +54,8 @@ void Progress::drawBar() {
   }
   const int planned = std::max(state_.planned, state_.finished);
   const int filled = planned == 0 ? 0 : kBarWidth * state_.finished / planned;
-  std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
-                    std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "]";
+  const std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
+                          std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "]";
   std::string best = "none yet";
   if (state_.bestTrial && state_.bestValue) {
     std::array<char, 32> value{};

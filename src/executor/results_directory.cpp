@@ -37,7 +37,7 @@ nlohmann::json recordJson(const api::TrialRecord& record, int launchIndex) {
 }  // namespace
 
 std::optional<std::string> readFile(const fs::path& path) {
-  std::ifstream file(path);
+  const std::ifstream file(path);
   if (!file) {
     return std::nullopt;
   }

@@ -32,7 +32,7 @@ Error configError(std::string message) {
 std::string inQuotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
 
 Parsed<std::string> readFileText(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
+  const std::ifstream file(path, std::ios::binary);
   if (!file) {
     return tl::unexpected(std::generic_category().message(errno));
   }
@@ -114,7 +114,7 @@ std::optional<YAML::Node> child(const YAML::Node& node, const char* key) {
   if (!node.IsDefined() || !node.IsMap()) {
     return std::nullopt;
   }
-  const YAML::Node value = node[key];
+  YAML::Node value = node[key];
   if (!value.IsDefined() || value.IsNull()) {
     return std::nullopt;
   }

@@ -61,7 +61,7 @@ class TokenSource {
   ClusterConfig config_;
   std::mutex mutex_;
   std::string cached_;
-  Clock::time_point readAt_{};
+  Clock::time_point readAt_;
 };
 
 class HttpTransport final : public Transport {
@@ -92,7 +92,7 @@ class HttpTransport final : public Transport {
       }
       auto body = answer.body();
       while (true) {
-        concurrency::streams::container_buffer<std::string> line;
+        const concurrency::streams::container_buffer<std::string> line;
         const std::size_t length = body.read_line(line).get();
         if ((length == 0 && body.is_eof()) || stop.stop_requested()) {
           break;

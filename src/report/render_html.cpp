@@ -19,7 +19,7 @@ using markup::textElement;
 constexpr std::size_t kMaxReasonShown = 200;
 constexpr std::size_t kMaxReasonInTooltip = 4000;
 
-constexpr std::string_view kStyle =
+constexpr std::string_view kPageStyle =
     "body{margin:0;background:#f6f8fa;color:#24292f;"
     "font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif}"
     "main{max-width:1000px;margin:0 auto;padding:20px 16px 48px}"
@@ -146,6 +146,7 @@ std::string summaryOf(const SearchResults& results, const Chart& chart, const Ti
     return *results.summary;
   }
   std::vector<api::TrialRecord> records;
+  records.reserve(results.trials.size());
   for (const auto& trial : results.trials) {
     records.push_back(trial.record);
   }
@@ -241,7 +242,7 @@ std::string htmlPage(const SearchResults& results, const Chart& chart, const Tim
       emptyElement("meta", {{"charset", "utf-8"}}) +
       emptyElement("meta",
                    {{"name", "viewport"}, {"content", "width=device-width, initial-scale=1"}}) +
-      textElement("title", {}, "Autotune report: " + name) + plain("style", kStyle);
+      textElement("title", {}, "Autotune report: " + name) + plain("style", kPageStyle);
   std::string body = header(chart, timeline);
   body += section("chart", "The search, stage by stage", chartSvg(chart) + prunedNote(chart));
   body += section("summary", "Summary (summary.txt)", pre(summaryOf(results, chart, timeline)));

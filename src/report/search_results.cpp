@@ -36,7 +36,7 @@ std::optional<std::string> textOf(const json& object, std::string_view key) {
 }
 
 std::optional<std::string> readText(const fs::path& path) {
-  std::ifstream file(path);
+  const std::ifstream file(path);
   if (!file) {
     return std::nullopt;
   }

@@ -52,7 +52,7 @@ class LeaderElector {
   LeaseOptions options_;
   const Clock& clock_;
   nlohmann::json observed_;  // the lease spec last seen
-  TimePoint observedAt_{};   // when it was first seen, on this replica's clock
+  TimePoint observedAt_;     // when it was first seen, on this replica's clock
   std::atomic<bool> leading_ = false;
 };
 

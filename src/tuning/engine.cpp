@@ -133,6 +133,8 @@ int trialsSinceImprovement(const SearchContext& context, const std::vector<std::
   return since;
 }
 
+namespace {
+
 // Trials that ran or run but that the strategy has walked past (a speculative probe beyond the
 // boundary it later found) are still trials of this search: callers look their configs up.
 void addTrialsLeftBehind(const SearchContext& context, const EngineInput& input,
@@ -152,6 +154,8 @@ void addTrialsLeftBehind(const SearchContext& context, const EngineInput& input,
     }
   }
 }
+
+}  // namespace
 
 Decision decide(const EngineInput& input) {
   const SearchContext context = contextFor(input);

@@ -19,7 +19,7 @@ using nlohmann::json;
 constexpr std::size_t kMaxIndentedConfigBytes = std::size_t{128} * 1024;
 
 std::string configFile(const json& config) {
-  std::string indented = config.dump(2);
+  const std::string indented = config.dump(2);
   if (indented.size() > kMaxIndentedConfigBytes) {
     return config.dump() + "\n";
   }

@@ -220,7 +220,8 @@ std::optional<Trial> fastTrialNamed(const TuningSpace& space, std::string_view n
   int gradientAccumulation = 0;
   int microBatch = 0;
   const std::string text(name);
-  // NOLINTNEXTLINE(cert-err34-c): the round trip below rejects anything sscanf misread
+  // The round trip below rejects anything sscanf misread.
+  // NOLINTNEXTLINE(bugprone-unchecked-string-to-number-conversion)
   if (std::sscanf(text.c_str(), "z%d_gas%d_tmbspg%d", &stage, &gradientAccumulation, &microBatch) !=
           3 ||
       fastTrialName(stage, gradientAccumulation, microBatch) != text) {

@@ -164,7 +164,7 @@ std::vector<int> curveProbes(const Stage& stage, const MicroBatchLadder& ladder)
   }
   const bool upperFirst =
       !unexploredBelow && upper && (climb || !lower || *upper - best > best - *lower);
-  std::vector<std::optional<int>> probes =
+  const std::vector<std::optional<int>> probes =
       upperFirst ? std::vector{upper, lower} : std::vector{lower, upper};
   std::vector<int> wanted;
   for (const auto& probe : probes) {

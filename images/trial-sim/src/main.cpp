@@ -59,7 +59,7 @@ std::string systemError() {
 }
 
 tl::expected<std::string, std::string> readFile(const std::string& path) {
-  std::ifstream file(path);
+  const std::ifstream file(path);
   if (!file) {
     return tl::unexpected("cannot read " + path + ": " + systemError());
   }

@@ -283,7 +283,6 @@ tl::expected<Rendezvous, std::string> Rendezvous::join(const NodeGroup& group,
   }
 
   std::optional<Socket> listener;
-  std::string error;
   while (!listener) {
     auto listening = listenOn(group);
     if (listening) {

@@ -27,7 +27,7 @@ struct Launch {
 };
 
 std::string readText(const fs::path& path) {
-  std::ifstream file(path);
+  const std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
   return text.str();
@@ -52,6 +52,10 @@ std::string commandIn(const fs::path& folder, const std::string& arguments,
 // A loopback port that nothing listened on a moment ago.
 int freePort() {
   const int socket = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (socket < 0) {
+    ADD_FAILURE() << "no socket for a free port";
+    return 0;
+  }
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -94,7 +98,8 @@ class TrialSim : public ::testing::Test {
   // Runs trial-sim in this test's directory with only the given variables of the protocol set.
   Launch launch(const std::string& arguments, const std::string& environment = "") const {
     const std::string command = commandIn(directory_, arguments, environment);
-    const int status = std::system(command.c_str());  // NOLINT(concurrency-mt-unsafe)
+    // NOLINTNEXTLINE(bugprone-command-processor,concurrency-mt-unsafe): a test command
+    const int status = std::system(command.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, readText(directory_ / "stdout.txt"),
             readText(directory_ / "stderr.txt")};
   }
@@ -116,7 +121,8 @@ class TrialSim : public ::testing::Test {
           "(" + commandIn(folder, arguments, group + environment) + "; echo $? >status.txt) & ";
     }
     command += "wait";
-    EXPECT_EQ(std::system(command.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+    // NOLINTNEXTLINE(bugprone-command-processor,concurrency-mt-unsafe): a test command
+    EXPECT_EQ(std::system(command.c_str()), 0);
     std::vector<Launch> launches;
     for (int rank = 0; rank < nodes; ++rank) {
       const fs::path folder = directory_ / ("rank" + std::to_string(rank));
@@ -336,7 +342,8 @@ TEST_F(TrialSim, EveryLaunchAppendsItsTrialToTheLaunchLogWithoutInterleaving) {
             " --launch-log " + parallel.string() + " --fail-with x 2>/dev/null & ";
   }
   const std::string command = many + "wait";
-  ASSERT_EQ(std::system(command.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+  // NOLINTNEXTLINE(bugprone-command-processor,concurrency-mt-unsafe): a test command
+  ASSERT_EQ(std::system(command.c_str()), 0);
   std::istringstream lines(readText(parallel));
   int count = 0;
   for (std::string line; std::getline(lines, line); ++count) {
@@ -425,7 +432,8 @@ TEST_F(TrialSim, TwoLaunchesUseOnePortEachOnItsOwnAddress) {
                  "; echo $? >status.txt) & ";
     }
   }
-  ASSERT_EQ(std::system((command + "wait").c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+  // NOLINTNEXTLINE(bugprone-command-processor,concurrency-mt-unsafe): a test command
+  ASSERT_EQ(std::system((command + "wait").c_str()), 0);
   for (const std::string address : {"127.0.0.2", "127.0.0.3"}) {
     const fs::path rankZero = directory_ / (address + "-rank0");
     EXPECT_EQ(readText(rankZero / "status.txt"), "0\n") << readText(rankZero / "stderr.txt");
