@@ -123,6 +123,18 @@ std::string emptyElement(std::string_view name, const Attributes& attributes) {
   return startTag(name, attributes) + "/>";
 }
 
+std::string svgText(double x, double y, std::string_view content, std::string_view classes,
+                    std::string_view anchor) {
+  Attributes attributes = {{"x", number(x)}, {"y", number(y)}};
+  if (!classes.empty()) {
+    attributes.push_back({"class", std::string(classes)});
+  }
+  if (anchor != "start") {
+    attributes.push_back({"text-anchor", std::string(anchor)});
+  }
+  return textElement("text", attributes, content);
+}
+
 std::string figure(std::string_view className, double height, const std::string& label,
                    std::string_view content) {
   return element("svg",

@@ -29,6 +29,11 @@ std::string textElement(std::string_view name, const Attributes& attributes, std
 // <name a="v" .../>
 std::string emptyElement(std::string_view name, const Attributes& attributes);
 
+// An SVG <text> at (x, y) of class `classes`, anchored at `anchor` (SVG's own default, "start",
+// and an empty class are left unwritten); the content escaped.
+std::string svgText(double x, double y, std::string_view content, std::string_view classes = "",
+                    std::string_view anchor = "start");
+
 // Every figure of the report is this wide, with this margin, so that they line up on the page.
 inline constexpr double kFigureWidth = 960;
 inline constexpr double kFigureMargin = 16;

@@ -18,10 +18,11 @@ using markup::element;
 using markup::emptyElement;
 using markup::number;
 using markup::Scale;
+using markup::svgText;
 using markup::textElement;
 
-constexpr double kWidth = markup::kFigureWidth;
-constexpr double kMargin = markup::kFigureMargin;
+using markup::kFigureMargin;
+using markup::kFigureWidth;
 constexpr double kColumnGap = 28;
 constexpr double kHeaderHeight = 62;  // the title and the legend
 constexpr double kPanelTitle = 24;
@@ -41,7 +42,7 @@ constexpr std::size_t kMaxTooltipCharacters = 300;
 constexpr std::size_t kMaxGasLabels = 12;  // gradient accumulation labels per panel, at most
 constexpr std::size_t kMaxUnplacedNamed = 6;
 
-constexpr std::string_view kStyle =
+constexpr std::string_view kChartStyle =
     "<style>"
     ".chart text{font:12px system-ui,-apple-system,'Segoe UI',sans-serif;fill:#24292f}"
     ".chart .title{font-size:15px;font-weight:600}"
@@ -82,9 +83,10 @@ Layout layoutOf(const Chart& chart) {
   const auto panels = static_cast<int>(chart.stages.size());
   layout.columns = panels > 1 ? 2 : 1;
   layout.rows = std::max(1, (panels + layout.columns - 1) / layout.columns);
-  layout.panelWidth = (kWidth - 2 * kMargin - (layout.columns - 1) * kColumnGap) / layout.columns;
+  layout.panelWidth =
+      (kFigureWidth - 2 * kFigureMargin - (layout.columns - 1) * kColumnGap) / layout.columns;
   layout.height = kHeaderHeight + layout.rows * (layout.panelHeight + kPanelGap) +
-                  (chart.unplaced.empty() ? 0 : kFootnoteHeight) + kMargin;
+                  (chart.unplaced.empty() ? 0 : kFootnoteHeight) + kFigureMargin;
   return layout;
 }
 
@@ -136,18 +138,6 @@ Axes axesOf(const Chart& chart, const Layout& layout) {
   return {x, Scale(0, top, kPlotBottom, kPlotTop)};
 }
 
-std::string text(double x, double y, std::string_view content, std::string_view classes = "",
-                 std::string_view anchor = "start") {
-  markup::Attributes attributes = {{"x", number(x)}, {"y", number(y)}};
-  if (!classes.empty()) {
-    attributes.push_back({"class", std::string(classes)});
-  }
-  if (anchor != "start") {
-    attributes.push_back({"text-anchor", std::string(anchor)});
-  }
-  return textElement("text", attributes, content);
-}
-
 std::string line(double x1, double y1, double x2, double y2, std::string_view classes) {
   return emptyElement("line", {{"class", std::string(classes)},
                                {"x1", number(x1)},
@@ -197,7 +187,7 @@ std::string markShape(Mark mark, double x, double y) {
 }
 
 std::string legendEntry(Mark mark, std::string_view label, double& x) {
-  std::string out = markShape(mark, x + 5, -4) + text(x + 14, 0, label);
+  std::string out = markShape(mark, x + 5, -4) + svgText(x + 14, 0, label);
   x += 30 + 6.5 * static_cast<double>(label.size());
   return out;
 }
@@ -205,23 +195,24 @@ std::string legendEntry(Mark mark, std::string_view label, double& x) {
 std::string legend(const Chart& chart) {
   std::string out;
   double x = 0;
-  out += line(x, -4, x + 18, -4, "curve") + text(x + 24, 0, "best value per micro-batch");
+  out += line(x, -4, x + 18, -4, "curve") + svgText(x + 24, 0, "best value per micro-batch");
   x += 24 + 6.5 * 27;
   out += legendEntry(Mark::kSucceeded, "Succeeded", x);
   out += legendEntry(Mark::kOOM, "OOM", x);
   out += legendEntry(Mark::kFailed, "Failed", x);
   out += legendEntry(Mark::kTimedOut, "TimedOut", x);
   if (chart.memoryModelKnown) {
-    out += line(x, -11, x, 3, "memory") + text(x + 8, 0, "memory model: largest expected");
+    out += line(x, -11, x, 3, "memory") + svgText(x + 8, 0, "memory model: largest expected");
     x += 8 + 6.5 * 31;
   }
   const bool anyPruned = std::any_of(chart.stages.begin(), chart.stages.end(),
                                      [](const StageCurve& stage) { return !stage.pruned.empty(); });
   if (anyPruned) {
-    out += rect(x, -11, 14, 14, "pruned") + text(x + 20, 0, "pruned without running");
+    out += rect(x, -11, 14, 14, "pruned") + svgText(x + 20, 0, "pruned without running");
   }
-  return element("g", {{"class", "legend"}, {"transform", "translate(" + number(kMargin) + " 48)"}},
-                 out);
+  return element(
+      "g", {{"class", "legend"}, {"transform", "translate(" + number(kFigureMargin) + " 48)"}},
+      out);
 }
 
 std::string valueAxis(const Axes& axes, double plotRight) {
@@ -229,7 +220,7 @@ std::string valueAxis(const Axes& axes, double plotRight) {
   for (const double tick : axes.y.ticks(5, false)) {
     const double y = axes.y.at(tick);
     out += line(kPlotLeft, y, plotRight, y, "grid");
-    out += text(kPlotLeft - 6, y + 3.5, markup::tickLabel(tick), "tick", "end");
+    out += svgText(kPlotLeft - 6, y + 3.5, markup::tickLabel(tick), "tick", "end");
   }
   return out;
 }
@@ -240,11 +231,11 @@ std::string microBatchAxis(const Axes& axes, double plotRight) {
   for (const double tick : axes.x.ticks(10, true)) {
     const double x = axes.x.at(tick);
     out += line(x, kPlotBottom + kStripHeight, x, kPlotBottom + kStripHeight + 4, "grid");
-    out += text(x, labelY, markup::tickLabel(tick), "tick", "middle");
+    out += svgText(x, labelY, markup::tickLabel(tick), "tick", "middle");
   }
-  out += text((kPlotLeft + plotRight) / 2, labelY + 15,
-              std::string("micro-batch per GPU") + (axes.x.logarithmic() ? " (log scale)" : ""),
-              "muted", "middle");
+  out += svgText((kPlotLeft + plotRight) / 2, labelY + 15,
+                 std::string("micro-batch per GPU") + (axes.x.logarithmic() ? " (log scale)" : ""),
+                 "muted", "middle");
   return out;
 }
 
@@ -264,18 +255,18 @@ std::string prunedShading(const StageCurve& stage, const Axes& axes, double plot
     const auto fits = static_cast<std::size_t>((plotRight - kPlotLeft) / 6.0);
     return titled({{"class", "pruned-stage"}}, "Pruned without running: " + reason,
                   rect(kPlotLeft, kPlotTop, plotRight - kPlotLeft, kPlotHeight, "pruned") +
-                      text(middle, (kPlotTop + kPlotBottom) / 2, "pruned without running", "muted",
-                           "middle") +
-                      text(middle, (kPlotTop + kPlotBottom) / 2 + 16,
-                           markup::shortened(stage.prunedReason, fits), "tick", "middle"));
+                      svgText(middle, (kPlotTop + kPlotBottom) / 2, "pruned without running",
+                              "muted", "middle") +
+                      svgText(middle, (kPlotTop + kPlotBottom) / 2 + 16,
+                              markup::shortened(stage.prunedReason, fits), "tick", "middle"));
   }
   std::string out;
   for (const auto& range : stage.pruned) {
     const auto [from, to] = band(axes, range);
     std::string shading = rect(from, kPlotTop, to - from, kPlotHeight, "pruned");
     if (to - from > 40) {
-      shading +=
-          text((from + to) / 2, (kPlotTop + kPlotBottom) / 2, "pruned", "pruned-label", "middle");
+      shading += svgText((from + to) / 2, (kPlotTop + kPlotBottom) / 2, "pruned", "pruned-label",
+                         "middle");
     }
     out += titled({{"class", "pruned-range"}},
                   "Pruned without running: micro-batch " + std::to_string(range.from) +
@@ -298,8 +289,8 @@ std::string memoryLine(const StageCurve& stage, const Axes& axes) {
       {{"class", "memory-model"}},
       "The memory model expects micro-batches up to " + std::to_string(largest) + " to fit",
       line(x, kPlotTop, x, kPlotBottom + kStripHeight, "memory") +
-          text(x - 4, kPlotBottom - 6, "model: \u2264 " + std::to_string(largest), "memory-label",
-               "end"));
+          svgText(x - 4, kPlotBottom - 6, "model: \u2264 " + std::to_string(largest),
+                  "memory-label", "end"));
 }
 
 std::string curveLine(const StageCurve& stage, const Axes& axes) {
@@ -342,8 +333,8 @@ std::string marks(const StageCurve& stage, const Axes& axes, api::Metric metric)
     const double y = yOf(point, axes);
     std::string shapes = markShape(markOf(point.outcome), x, y);
     if (labelGas) {
-      shapes +=
-          text(x, y + 13, "gas " + std::to_string(point.at.gradientAccumulation), "gas", "middle");
+      shapes += svgText(x, y + 13, "gas " + std::to_string(point.at.gradientAccumulation), "gas",
+                        "middle");
     }
     out +=
         titled({{"class", "trial"}, {"data-trial", point.trial}}, tooltip(point, metric), shapes);
@@ -372,7 +363,7 @@ std::string callout(const Callout& callout, const Axes& axes, double plotRight,
   const std::string shown = markup::shortened(label, kMaxLabelCharacters);
   const double labelY = above ? std::max(kPlotTop + 11, y - 11) : std::min(kPlotBottom - 4, y + 19);
   return circle(x, y, 7, ring) +
-         text(labelStart(x, characterCount(shown), plotRight), labelY, shown, "callout");
+         svgText(labelStart(x, characterCount(shown), plotRight), labelY, shown, "callout");
 }
 
 std::string speedupText(const Chart& chart) {
@@ -435,7 +426,7 @@ std::string panel(const StageCurve& stage, const Chart& chart, const Axes& axes,
   std::string out = panelTitle(stage, chart);
   out += rect(kPlotLeft, kPlotTop, plotRight - kPlotLeft, kPlotHeight, "plot");
   out += rect(kPlotLeft, kPlotBottom, plotRight - kPlotLeft, kStripHeight, "strip");
-  out += text(kPlotLeft - 6, kStripMiddle + 3.5, "no value", "tick", "end");
+  out += svgText(kPlotLeft - 6, kStripMiddle + 3.5, "no value", "tick", "end");
   out += valueAxis(axes, plotRight);
   out += prunedShading(stage, axes, plotRight);
   out += memoryLine(stage, axes);
@@ -455,10 +446,10 @@ std::string heading(const Chart& chart) {
   const std::string direction =
       api::higherIsBetter(chart.metric) ? "higher is better" : "lower is better";
   const std::string name = chart.title.empty() ? "" : chart.title + ": ";
-  return text(kMargin, 22,
-              markup::shortened(name, kMaxLabelCharacters) + metric +
-                  " against micro-batch per GPU, by ZeRO stage (" + direction + ")",
-              "title");
+  return svgText(kFigureMargin, 22,
+                 markup::shortened(name, kMaxLabelCharacters) + metric +
+                     " against micro-batch per GPU, by ZeRO stage (" + direction + ")",
+                 "title");
 }
 
 std::string footnote(const Chart& chart, double y) {
@@ -472,9 +463,9 @@ std::string footnote(const Chart& chart, double y) {
   if (chart.unplaced.size() > kMaxUnplacedNamed) {
     names += " and " + std::to_string(chart.unplaced.size() - kMaxUnplacedNamed) + " more";
   }
-  return text(kMargin, y,
-              markup::shortened("Not on the chart (no micro-batch in the name): " + names, 150),
-              "muted");
+  return svgText(kFigureMargin, y,
+                 markup::shortened("Not on the chart (no micro-batch in the name): " + names, 150),
+                 "muted");
 }
 
 }  // namespace
@@ -482,12 +473,13 @@ std::string footnote(const Chart& chart, double y) {
 std::string chartSvg(const Chart& chart) {
   const Layout layout = layoutOf(chart);
   const Axes axes = axesOf(chart, layout);
-  std::string out(kStyle);
+  std::string out(kChartStyle);
   out += emptyElement("rect", {{"width", "100%"}, {"height", "100%"}, {"fill", "#ffffff"}});
   out += heading(chart);
   out += legend(chart);
   if (chart.stages.empty()) {
-    out += text(kMargin, kHeaderHeight + 24, "No trial of a ZeRO stage to chart.", "muted");
+    out +=
+        svgText(kFigureMargin, kHeaderHeight + 24, "No trial of a ZeRO stage to chart.", "muted");
   }
   const auto columns = static_cast<std::size_t>(layout.columns);
   for (std::size_t i = 0; i < chart.stages.size(); ++i) {
@@ -495,7 +487,7 @@ std::string chartSvg(const Chart& chart) {
     const auto column = static_cast<double>(i % columns);
     const auto row = static_cast<double>(rowIndex);
     out += panel(chart.stages[i], chart, axes, layout,
-                 kMargin + column * (layout.panelWidth + kColumnGap),
+                 kFigureMargin + column * (layout.panelWidth + kColumnGap),
                  kHeaderHeight + row * (layout.panelHeight + kPanelGap));
   }
   out += footnote(chart, kHeaderHeight + layout.rows * (layout.panelHeight + kPanelGap) + 12);

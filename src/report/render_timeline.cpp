@@ -15,10 +15,11 @@ namespace {
 using markup::element;
 using markup::emptyElement;
 using markup::number;
+using markup::svgText;
 using markup::textElement;
 
-constexpr double kWidth = markup::kFigureWidth;
-constexpr double kMargin = markup::kFigureMargin;
+using markup::kFigureMargin;
+using markup::kFigureWidth;
 constexpr double kLabelWidth = 230;
 constexpr double kGpuWidth = 110;
 constexpr double kTop = 40;  // the time axis above the rows
@@ -30,9 +31,8 @@ constexpr double kLabelledRow = 16;
 constexpr double kCompactRow = 3;
 constexpr std::size_t kMaxNameCharacters = 36;
 constexpr double kSecondsPerMinute = 60;
-constexpr double kSecondsPerHour = 3600;
 
-constexpr std::string_view kStyle =
+constexpr std::string_view kTimelineStyle =
     "<style>"
     ".timeline text{font:11px system-ui,-apple-system,'Segoe UI',sans-serif;fill:#24292f}"
     ".timeline .tick{font-size:10px;fill:#57606a}"
@@ -74,16 +74,6 @@ TimeUnit unitFor(double spanSeconds) {
   return {kSecondsPerHour, "h"};
 }
 
-std::string text(double x, double y, std::string_view content, std::string_view classes,
-                 std::string_view anchor) {
-  return textElement("text",
-                     {{"x", number(x)},
-                      {"y", number(y)},
-                      {"class", std::string(classes)},
-                      {"text-anchor", std::string(anchor)}},
-                     content);
-}
-
 std::string axis(const markup::Scale& time, double span, double bottom) {
   const TimeUnit unit = unitFor(span);
   const markup::Scale inUnit(0, span / unit.seconds, time.at(0), time.at(span));
@@ -95,10 +85,10 @@ std::string axis(const markup::Scale& time, double span, double bottom) {
                                  {"y1", number(kTop - 6)},
                                  {"x2", number(x)},
                                  {"y2", number(bottom)}});
-    out += text(x, kTop - 10, markup::tickLabel(tick) + " " + std::string(unit.suffix), "tick",
-                "middle");
+    out += svgText(x, kTop - 10, markup::tickLabel(tick) + " " + std::string(unit.suffix), "tick",
+                   "middle");
   }
-  out += text(kMargin, kTop - 24, "time since the first trial started", "muted", "start");
+  out += svgText(kFigureMargin, kTop - 24, "time since the first trial started", "muted");
   return out;
 }
 
@@ -132,9 +122,9 @@ std::string row(const TimelineBar& bar, std::size_t index, const markup::Scale& 
                                {"height", number(height)}});
   if (labelled) {
     const double baseline = y + height - 2;
-    out += text(kMargin + kLabelWidth - 8, baseline,
-                markup::shortened(bar.trial, kMaxNameCharacters), "name", "end");
-    out += text(kWidth - kMargin - kGpuWidth + 8, baseline, gpuText(bar), "muted", "start");
+    out += svgText(kFigureMargin + kLabelWidth - 8, baseline,
+                   markup::shortened(bar.trial, kMaxNameCharacters), "name", "end");
+    out += svgText(kFigureWidth - kFigureMargin - kGpuWidth + 8, baseline, gpuText(bar), "muted");
   }
   return element("g", {{"class", "run"}, {"data-trial", bar.trial}}, out);
 }
@@ -148,8 +138,9 @@ std::string timelineSvg(const Timeline& timeline) {
       kTop + rowHeight * static_cast<double>(std::max<std::size_t>(1, timeline.bars.size())) +
       kBottom;
   const double span = timeline.spanSeconds > 0 ? timeline.spanSeconds : 1;
-  const markup::Scale time(0, span, kMargin + kLabelWidth, kWidth - kMargin - kGpuWidth);
-  std::string out(kStyle);
+  const markup::Scale time(0, span, kFigureMargin + kLabelWidth,
+                           kFigureWidth - kFigureMargin - kGpuWidth);
+  std::string out(kTimelineStyle);
   out += axis(time, span, height - kBottom);
   for (std::size_t i = 0; i < timeline.bars.size(); ++i) {
     const double y = kTop + rowHeight * static_cast<double>(i);

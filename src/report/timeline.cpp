@@ -8,8 +8,6 @@
 namespace autotune::report {
 namespace {
 
-constexpr double kSecondsPerHour = 3600;
-
 std::optional<double> secondsSinceEpoch(const std::string& time) {
   const auto parsed = observability::parseTime(time);
   if (!parsed) {

@@ -11,6 +11,8 @@
 
 namespace autotune::report {
 
+inline constexpr double kSecondsPerHour = 3600;
+
 struct TimelineBar {
   std::string trial;
   std::string space;

@@ -72,7 +72,7 @@ std::string longestReason() {
   return tuning::boundedReason(log);
 }
 
-struct Search {
+struct LaunchedTrials {
   api::AutotuneJob job;
   std::vector<tuning::Trial> trials;
   tuning::Trial best;
@@ -80,8 +80,8 @@ struct Search {
 
 // The first 1,000 trials of the grid as the engine launches them, each recorded as long as a
 // record can be: the longest outcome, a reason of the longest kind, times with milliseconds.
-Search thousandTrials() {
-  Search search{gridJob(), {}, {}};
+LaunchedTrials thousandTrials() {
+  LaunchedTrials search{gridJob(), {}, {}};
   tuning::EngineInput input;
   input.spec = search.job.spec;
   input.jobUid = "u-1";
@@ -113,7 +113,7 @@ std::size_t dataBytes(const json& configMap) {
 }
 
 TEST(OutputAtTheTrialLimit, StatusStaysUnder512KiBAndTheConfigMapUnder1MiB) {
-  const Search search = thousandTrials();
+  const LaunchedTrials search = thousandTrials();
   ASSERT_EQ(search.job.status.results.size(), static_cast<std::size_t>(kTrials));
   EXPECT_EQ(json(longestReason()).dump().size(), 256U + 2);  // with its quotes
 
@@ -128,7 +128,7 @@ TEST(OutputAtTheTrialLimit, StatusStaysUnder512KiBAndTheConfigMapUnder1MiB) {
 }
 
 TEST(OutputResults, EachTrialsConfigIsDsConfigWithItsPatch) {
-  const Search search = thousandTrials();
+  const LaunchedTrials search = thousandTrials();
   const json configMap = outputConfigMap(search.job, search.best, search.trials, 3600);
   const json optimal = json::parse(configMap["data"]["ds_config.json"].get<std::string>());
   const json results = json::parse(configMap["data"]["results.json"].get<std::string>());
@@ -144,7 +144,7 @@ TEST(OutputResults, EachTrialsConfigIsDsConfigWithItsPatch) {
 }
 
 TEST(OutputResults, EachRecordCarriesAllItsTrialsMetrics) {
-  Search search = thousandTrials();
+  LaunchedTrials search = thousandTrials();
   api::TrialRecord& measured = search.job.status.results.front();
   measured.outcome = api::Outcome::kSucceeded;
   measured.reason.clear();
@@ -159,7 +159,7 @@ TEST(OutputResults, EachRecordCarriesAllItsTrialsMetrics) {
 }
 
 TEST(OutputResults, OneCompactRecordALine) {
-  const Search search = thousandTrials();
+  const LaunchedTrials search = thousandTrials();
   const std::string text =
       outputConfigMap(search.job, search.best, search.trials, 3600)["data"]["results.json"];
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), kTrials + 2);

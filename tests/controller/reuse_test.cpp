@@ -24,7 +24,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const Timestamp kNow = parseTime("2026-11-26T12:00:00Z").value();
+const Timestamp kReconcileTime = parseTime("2026-11-26T12:00:00Z").value();
 constexpr std::int64_t kMemory = 32LL << 30;
 
 api::AutotuneJob jobOf(const std::string& ns, const std::string& name,
@@ -60,7 +60,7 @@ spec:
   return decoded->job;
 }
 
-GpuCapacity nodesOf(const std::vector<std::string>& products) {
+GpuCapacity nodesWithProducts(const std::vector<std::string>& products) {
   GpuCapacity capacity;
   for (std::size_t i = 0; i < products.size(); ++i) {
     capacity.nodes.push_back({"gpu-" + std::to_string(i), 16, 0, 0, kMemory, products[i]});
@@ -68,7 +68,7 @@ GpuCapacity nodesOf(const std::vector<std::string>& products) {
   return capacity;
 }
 
-const GpuCapacity kH100s = nodesOf({"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3"});
+const GpuCapacity kH100s = nodesWithProducts({"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3"});
 const RanOn kOnH100{{"NVIDIA-H100-80GB-HBM3", kMemory}, ""};
 
 // The kept measurements, by namespace/name, as the cache would hold them.
@@ -107,8 +107,8 @@ Concluded measured(const api::AutotuneJob& job, const std::string& trial, const 
   done.state.trialName = trial;
   done.state.run = trialRunOf(job, trial, 0);
   done.state.node = "gpu-0";
-  done.state.containerStarted = kNow - seconds(600 - ordinal * 60);
-  done.state.containerFinished = kNow - seconds(600 - ordinal * 60 - 30);
+  done.state.containerStarted = kReconcileTime - seconds(600 - ordinal * 60);
+  done.state.containerFinished = kReconcileTime - seconds(600 - ordinal * 60 - 30);
   done.ranOn = ranOn;
   api::TrialRecord& record = done.result.record;
   record.name = trial;
@@ -141,7 +141,7 @@ Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept,
   std::vector<tuning::Trial> running;
   for (int reconcile = 0; reconcile < 100; ++reconcile) {
     Snapshot snapshot;
-    snapshot.now = kNow;
+    snapshot.now = kReconcileTime;
     snapshot.key = job.namespaceName() + "/" + job.name();
     snapshot.generation = 1;
     job.status = search.status;
@@ -251,7 +251,8 @@ TEST(Measurements, TheGpuATrialWouldGetIsKnownOnlyWhenEveryNodeThatFitsHasTheSam
   const auto same = expectedRanOn(spec, kH100s);
   ASSERT_TRUE(same.has_value());
   EXPECT_EQ(same->gpu, kOnH100.gpu);
-  EXPECT_FALSE(expectedRanOn(spec, nodesOf({"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"})));
+  EXPECT_FALSE(
+      expectedRanOn(spec, nodesWithProducts({"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"})));
   GpuCapacity withSmallNode = kH100s;
   withSmallNode.nodes.push_back({"small", 4, 0, 0, kMemory, "Tesla-T4"});
   EXPECT_TRUE(expectedRanOn(spec, withSmallNode)) << "a node too small for a trial does not count";
@@ -477,9 +478,10 @@ TEST(Reuse, NothingIsReusedAcrossNamespacesGpusOrImagesOrWhenTurnedOff) {
   ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
   const std::map<std::string, std::pair<api::AutotuneJob, GpuCapacity>> others = {
       {"another namespace", {jobOf("team-b", "gpt2"), kH100s}},
-      {"other GPUs", {jobOf("ml", "gpt2"), nodesOf({"NVIDIA-A100-SXM4-80GB"})}},
+      {"other GPUs", {jobOf("ml", "gpt2"), nodesWithProducts({"NVIDIA-A100-SXM4-80GB"})}},
       {"GPUs the trial may or may not get",
-       {jobOf("ml", "gpt2"), nodesOf({"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"})}},
+       {jobOf("ml", "gpt2"),
+        nodesWithProducts({"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"})}},
       {"more GPUs per trial", {jobOf("ml", "gpt2", "{resources: {gpusPerTrial: 16}}"), kH100s}},
       {"reuse Disabled", {jobOf("ml", "gpt2", "{reuse: Disabled}"), kH100s}},
   };

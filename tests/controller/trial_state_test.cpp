@@ -79,14 +79,14 @@ spec:
         command: [deepspeed, run_clm.py, --deepspeed, /etc/autotune/ds_config.json]
 )";
 
-AutotuneJob gpt2Large() {
+AutotuneJob decodedJob() {
   auto job = autotune::api::decodeJobYaml(kJob);
   EXPECT_TRUE(job.has_value());
   return job.value_or(AutotuneJob{});
 }
 
 const AutotuneJob& job() {
-  static const AutotuneJob kJob = gpt2Large();
+  static const AutotuneJob kJob = decodedJob();
   return kJob;
 }
 
@@ -616,7 +616,7 @@ json rankOf(json pod, int index) {
 }
 
 // The example job on two nodes.
-const autotune::api::Spec& twoNodes() {
+const autotune::api::Spec& twoNodeSpec() {
   static const autotune::api::Spec kSpec = [] {
     autotune::api::Spec spec = job().spec;
     spec.resources.nodesPerTrial = 2;
@@ -630,7 +630,7 @@ TrialRunState combined(const std::vector<json>& pods) {
   for (const auto& pod : pods) {
     ranks.push_back(observed(pod));
   }
-  return combineRanks(ranks, twoNodes());
+  return combineRanks(ranks, twoNodeSpec());
 }
 
 TEST(MultiNodeTrial, ARankPodNamesItsJobTrialAndRank) {
@@ -704,7 +704,7 @@ TEST(MultiNodeTrial, RunsOnlyOnceEveryRankRunsAndFromTheLastStart) {
   EXPECT_EQ(running.started, at("2026-11-22T12:00:09Z"));
   EXPECT_EQ(deadline(running, job().spec), at("2026-11-22T12:00:09Z") + minutes(30));
 
-  const TrialRunState one = combineRanks({observed(rankOf(runningPod(), 0))}, twoNodes());
+  const TrialRunState one = combineRanks({observed(rankOf(runningPod(), 0))}, twoNodeSpec());
   EXPECT_EQ(one.phase, Phase::kPending);
   EXPECT_EQ(one.message, "1 of its 2 Pods made so far");
 }

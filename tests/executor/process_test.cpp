@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "support/text.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -28,13 +30,7 @@ using autotune::executor::ChildProcess;
 using autotune::executor::ExitStatus;
 using autotune::executor::findExecutable;
 using autotune::executor::LaunchSpec;
-
-std::string readFile(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using autotune::testing::readFile;
 
 // A fresh directory per test for the child's output files, removed afterwards.
 class ChildProcessTest : public ::testing::Test {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/job.h"
+#include "support/text.h"
 #include "tuning/space.h"
 
 namespace {
@@ -28,6 +29,8 @@ using autotune::executor::ResultsDirectory;
 using autotune::executor::specIdentity;
 using autotune::executor::TrialPaths;
 using autotune::executor::writeFileAtomically;
+using autotune::testing::contains;
+using autotune::testing::readFile;
 using autotune::tuning::describeSpace;
 using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
@@ -71,20 +74,9 @@ std::vector<std::string> namesOf(const std::vector<TrialRecord>& records) {
   return names;
 }
 
-std::string readFile(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 void writeFile(const fs::path& path, const std::string& content) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << content;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // A fresh, empty directory per test, removed afterwards.

@@ -123,6 +123,7 @@ inline std::string timestamp(std::chrono::system_clock::time_point time) {
 inline std::string microTimestamp(std::chrono::system_clock::time_point time) {
   return observability::formatTime(time, observability::Fraction::kMicroseconds);
 }
+inline std::string now() { return timestamp(std::chrono::system_clock::now()); }
 
 // Rewrites `status` (a Pod's current status) as a kubelet reports a Pod whose first container
 // runs since `startedAt`: phase Running, startTime, the kubelet's conditions (others kept), and

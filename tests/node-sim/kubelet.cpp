@@ -26,7 +26,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kBoundPods = "spec.nodeName!=";
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kRetryDelay = std::chrono::seconds(1);
-constexpr int kWriteAttempts = 5;
 constexpr std::size_t kWriters = 8;  // API writes made at once
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -71,8 +70,6 @@ const json& firstContainer(const json& pod) {
   }
   return (*spec)["containers"][0];
 }
-
-std::string now() { return timestamp(std::chrono::system_clock::now()); }
 
 std::string joined(const std::vector<std::string>& words) {
   std::string line;

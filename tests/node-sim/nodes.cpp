@@ -21,9 +21,6 @@ constexpr const char* kLeaseNamespace = "kube-node-lease";
 // The kubelet's defaults: a Lease lasts 40 s; a Node holds 110 Pods.
 constexpr int kLeaseSeconds = 40;
 constexpr const char* kMaxPods = "110";
-constexpr int kWriteAttempts = 5;
-
-std::string now() { return timestamp(std::chrono::system_clock::now()); }
 
 json labels(const NodeShape& shape, const std::string& name) {
   return {{"kubernetes.io/hostname", name},

@@ -35,6 +35,9 @@ std::vector<std::string> nodeNames(const NodeShape& shape);
 // The address the simulated Nodes and their Pods report: the processes run on this host.
 inline constexpr std::string_view kHostIp = "127.0.0.1";
 
+// How many times the simulator makes a write that the API server answers with a Conflict.
+inline constexpr int kWriteAttempts = 5;
+
 class Nodes {
  public:
   Nodes(const k8s::Client& client, NodeShape shape) : client_(client), shape_(std::move(shape)) {}

@@ -9,6 +9,7 @@
 #include "report/fixtures.h"
 #include "report/report.h"
 #include "support/published_oracle.h"
+#include "support/text.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ using autotune::report::fixtures::record;
 using autotune::report::fixtures::resultsOf;
 using autotune::report::fixtures::searchOf;
 using autotune::report::fixtures::thousandTrials;
+using autotune::testing::contains;
 namespace oracle = autotune::oracle;
 
 std::size_t count(std::string_view text, std::string_view part) {
@@ -34,10 +36,6 @@ std::size_t count(std::string_view text, std::string_view part) {
     ++found;
   }
   return found;
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
 }
 
 // The published GPT2-large search, with the job that ran it.

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "api/job.h"
+#include "support/fast_trial.h"
+#include "support/text.h"
 #include "tuning/space.h"
 
 namespace {
@@ -18,11 +20,12 @@ using autotune::api::Metric;
 using autotune::api::Outcome;
 using autotune::api::Spec;
 using autotune::api::TrialRecord;
+using autotune::testing::contains;
+using autotune::testing::fastTrial;
 using autotune::tuning::Classification;
 using autotune::tuning::classify;
 using autotune::tuning::describeSpace;
 using autotune::tuning::launchConfig;
-using autotune::tuning::makeFastTrial;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::mentionsOutOfMemory;
 using autotune::tuning::protocolEnvironment;
@@ -63,10 +66,6 @@ Spec specWithArgs(json args, int gpus = 1) {
 
 Spec plainSpec() { return specWithArgs(json::array()); }
 
-Trial fastTrial(const Spec& spec, int stage, int microBatch, int gradientAccumulation) {
-  return makeFastTrial(describeSpace(spec), stage, microBatch, gradientAccumulation);
-}
-
 std::vector<std::string> command(const Spec& spec, const Trial& trial) {
   return trialCommand(spec, "gpt2-large", trial, kConfigPath);
 }
@@ -86,10 +85,6 @@ TrialExit succeededWith(std::string_view metrics, std::string message = "") {
 
 Classification classifyFast(const TrialExit& exit, Metric metric = Metric::kThroughput) {
   return classify(exit, metric, false);
-}
-
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
 }
 
 // --- classify: clean exits ----------------------------------------------------------------------

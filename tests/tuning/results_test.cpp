@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "api/job.h"
+#include "support/fast_trial.h"
+#include "support/text.h"
 #include "tuning/space.h"
 
 namespace {
@@ -20,6 +22,8 @@ using autotune::api::Outcome;
 using autotune::api::SpaceSummary;
 using autotune::api::Spec;
 using autotune::api::TrialRecord;
+using autotune::testing::contains;
+using autotune::testing::fastTrial;
 using autotune::tuning::baselineValue;
 using autotune::tuning::bestTrial;
 using autotune::tuning::describeSpace;
@@ -65,7 +69,7 @@ TrialRecord reused(TrialRecord record, double seconds) {
   return record;
 }
 
-Spec specWithArgs(json args, int gpus = 1) {
+Spec allStagesSpec(json args, int gpus = 1) {
   Spec spec;
   spec.deepspeedConfig = {{"zero_optimization", {{"stage", "all"}}}};
   spec.resources.gpusPerTrial = gpus;
@@ -74,14 +78,6 @@ Spec specWithArgs(json args, int gpus = 1) {
        {{"containers",
          {{{"name", "trainer"}, {"command", {"deepspeed", "train.py"}}, {"args", args}}}}}}};
   return spec;
-}
-
-Trial fastTrial(const Spec& spec, int stage, int microBatch, int gradientAccumulation) {
-  return makeFastTrial(describeSpace(spec), stage, microBatch, gradientAccumulation);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // The trimmed cells of the summary table's row whose first cell is `first` (empty when none).
@@ -285,7 +281,7 @@ TEST(BaselineValue, IsUnknownWhenNothingSucceeded) {
 }
 
 TEST(BestTrial, ThroughputSpeedupIsValueOverBaseline) {
-  const Spec spec = specWithArgs(json::array());
+  const Spec spec = allStagesSpec(json::array());
   const auto best =
       bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, 58, spec.resources);
   EXPECT_EQ(best.trial, "z1_gas1_tmbspg3");
@@ -298,7 +294,7 @@ TEST(BestTrial, ThroughputSpeedupIsValueOverBaseline) {
 }
 
 TEST(BestTrial, NamesTheNodesAndGpusItsConfigIsFor) {
-  Spec spec = specWithArgs(json::array(), 16);
+  Spec spec = allStagesSpec(json::array(), 16);
   spec.resources.nodesPerTrial = 2;
   const auto best =
       bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, 58, spec.resources);
@@ -309,7 +305,7 @@ TEST(BestTrial, NamesTheNodesAndGpusItsConfigIsFor) {
 // cmd.txt of a multi-node search: how to run it on each node, and the command reading the
 // rendezvous from the node's environment where the trial Pods had Kubernetes expand it.
 TEST(Report, AMultiNodeCommandRunsOnEachNodeFromItsEnvironment) {
-  Spec spec = specWithArgs(
+  Spec spec = allStagesSpec(
       json{"--num_nodes", "${AUTOTUNE_NUM_NODES}", "--node_rank", "${AUTOTUNE_NODE_RANK}",
            "--master_addr=${AUTOTUNE_MASTER_ADDR}", "--deepspeed", "x.json"},
       16);
@@ -327,14 +323,14 @@ TEST(Report, AMultiNodeCommandRunsOnEachNodeFromItsEnvironment) {
 }
 
 TEST(Report, ASingleNodeCommandIsOneLine) {
-  const Spec spec = specWithArgs(json{"--deepspeed", "x.json"});
+  const Spec spec = allStagesSpec(json{"--deepspeed", "x.json"});
   const Trial best = fastTrial(spec, 1, 3, 1);
   EXPECT_EQ(report(spec, "gpt2", {}, best, {best}, 60, "/c.json").command,
             "deepspeed train.py --deepspeed /c.json");
 }
 
 TEST(BestTrial, LatencySpeedupIsBaselineOverValue) {
-  const Spec spec = specWithArgs(json::array());
+  const Spec spec = allStagesSpec(json::array());
   const auto best =
       bestTrial(fastTrial(spec, 2, 4, 1), 0.25, Metric::kLatency, 0.5, spec.resources);
   ASSERT_TRUE(best.speedup.has_value());
@@ -343,7 +339,7 @@ TEST(BestTrial, LatencySpeedupIsBaselineOverValue) {
 }
 
 TEST(BestTrial, NoBaselineMeansNoSpeedup) {
-  const Spec spec = specWithArgs(json::array());
+  const Spec spec = allStagesSpec(json::array());
   EXPECT_EQ(
       bestTrial(fastTrial(spec, 1, 3, 1), 87, Metric::kThroughput, std::nullopt, spec.resources)
           .speedup,
@@ -353,7 +349,7 @@ TEST(BestTrial, NoBaselineMeansNoSpeedup) {
 // --- optimalConfig ------------------------------------------------------------------------------
 
 TEST(OptimalConfig, DropsTheAutotuningSectionAndKeepsTheTrainBatchConsistent) {
-  Spec spec = specWithArgs(json::array(), 8);
+  Spec spec = allStagesSpec(json::array(), 8);
   spec.deepspeedConfig["autotuning"] = {{"enabled", true}};
   const TuningSpace space = describeSpace(spec);
   Trial best = makeFastTrial(space, 2, 4, 3);
@@ -367,7 +363,7 @@ TEST(OptimalConfig, DropsTheAutotuningSectionAndKeepsTheTrainBatchConsistent) {
 }
 
 TEST(OptimalConfig, OfTheProfilingTrialHasNoProfilingRequest) {
-  const Spec spec = specWithArgs(json::array());
+  const Spec spec = allStagesSpec(json::array());
   EXPECT_FALSE(optimalConfig(makeProfileTrial(describeSpace(spec))).contains("autotuning"));
 }
 

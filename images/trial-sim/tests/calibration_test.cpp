@@ -88,7 +88,8 @@ const std::vector<Published>& published() {
   return models;
 }
 
-TrainingRun runAt(int stage, std::int64_t microBatch, std::int64_t accumulation = 1) {
+// A run as the published experiments ran it, on kGpus GPUs.
+TrainingRun publishedRun(int stage, std::int64_t microBatch, std::int64_t accumulation = 1) {
   TrainingRun run;
   run.stage = stage;
   run.microBatch = microBatch;
@@ -110,7 +111,7 @@ double throughputAt(const Profile& profile, const TrainingRun& run) {
 
 // The largest micro-batch a tuner may try at a stage: what fits, within the batch cap.
 std::int64_t limitOf(const Published& model, const Profile& profile, int stage) {
-  const std::int64_t largest = largestMicroBatch(profile, runAt(stage, 1));
+  const std::int64_t largest = largestMicroBatch(profile, publishedRun(stage, 1));
   return model.microBatchCap ? std::min<std::int64_t>(largest, *model.microBatchCap) : largest;
 }
 
@@ -125,7 +126,7 @@ TEST_P(PublishedModel, TheLargestMicroBatchThatFitsIsThePublishedBoundary) {
   const Profile profile = profileOf(model);
   for (int stage = 0; stage < kZeroStages; ++stage) {
     const auto index = static_cast<std::size_t>(stage);
-    const std::int64_t largest = largestMicroBatch(profile, runAt(stage, 1));
+    const std::int64_t largest = largestMicroBatch(profile, publishedRun(stage, 1));
     if (model.boundary.at(index)) {
       EXPECT_EQ(largest, *model.boundary.at(index)) << "ZeRO-" << stage;
     }
@@ -146,7 +147,7 @@ TEST_P(PublishedModel, EachStagesPublishedBestMeasuresWithinFivePercent) {
     if (!best || best->throughput == 0) {
       continue;
     }
-    const TrainingRun run = runAt(stage, best->microBatch);
+    const TrainingRun run = publishedRun(stage, best->microBatch);
     EXPECT_NEAR(throughputAt(profile, run), best->throughput, 0.05 * best->throughput)
         << "ZeRO-" << stage << " at micro-batch " << best->microBatch;
     const LaunchResult result = simulate(profile, {run, {}}, 0);
@@ -161,12 +162,12 @@ TEST_P(PublishedModel, ThePublishedBestBeatsTheMicroBatchesNextToIt) {
   const Published& model = GetParam();
   const Profile profile = profileOf(model);
   const StageBest best = globalBest(model);
-  const double value = throughputAt(profile, runAt(model.bestStage, best.microBatch));
+  const double value = throughputAt(profile, publishedRun(model.bestStage, best.microBatch));
   if (best.microBatch > 1) {
-    EXPECT_GT(value, throughputAt(profile, runAt(model.bestStage, best.microBatch - 1)));
+    EXPECT_GT(value, throughputAt(profile, publishedRun(model.bestStage, best.microBatch - 1)));
   }
   if (best.microBatch + 1 <= limitOf(model, profile, model.bestStage)) {
-    EXPECT_GT(value, throughputAt(profile, runAt(model.bestStage, best.microBatch + 1)));
+    EXPECT_GT(value, throughputAt(profile, publishedRun(model.bestStage, best.microBatch + 1)));
   }
 }
 
@@ -182,7 +183,7 @@ std::vector<TrainingRun> searchSpace(const Published& model, const Profile& prof
     for (std::int64_t micro = 1; micro <= limitOf(model, profile, stage); ++micro) {
       for (std::int64_t accumulation = 1; accumulation <= 8; ++accumulation) {
         if (accumulation == 1 || micro * accumulation <= batchLimit) {
-          space.push_back(runAt(stage, micro, accumulation));
+          space.push_back(publishedRun(stage, micro, accumulation));
         }
       }
     }
@@ -194,7 +195,7 @@ TEST_P(PublishedModel, ThePublishedBestIsTheBestOfTheWholeSpaceWhateverTheNoise)
   const Published& model = GetParam();
   const Profile profile = profileOf(model);
   const StageBest best = globalBest(model);
-  const TrainingRun bestRun = runAt(model.bestStage, best.microBatch);
+  const TrainingRun bestRun = publishedRun(model.bestStage, best.microBatch);
   // The lowest the best can measure against the highest any other configuration can.
   const double worstBest = throughputAt(profile, bestRun) * (1 - profile.noise);
   for (const TrainingRun& run : searchSpace(model, profile)) {
@@ -209,7 +210,7 @@ TEST_P(PublishedModel, ThePublishedBestIsTheBestOfTheWholeSpaceWhateverTheNoise)
 
 TEST_P(PublishedModel, TheProfilingRunReportsTheModel) {
   const Profile profile = profileOf(GetParam());
-  CheckedConfig profiling{runAt(3, 1), {}};
+  CheckedConfig profiling{publishedRun(3, 1), {}};
   profiling.outputs.profileModel = true;
   const LaunchResult result = simulate(profile, profiling, 0);
   const auto* report = std::get_if<ModelReport>(&result);
@@ -229,7 +230,8 @@ INSTANTIATE_TEST_SUITE_P(BuiltInProfiles, PublishedModel, ::testing::ValuesIn(pu
 std::int64_t bestMicroBatch(const Profile& profile, int stage, std::int64_t limit) {
   std::int64_t best = 1;
   for (std::int64_t micro = 2; micro <= limit; ++micro) {
-    if (throughputAt(profile, runAt(stage, micro)) > throughputAt(profile, runAt(stage, best))) {
+    if (throughputAt(profile, publishedRun(stage, micro)) >
+        throughputAt(profile, publishedRun(stage, best))) {
       best = micro;
     }
   }
@@ -238,14 +240,14 @@ std::int64_t bestMicroBatch(const Profile& profile, int stage, std::int64_t limi
 
 TEST(Calibration, AllocatorPressurePutsBertBasesBestBelowTheLargestMicroBatchThatFits) {
   const Profile profile = *builtInProfile("bert-base");
-  const std::int64_t largest = largestMicroBatch(profile, runAt(0, 1));
+  const std::int64_t largest = largestMicroBatch(profile, publishedRun(0, 1));
   EXPECT_EQ(bestMicroBatch(profile, 0, largest), 235);
   EXPECT_GT(largest, 235);
 }
 
 TEST(Calibration, AllocatorPressurePutsBertLargesBestBelowTheLargestMicroBatchThatFits) {
   const Profile profile = *builtInProfile("bert-large");
-  const std::int64_t largest = largestMicroBatch(profile, runAt(1, 1));
+  const std::int64_t largest = largestMicroBatch(profile, publishedRun(1, 1));
   EXPECT_EQ(bestMicroBatch(profile, 1, largest), 93);
   EXPECT_GT(largest, 93);
 }

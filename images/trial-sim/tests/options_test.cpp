@@ -15,7 +15,7 @@ Options parsed(const std::vector<std::string>& arguments) {
   return options.value_or(Options{});
 }
 
-std::string refused(const std::vector<std::string>& arguments) {
+std::string refusedArguments(const std::vector<std::string>& arguments) {
   const auto options = parseArguments(arguments);
   EXPECT_FALSE(options);
   return options ? std::string() : options.error();
@@ -55,13 +55,14 @@ TEST(Options, TheSimulatorsOwnFlags) {
 }
 
 TEST(Options, BadValuesAreUsageErrors) {
-  EXPECT_EQ(refused({"--num_gpus", "many"}),
+  EXPECT_EQ(refusedArguments({"--num_gpus", "many"}),
             "--num_gpus: expected a positive integer, got \"many\"");
-  EXPECT_EQ(refused({"--num_gpus", "0"}), "--num_gpus: expected a positive integer, got \"0\"");
-  EXPECT_EQ(refused({"--startup-seconds", "-1"}),
+  EXPECT_EQ(refusedArguments({"--num_gpus", "0"}),
+            "--num_gpus: expected a positive integer, got \"0\"");
+  EXPECT_EQ(refusedArguments({"--startup-seconds", "-1"}),
             "--startup-seconds: expected a number of seconds, got \"-1\"");
-  EXPECT_EQ(refused({"--profile"}), "--profile: expected a value");
-  EXPECT_EQ(refused({"--profile", "gpt2", "--profile-file", "p.json"}),
+  EXPECT_EQ(refusedArguments({"--profile"}), "--profile: expected a value");
+  EXPECT_EQ(refusedArguments({"--profile", "gpt2", "--profile-file", "p.json"}),
             "--profile and --profile-file: give one of them");
 }
 
@@ -96,17 +97,17 @@ TEST(Options, TrainerSwitchesTakeHuggingFacesWordsForTrueAndFalse) {
 }
 
 TEST(Options, BadTrainerValuesAreUsageErrors) {
-  EXPECT_EQ(refused({"--per_device_train_batch_size", "auto"}),
+  EXPECT_EQ(refusedArguments({"--per_device_train_batch_size", "auto"}),
             "--per_device_train_batch_size: expected a positive integer, got \"auto\"");
-  EXPECT_EQ(refused({"--per_device_train_batch_size=2.5"}),
+  EXPECT_EQ(refusedArguments({"--per_device_train_batch_size=2.5"}),
             "--per_device_train_batch_size: expected a positive integer, got \"2.5\"");
-  EXPECT_EQ(refused({"--gradient_accumulation_steps=0"}),
+  EXPECT_EQ(refusedArguments({"--gradient_accumulation_steps=0"}),
             "--gradient_accumulation_steps: expected a positive integer, got \"0\"");
-  EXPECT_EQ(refused({"--gradient_accumulation_steps", "-2"}),
+  EXPECT_EQ(refusedArguments({"--gradient_accumulation_steps", "-2"}),
             "--gradient_accumulation_steps: expected a positive integer, got \"-2\"");
-  EXPECT_EQ(refused({"--per_device_train_batch_size"}),
+  EXPECT_EQ(refusedArguments({"--per_device_train_batch_size"}),
             "--per_device_train_batch_size: expected a value");
-  EXPECT_EQ(refused({"--fp16=maybe"}), "--fp16: expected true or false, got \"maybe\"");
+  EXPECT_EQ(refusedArguments({"--fp16=maybe"}), "--fp16: expected true or false, got \"maybe\"");
 }
 
 TEST(Options, TheEnvironmentFillsWhatTheFlagsLeaveOut) {
@@ -200,7 +201,7 @@ TEST(Options, TheOutOfMemoryRankIsTheFlagThenTheEnvironment) {
   environment.outOfMemoryRank = "last";
   EXPECT_EQ(outOfMemoryRank(parsed({}), environment).error(),
             "AUTOTUNE_SIM_OOM_RANK: expected a non-negative integer, got \"last\"");
-  EXPECT_EQ(refused({"--oom-rank", "-1"}),
+  EXPECT_EQ(refusedArguments({"--oom-rank", "-1"}),
             "--oom-rank: expected a non-negative integer, got \"-1\"");
 }
 
@@ -208,7 +209,7 @@ TEST(Options, TheRendezvousTimeoutIsFiveMinutesUnlessSaidOtherwise) {
   EXPECT_EQ(parsed({}).rendezvousTimeout, std::chrono::minutes(5));
   EXPECT_EQ(parsed({"--rendezvous-timeout", "1.5"}).rendezvousTimeout,
             std::chrono::milliseconds(1500));
-  EXPECT_EQ(refused({"--rendezvous-timeout", "soon"}),
+  EXPECT_EQ(refusedArguments({"--rendezvous-timeout", "soon"}),
             "--rendezvous-timeout: expected a number of seconds, got \"soon\"");
 }
 

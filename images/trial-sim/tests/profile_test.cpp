@@ -89,7 +89,7 @@ TEST(Profiles, EveryFieldOfACustomProfileIsRead) {
   EXPECT_EQ(profile->seed, 99U);
 }
 
-std::string refused(const json& document) {
+std::string refusedProfile(const json& document) {
   const auto profile = profileFromJson(document);
   EXPECT_FALSE(profile) << document.dump();
   return profile ? std::string() : profile.error();
@@ -98,29 +98,29 @@ std::string refused(const json& document) {
 TEST(Profiles, ACustomProfileNamesItsFirstMistake) {
   json document = minimalProfile();
   document.erase("numParameters");
-  EXPECT_EQ(refused(document), "numParameters: is required");
+  EXPECT_EQ(refusedProfile(document), "numParameters: is required");
   document = minimalProfile();
   document["precision"] = "int8";
-  EXPECT_EQ(refused(document), "precision: must be one of fp16, bf16, fp32");
+  EXPECT_EQ(refusedProfile(document), "precision: must be one of fp16, bf16, fp32");
   document = minimalProfile();
   document["stageCost"] = {1, 2};
-  EXPECT_EQ(refused(document), "stageCost: must be 4 positive numbers, one per ZeRO stage");
+  EXPECT_EQ(refusedProfile(document), "stageCost: must be 4 positive numbers, one per ZeRO stage");
   document = minimalProfile();
   document["failingStages"] = {4};
-  EXPECT_EQ(refused(document), "failingStages: must be a list of ZeRO stages (0 to 3)");
+  EXPECT_EQ(refusedProfile(document), "failingStages: must be a list of ZeRO stages (0 to 3)");
   document = minimalProfile();
   document["pressureStart"] = 1;
-  EXPECT_EQ(refused(document), "pressureStart: must be a number from 0 to below 1");
+  EXPECT_EQ(refusedProfile(document), "pressureStart: must be a number from 0 to below 1");
   document = minimalProfile();
   document["activationBytesPerSample"] = "lots";
-  EXPECT_EQ(refused(document), "activationBytesPerSample: must be a positive number");
+  EXPECT_EQ(refusedProfile(document), "activationBytesPerSample: must be a positive number");
 }
 
 TEST(Profiles, AMisspelledFieldIsRefusedRatherThanIgnored) {
   json document = minimalProfile();
   document["microsPerSamples"] = 100;
-  EXPECT_EQ(refused(document), "microsPerSamples: is not a profile field");
-  EXPECT_EQ(refused(json::array()), "a profile must be a JSON object");
+  EXPECT_EQ(refusedProfile(document), "microsPerSamples: is not a profile field");
+  EXPECT_EQ(refusedProfile(json::array()), "a profile must be a JSON object");
 }
 
 TEST(Profiles, TheNoiseSeedFollowsFromTheNameUnlessSet) {

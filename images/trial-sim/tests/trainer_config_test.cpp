@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-const Parallelism kSixteenGpus{16, 1};
+const Parallelism kTrainerParallelism{16, 1};
 
 TrainerArguments batchFlags(std::optional<int> perDevice, std::optional<int> accumulation) {
   TrainerArguments trainer;
@@ -31,14 +31,14 @@ TrainerArguments precisionFlags(std::optional<bool> fp16, std::optional<bool> bf
 
 // The config the Trainer hands to DeepSpeed.
 json handedOver(const json& config, const TrainerArguments& trainer,
-                const Parallelism& parallelism = kSixteenGpus) {
+                const Parallelism& parallelism = kTrainerParallelism) {
   const auto resolved = applyTrainerArguments(config, trainer, parallelism);
   EXPECT_TRUE(resolved) << resolved.error();
   return resolved.value_or(json());
 }
 
 std::string refused(const json& config, const TrainerArguments& trainer,
-                    const Parallelism& parallelism = kSixteenGpus) {
+                    const Parallelism& parallelism = kTrainerParallelism) {
   const auto resolved = applyTrainerArguments(config, trainer, parallelism);
   EXPECT_FALSE(resolved) << resolved->dump();
   return resolved ? std::string() : resolved.error();
@@ -46,7 +46,7 @@ std::string refused(const json& config, const TrainerArguments& trainer,
 
 // What DeepSpeed trains with the config the Trainer handed over.
 TrainingRun trained(const json& config, const TrainerArguments& trainer,
-                    const Parallelism& parallelism = kSixteenGpus) {
+                    const Parallelism& parallelism = kTrainerParallelism) {
   const auto checked = checkConfig(handedOver(config, trainer, parallelism), parallelism);
   EXPECT_TRUE(checked) << checked.error();
   return checked.value_or(CheckedConfig{}).run;
@@ -145,14 +145,14 @@ TEST(TrainerConfig, APlainDeepSpeedLaunchTakesAutoAndLargeFloatsElsewhereToo) {
       {"optimizer", {{"params", {{"lr", "auto"}}}}},
       {"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", 5e8}, {"sub_group_size", 1e9}}}};
   EXPECT_EQ(handedOver(config, TrainerArguments{}), config);
-  const auto checked = checkConfig(config, kSixteenGpus);
+  const auto checked = checkConfig(config, kTrainerParallelism);
   ASSERT_TRUE(checked) << checked.error();
   EXPECT_EQ(checked->run.stage, 2);
 }
 
 TEST(TrainerConfig, WithoutTrainerFlagsTheConfigIsDeepSpeedsAsWritten) {
   EXPECT_EQ(handedOver(kAllAuto, TrainerArguments{}), kAllAuto);
-  const auto checked = checkConfig(handedOver(kAllAuto, TrainerArguments{}), kSixteenGpus);
+  const auto checked = checkConfig(handedOver(kAllAuto, TrainerArguments{}), kTrainerParallelism);
   ASSERT_FALSE(checked);
   EXPECT_EQ(checked.error(), "AssertionError: train_batch_size must be an integer, got \"auto\"");
 }
@@ -201,7 +201,7 @@ TEST(TrainerConfig, OnlyFlagsTheCommandLineGaveAreCompared) {
                            {"train_micro_batch_size_per_gpu", "auto"},
                            {"gradient_accumulation_steps", 1}};
   const auto checked =
-      checkConfig(handedOver(trainBatch, precisionFlags(true, std::nullopt)), kSixteenGpus);
+      checkConfig(handedOver(trainBatch, precisionFlags(true, std::nullopt)), kTrainerParallelism);
   ASSERT_FALSE(checked);
   EXPECT_EQ(checked.error(),
             "AssertionError: Check batch related parameters. train_batch_size is not equal to "
@@ -215,7 +215,7 @@ TEST(TrainerConfig, AWholeFloatAgreesWithItsFlagButStaysDeepSpeedsToRefuse) {
             kMismatchHeader +
                 "- ds train_micro_batch_size_per_gpu=2.5 vs hf per_device_train_batch_size=2\n" +
                 kMismatchAdvice);
-  const auto checked = checkConfig(config, kSixteenGpus);
+  const auto checked = checkConfig(config, kTrainerParallelism);
   ASSERT_FALSE(checked);
   EXPECT_EQ(checked.error(),
             "AssertionError: train_micro_batch_size_per_gpu must be an integer, got 16.0");
