@@ -6,14 +6,21 @@
 # and proves that the binary starts, with every symbol bound, on the slim base's libraries plus
 # OUT_DIR/lib alone. The image's build stage runs this; it works on any Debian bookworm machine
 # too, and installs the packages it needs with apt only when they are missing.
-# Usage: images/operator/build.sh OUT_DIR            (JOBS=N for parallel compiles, default 2)
+# Given BINARY, an autotune-operator already built from this tree (make test passes the main
+# build's), it stages and checks that one instead of compiling the project a second time.
+# Usage: images/operator/build.sh OUT_DIR [BINARY]   (JOBS=N for parallel compiles, default 2)
 set -euo pipefail
 
-if [[ $# -ne 1 || -z $1 ]]; then
-  echo "usage: $0 OUT_DIR" >&2
+if [[ $# -lt 1 || $# -gt 2 || -z $1 ]]; then
+  echo "usage: $0 OUT_DIR [BINARY]" >&2
   exit 2
 fi
 out_dir=$1
+prebuilt=${2:-}
+if [[ -n $prebuilt && ! -x $prebuilt ]]; then
+  echo "operator build: $prebuilt is not an executable" >&2
+  exit 2
+fi
 image_dir=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$image_dir/../.." && pwd)
 build_dir=$out_dir/build
@@ -61,14 +68,17 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 fi
 
 mkdir -p "$out_dir"
-# Release at -O2, the level every test tier runs at (the project's RelWithDebInfo, without -g):
-# at CMake's default -O3, GCC 12 reports false -Wrestrict errors inside std::string (GCC bug 105651)
-# and the project builds with -Werror.
-cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF
-cmake --build "$build_dir" --target autotune-operator -j"${JOBS:-2}"
+if [[ -z $prebuilt ]]; then
+  # Release at -O2, the level every test tier runs at (the project's RelWithDebInfo, without
+  # debug information): at CMake's default -O3, GCC 12 reports false -Wrestrict errors inside
+  # std::string (GCC bug 105651) and the project builds with -Werror.
+  cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF
+  cmake --build "$build_dir" --target autotune-operator -j"${JOBS:-2}"
+  prebuilt=$build_dir/bin/autotune-operator
+fi
 binary=$out_dir/autotune-operator
-install -m 0755 --strip "$build_dir/bin/autotune-operator" "$binary"
+install -m 0755 --strip "$prebuilt" "$binary"
 
 # The package that owns a library file, whichever of /lib and /usr/lib (merged on bookworm) dpkg
 # recorded it under; empty if none does.

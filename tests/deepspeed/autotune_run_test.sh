@@ -13,7 +13,8 @@ source "$here/environment.sh" "${4:-newest}"
 parameters=$((512 * 128 + 64 * 128 + 2 * 198272 + 128 * 512 + 512))
 
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
-sed -e "s|@SCRIPT@|$here/tiny_lm.py|" -e "s|@RANKS@|$ranks|" "$here/tiny-lm.yaml" >job.yaml
+sed -e "s|@SCRIPT@|$here/tiny_lm.py|" -e "s|@RANKS@|$ranks|" -e "s|@PORT@|$ds_port|" \
+  "$here/tiny-lm.yaml" >job.yaml
 run_search "$autotune" autotune_results job.yaml --gpus "0-$((ranks - 1))"
 python3 "$here/check_run.py" autotune_results "$ranks" "$parameters" 0,1,2
 

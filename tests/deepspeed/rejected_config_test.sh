@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/environment.sh" newest
 
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
-sed -e "s|@SCRIPT@|$here/tiny_lm.py|" "$here/rejected.yaml" >job.yaml
+sed -e "s|@SCRIPT@|$here/tiny_lm.py|" -e "s|@PORT@|$ds_port|" "$here/rejected.yaml" >job.yaml
 status=0
 "$autotune" run job.yaml --gpus 0 >run.log 2>&1 || status=$?
 python3 - "$status" <<'PY'
@@ -37,7 +37,8 @@ grep -q "z2_gas1_tmbspg[0-9]*: offload_optimizer needs DeepSpeed's own optimizer
   exit 1
 }
 echo "$offload" >offload.json
-if deepspeed --num_gpus 1 "$here/tiny_lm.py" --deepspeed offload.json >offload.log 2>&1; then
+if deepspeed --num_gpus 1 --master_port "$ds_port" "$here/tiny_lm.py" --deepspeed offload.json \
+  >offload.log 2>&1; then
   echo "DeepSpeed accepted an offload with a client optimizer; the prune rule is wrong" >&2
   exit 1
 fi

@@ -15,13 +15,15 @@
 # registered again, a trial Pod deleted, a trial process killed,
 # kube-apiserver and etcd restarted, and a proxy between the operator and the API server that
 # drops, stalls and answers 429 and 500; and the operator killed with SIGKILL mid-job and
-# restarted, without a trial run twice or a result lost. At the end, the chart's RBAC is held to
-# the requests the API server's audit log recorded from the operator, and every log of the run is
-# searched for the operator's token and for private keys.
+# restarted, without a trial run twice or a result lost. At the end, every log of the run is
+# searched for the operator's token and for private keys, and the API server's audit log is kept
+# for rights_used_test.sh, which holds the chart's RBAC to the requests of every theme's run.
 #
-# Usage: e2e_test.sh OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR
-# AUTOTUNE_E2E_KEEP=1 keeps the work folder (logs, launch logs) even when every check passes;
-# AUTOTUNE_E2E_CASES (names of the case_* functions, e.g. "example restart") runs only those.
+# Usage: AUTOTUNE_E2E_THEME=THEME e2e_test.sh OPERATOR NODE_SIM TRIAL_SIM SOURCE_DIR
+# THEME is one of the themes at the end of this file, a share of the cases that runs on a cluster
+# of its own; AUTOTUNE_E2E_CASES (names of the case_* functions, e.g. "example restart") runs only
+# those instead. AUTOTUNE_E2E_AUDIT_DIR keeps the audit log there (keep_audit_log);
+# AUTOTUNE_E2E_KEEP=1 keeps the work folder (logs, launch logs) even when every check passes.
 set -euo pipefail
 
 if (($# != 4)); then
@@ -1153,10 +1155,14 @@ case_multinode_oom() {
 # --- real DeepSpeed (the deepspeed tier runs this case alone: tests/deepspeed) --------------------
 
 # tests/deepspeed/tiny-lm.yaml in the case's namespace, two ranks a trial, every trial Pod a real
-# DeepSpeed launch on the CPU accelerator from the environment of scripts/deepspeed-env.
+# DeepSpeed launch on the CPU accelerator from the environment of scripts/deepspeed-env, meeting on
+# the port AUTOTUNE_DS_PORT (the tier gives each of its tests its own; the two-node case below
+# uses the operator's own, DeepSpeed's default).
+deepspeed_port=${AUTOTUNE_DS_PORT:-29510}
 deepspeed_job_manifest() {
   local venv=$1
   sed -e "s|@SCRIPT@|$source_dir/tests/deepspeed/tiny_lm.py|" -e 's|@RANKS@|2|' \
+    -e "s|@PORT@|$deepspeed_port|" \
     -e "s|^  name: tiny-lm$|  name: tiny-lm\n  namespace: $case_ns|" \
     "$source_dir/tests/deepspeed/tiny-lm.yaml"
   deepspeed_env "$venv"
@@ -1200,8 +1206,9 @@ deepspeed_trains_with() {
   local venv=$1 configmap=$2
   configmap_data "$configmap" ds_config.json >"$work/tuned_ds_config.json"
   PATH=$venv/bin:$PATH DS_ACCELERATOR=cpu TORCH_EXTENSIONS_DIR=$venv/torch-extensions \
-    deepspeed --num_gpus 2 "$source_dir/tests/deepspeed/tiny_lm.py" \
-    --deepspeed "$work/tuned_ds_config.json" >"$work/tuned.log" 2>&1 || {
+    deepspeed --num_gpus 2 --master_port "$deepspeed_port" \
+    "$source_dir/tests/deepspeed/tiny_lm.py" --deepspeed "$work/tuned_ds_config.json" \
+    >"$work/tuned.log" 2>&1 || {
     tail -20 "$work/tuned.log"
     return 1
   }
@@ -1282,13 +1289,30 @@ case_deepspeed_two_nodes() {
 
 # --- the run -------------------------------------------------------------------------------------
 
+# The cases by theme. Each theme is a ctest test of its own (e2e.operator.THEME), on a cluster of
+# its own, so that the themes run side by side; within a theme the cases run one after another,
+# since most of them count every GPU of the cluster or stop its operator or its API server.
+declare -A themes=(
+  [search]="rbac example strategies oom profiling crash timeout unschedulable invalid configs
+    sharing deletion hostile foreign hold pod_security multinode_oom"
+  [busy]="busy_cluster quota preemption"
+  [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
+  [restarts]="restart multinode"
+)
+
+if [[ -n ${AUTOTUNE_E2E_CASES:-} ]]; then
+  cases=$AUTOTUNE_E2E_CASES
+elif [[ -n ${themes[${AUTOTUNE_E2E_THEME:-}]:-} ]]; then
+  cases=${themes[$AUTOTUNE_E2E_THEME]}
+else
+  echo "$test_name: set AUTOTUNE_E2E_THEME to one of ${!themes[*]}, or AUTOTUNE_E2E_CASES" >&2
+  exit 2
+fi
+
 e2e_test_up
 
-# AUTOTUNE_E2E_CASES="example restart" runs only those cases.
 # shellcheck disable=SC2086  # a list of names
-run_cases ${AUTOTUNE_E2E_CASES:-rbac example strategies oom profiling crash timeout unschedulable \
-  invalid configs sharing deletion hostile foreign node_return busy_cluster quota pod_security \
-  preemption hold pod_deleted process_killed controlplane_restart api_faults restart multinode \
-  multinode_oom rights_used no_secrets_in_logs}
+run_cases $cases no_secrets_in_logs
+keep_audit_log "${AUTOTUNE_E2E_THEME:-cases}"
 
 e2e_test_end

@@ -1,19 +1,21 @@
 """The chart's RBAC against what the operator really asked for.
 
-    rights_used.py AUDIT_LOG RBAC_JSON USER [GROUP/RESOURCE/VERB...]
+    rights_used.py RBAC_JSON USER AUDIT_LOG... [--elsewhere GROUP/RESOURCE/VERB...]
 
-AUDIT_LOG is the API server's audit log (JSON lines); RBAC_JSON the chart's ServiceAccount, Roles,
-ClusterRoles and bindings as `kubectl get -o json` lists them; USER the operator's user name; each
-GROUP/RESOURCE/VERB (such as core/pods/get) a grant that this run does not exercise because another
-test's run does. The operator's requests are those of USER whose User-Agent is autotune-operator's
-(kubectl may use its credentials too). Prints each (API group, resource, verb) the operator used
-with its count, then fails if authorization refused a request, a verb was used that no rule grants,
-or a granted verb was never used, apart from those given and the grants listed below with the
-reason no run can be made to show them. A 403 that authorization allowed is admission's (a
-ResourceQuota, Pod Security), which the e2e cases bring about on purpose; the audit event's
+RBAC_JSON is the chart's ServiceAccount, Roles, ClusterRoles and bindings as `kubectl get -o json`
+lists them; USER the operator's user name; each AUDIT_LOG an API server's audit log (JSON lines):
+one per cluster where the operator ran with those rights, read as one run; each GROUP/RESOURCE/VERB
+(such as core/pods/get) a grant that these runs do not exercise because another test's run does.
+The operator's requests are those of USER whose User-Agent is autotune-operator's (kubectl may use
+its credentials too). Prints each (API group, resource, verb) the operator used with its count,
+then fails if authorization refused a request, a verb was used that no rule grants, or a granted
+verb was never used, apart from those given and the grants listed below with the reason no run can
+be made to show them. A 403 that authorization allowed is admission's (a ResourceQuota, Pod
+Security), which the e2e cases bring about on purpose; the audit event's
 authorization.k8s.io/decision tells them apart.
 """
 
+import argparse
 import collections
 import json
 import sys
@@ -67,14 +69,28 @@ def used(audit_lines, user):
     return counts, refused
 
 
-def main(audit_path, rbac_path, user, *elsewhere):
-    exercised_elsewhere = {tuple(right.split("/", 2)) for right in elsewhere}
-    with open(rbac_path, encoding="utf-8") as rbac_file:
+def arguments():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rbac")
+    parser.add_argument("user")
+    parser.add_argument("audit_logs", nargs="+")
+    parser.add_argument("--elsewhere", nargs="*", default=[])
+    return parser.parse_args()
+
+
+def main():
+    args = arguments()
+    exercised_elsewhere = {tuple(right.split("/", 2)) for right in args.elsewhere}
+    with open(args.rbac, encoding="utf-8") as rbac_file:
         rights = granted(json.load(rbac_file))
-    with open(audit_path, encoding="utf-8") as audit_file:
-        counts, refused = used(audit_file, user)
+    counts, refused = collections.Counter(), collections.Counter()
+    for path in args.audit_logs:
+        with open(path, encoding="utf-8") as audit_file:
+            used_here, refused_here = used(audit_file, args.user)
+        counts.update(used_here)
+        refused.update(refused_here)
     if not counts:
-        print(f"no request of {user} in {audit_path}")
+        print(f"no request of {args.user} in {' '.join(args.audit_logs)}")
         return 1
     for (group, resource, verb), count in sorted(counts.items()):
         print(f"used {group} {resource} {verb}: {count}")
@@ -90,6 +106,4 @@ def main(audit_path, rbac_path, user, *elsewhere):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main())

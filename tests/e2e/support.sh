@@ -466,9 +466,24 @@ case_rights_used() {
 # of exercised_elsewhere; what it says (each right used, with its count) is kept in
 # rights-used.txt.
 rights_used() {
-  python3 "$source_dir/tests/e2e/rights_used.py" "$E2E_AUDIT_LOG" "$1" \
-    "system:serviceaccount:$e2e_operator_namespace:$E2E_OPERATOR_ACCOUNT" \
-    "${exercised_elsewhere[@]}" | tee "$work/rights-used.txt"
+  python3 "$source_dir/tests/e2e/rights_used.py" "$1" "$(operator_user)" "$E2E_AUDIT_LOG" \
+    --elsewhere "${exercised_elsewhere[@]}" | tee "$work/rights-used.txt"
+}
+
+operator_user() { echo "system:serviceaccount:$e2e_operator_namespace:$E2E_OPERATOR_ACCOUNT"; }
+
+# Where AUTOTUNE_E2E_AUDIT_DIR names a folder, the run's audit log, the chart's rules and the
+# operator's user name are kept there as $1.audit.log, $1.rbac.json and $1.user, for a test that
+# holds the rules to what the runs of several clusters used together (rights_used_test.sh).
+keep_audit_log() {
+  [[ -n ${AUTOTUNE_E2E_AUDIT_DIR:-} ]] || return 0
+  require "the audit log and the chart's rules are kept in $AUTOTUNE_E2E_AUDIT_DIR" \
+    keep_audit_files "$AUTOTUNE_E2E_AUDIT_DIR/$1"
+}
+
+keep_audit_files() {
+  mkdir -p "$(dirname "$1")" && cp "$E2E_AUDIT_LOG" "$1.audit.log" && read_rbac "$1.rbac.json" &&
+    operator_user >"$1.user"
 }
 
 # The operator's bearer token and every private key of the control plane, if any log of the run
@@ -511,7 +526,7 @@ e2e_test_up() {
 run_cases() {
   local name
   for name in "$@"; do
-    "case_$name"
+    timed_case "$name"
   done
 }
 
