@@ -1248,7 +1248,7 @@ spec:
   deepspeedConfig:
     train_micro_batch_size_per_gpu: [2, 4]
     gradient_accumulation_steps: 1
-    optimizer: {type: AdamW, params: {lr: 0.0001}}
+    optimizer: {type: AdamW, params: {lr: 0.0001, torch_adam: true}}
     zero_optimization: {stage: 1}
   model: {numParameters: 536320, activationMemoryPerSample: 1000000}
   resources: {gpusPerTrial: 2, nodesPerTrial: 2, gpuMemory: 1184Mi}
