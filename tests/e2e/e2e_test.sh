@@ -1309,10 +1309,12 @@ else
   exit 2
 fi
 
+kept_as=${AUTOTUNE_E2E_THEME:-cases}
+forget_audit_log "$kept_as"
 e2e_test_up
 
 # shellcheck disable=SC2086  # a list of names
 run_cases $cases no_secrets_in_logs
-keep_audit_log "${AUTOTUNE_E2E_THEME:-cases}"
+keep_audit_log "$kept_as"
 
 e2e_test_end

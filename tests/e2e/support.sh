@@ -481,6 +481,13 @@ keep_audit_log() {
     keep_audit_files "$AUTOTUNE_E2E_AUDIT_DIR/$1"
 }
 
+# What an earlier run kept as $1 goes first: a run that ends before keep_audit_log must leave
+# nothing that rights_used_test.sh would read as its own.
+forget_audit_log() {
+  [[ -n ${AUTOTUNE_E2E_AUDIT_DIR:-} ]] || return 0
+  rm -f "$AUTOTUNE_E2E_AUDIT_DIR/$1".{audit.log,rbac.json,user}
+}
+
 keep_audit_files() {
   mkdir -p "$(dirname "$1")" && cp "$E2E_AUDIT_LOG" "$1.audit.log" && read_rbac "$1.rbac.json" &&
     operator_user >"$1.user"
