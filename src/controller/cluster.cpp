@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "api/job.h"
+#include "k8s/object.h"
 
 namespace autotune::controller {
 namespace {
@@ -39,6 +40,10 @@ Store* storeFor(const std::vector<std::pair<std::string, std::unique_ptr<Store>>
 }
 
 }  // namespace
+
+bool hasEnded(api::Phase phase) {
+  return phase == api::Phase::kSucceeded || phase == api::Phase::kFailed;
+}
 
 std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after) {
   const BatchJob* job = after != nullptr ? after : before;
@@ -173,6 +178,34 @@ runtime::Shared<BatchJob> Cluster::batchJob(const std::string& key) const {
   return store == nullptr ? nullptr : store->get(key);
 }
 
+std::optional<TrialOwner> Cluster::ownerOf(const Pod& pod) const {
+  if (!pod.ownerJobUid.empty()) {
+    return TrialOwner{pod.ownerJobName, pod.ownerJobUid};
+  }
+  if (pod.batchJob.empty()) {
+    return std::nullopt;
+  }
+  const auto job = batchJob(pod.ns + "/" + pod.batchJob);
+  if (!job || job->uid != pod.batchJobUid || job->ownerJobUid.empty()) {
+    return std::nullopt;
+  }
+  return TrialOwner{job->ownerJobName, job->ownerJobUid};
+}
+
+GpuCapacity Cluster::capacity() const {
+  return gpus_.capacity([this](const std::string& podKey) { return reservesGpus(podKey); });
+}
+
+bool Cluster::reservesGpus(const std::string& podKey) const {
+  const auto pod = this->pod(podKey);
+  const auto owner = pod ? ownerOf(*pod) : std::nullopt;
+  if (!owner) {
+    return false;
+  }
+  const auto job = this->job(pod->ns + "/" + owner->name);
+  return job && k8s::text(job->metadata, "uid") == owner->uid && !hasEnded(job->status.phase);
+}
+
 std::vector<runtime::Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
                                                         const std::string& jobLabel) const {
   const auto* store = storeFor(pods_, ns);
@@ -297,8 +330,11 @@ std::vector<std::string> Cluster::jobsConcernedByPod(const Pod* before, const Po
     return {};
   }
   std::vector<std::string> keys;
-  if (!pod->ownerJobName.empty()) {
-    keys.push_back(pod->ns + "/" + pod->ownerJobName);
+  // A Pod no job of ours controls concerns the job its label names, which tells of it.
+  if (const auto owner = ownerOf(*pod)) {
+    keys.push_back(pod->ns + "/" + owner->name);
+  } else if (!pod->jobLabel.empty()) {
+    keys.push_back(pod->ns + "/" + pod->jobLabel);
   }
   const bool heldGpus = before != nullptr && before->gpus > 0 && !before->finished();
   const bool letGo = after == nullptr || after->finished();
@@ -321,8 +357,8 @@ std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node
   }
   for (const auto& [ns, store] : pods_) {
     for (const auto& pod : store->byIndex(std::string(kByNode), node->name)) {
-      if (!pod->ownerJobName.empty()) {
-        keys.insert(pod->ns + "/" + pod->ownerJobName);
+      if (const auto owner = ownerOf(*pod)) {
+        keys.insert(pod->ns + "/" + owner->name);
       }
     }
   }
@@ -340,7 +376,7 @@ std::vector<std::string> Cluster::jobsConcernedByWorkload(const Workload* before
   std::string ownerJob;
   if (workload->ownerKind == "Pod") {
     if (const auto pod = this->pod(ownerKey)) {
-      ownerJob = pod->ownerJobName;
+      ownerJob = ownerOf(*pod).value_or(TrialOwner{}).name;
     }
   } else if (workload->ownerKind == "Job") {
     if (const auto job = batchJob(ownerKey)) {
@@ -424,6 +460,19 @@ void Cluster::deletingPod(const Pod& pod) {
     deleting.deleting = true;
     store->put(std::make_shared<const Pod>(std::move(deleting)));
   }
+}
+
+bool Cluster::noticeForeignPod(const std::string& uid) {
+  const std::scoped_lock lock(mutex_);
+  if (!foreignPods_.insert(uid).second) {
+    return false;
+  }
+  foreignOrder_.push_back(uid);
+  if (foreignOrder_.size() > kRememberedForeignPods) {
+    foreignPods_.erase(foreignOrder_.front());
+    foreignOrder_.pop_front();
+  }
+  return true;
 }
 
 void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJob* after) {

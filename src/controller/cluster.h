@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,6 +32,15 @@ using NodeStore = runtime::Indexed<Node>;
 using WorkloadStore = runtime::Indexed<Workload>;
 using LocalQueueStore = runtime::Indexed<LocalQueue>;
 using MeasurementStore = runtime::Indexed<MeasurementObject>;
+
+// Whether a job in this phase has ended: Succeeded or Failed.
+bool hasEnded(api::Phase phase);
+
+// The AutotuneJob whose trial a Pod is.
+struct TrialOwner {
+  std::string name;
+  std::string uid;
+};
 
 // What Kueue says of a job's queue, when the operator watches Kueue's objects (--kueue).
 enum class QueueState { kNotWatched, kFound, kMissing };
@@ -86,7 +96,13 @@ class Cluster {
   MissingNodes missingNodes(const NodeNames& named, Timestamp now) const;
   // What a direct GET of a node the cache lacks answered.
   void nodeLookedUp(const std::string& name, bool found, Timestamp at);
-  GpuCapacity capacity() const { return gpus_.capacity(); }
+  // The AutotuneJob whose trial the Pod is: its controller, or the controller of the batch Job
+  // the cache holds under the Pod's controller's name and UID (a multi-node trial's). Nothing
+  // for any other Pod, whatever its labels and annotations say: any tenant can write those.
+  std::optional<TrialOwner> ownerOf(const Pod& pod) const;
+  // GPUs bound Pods hold, and those unbound trial Pods of jobs the cache holds and that have not
+  // ended reserve (GpuLedger): a Pod that merely carries the operator's labels reserves none.
+  GpuCapacity capacity() const;
 
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for: first come,
   // first served.
@@ -121,10 +137,15 @@ class Cluster {
   void wrotePod(const nlohmann::json& object);
   void wroteBatchJob(const nlohmann::json& object);
   void deletingPod(const Pod& pod);
+  // Whether a foreign Pod (Snapshot::foreignPods) of this UID is new to this process: each is told
+  // of once. The kRememberedForeignPods noticed most recently are remembered.
+  bool noticeForeignPod(const std::string& uid);
 
  private:
   void jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJob* after);
   void podDeleted(runtime::Shared<Pod> pod);
+  // Whether the unbound Pod of this key is a trial of a job that holds GPUs for it.
+  bool reservesGpus(const std::string& podKey) const;
 
   std::vector<std::pair<std::string, std::unique_ptr<AutotuneJobStore>>> jobs_;
   std::vector<std::pair<std::string, std::unique_ptr<PodStore>>> pods_;
@@ -145,9 +166,12 @@ class Cluster {
   // Trial Pods deleted lately, as last seen: by "namespace/job label", and in deletion order.
   std::map<std::string, std::map<std::string, runtime::Shared<Pod>>, std::less<>> deletedPods_;
   std::deque<std::pair<std::string, std::string>> deletionOrder_;  // (label key, Pod key)
+  std::set<std::string, std::less<>> foreignPods_;                 // UIDs, as noticed
+  std::deque<std::string> foreignOrder_;
 };
 
 inline constexpr std::size_t kRememberedDeletions = 4096;
+inline constexpr std::size_t kRememberedForeignPods = 4096;
 
 // The job a trial's batch Job belongs to, if any.
 std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after);

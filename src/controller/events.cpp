@@ -4,6 +4,7 @@
 
 #include "api/text.h"
 #include "controller/conditions.h"
+#include "controller/trial_pod.h"
 #include "k8s/object.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
@@ -128,6 +129,17 @@ JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric m
     items.emplace_back(record.name, outcome + " from ConfigMap " + record.reusedFrom);
   }
   return aboutTrials("TrialReused", "Normal", "reused", items);
+}
+
+JobEvent foreignPod(const Pod& pod) {
+  const std::string controller =
+      !pod.ownerJobUid.empty() ? "AutotuneJob " + pod.ownerJobName + " of UID " + pod.ownerJobUid
+      : !pod.batchJob.empty()  ? "Job " + pod.batchJob + ", which is not a trial of this job's"
+                               : "none";
+  return {"ForeignPod", "Warning", pod.name,
+          "Pod " + pod.name + " carries this job's label " + std::string(kJobLabel) +
+              " but is not one of its trials (its controller: " + controller +
+              "): it is not read, counted or deleted"};
 }
 
 JobEvent measurementIgnored(const std::string& message) {

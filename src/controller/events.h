@@ -58,6 +58,8 @@ JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder
 // Trials whose results were taken from measurements kept before (reuse.h): "Trial a reused:
 // OOM (from ConfigMap m)".
 JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric metric);
+// A Pod labelled for the job that is not one of its trials (Snapshot::foreignPods).
+JobEvent foreignPod(const Pod& pod);
 // A kept measurement that could have stood for a trial and cannot: the trial runs.
 JobEvent measurementIgnored(const std::string& message);
 // A finished trial's measurement could not be kept (the API refused it, or it is too large).

@@ -49,6 +49,9 @@ void GpuLedger::setPod(const Pod& pod) {
   if (pod.gpus <= 0 || pod.finished()) {
     return;
   }
+  if (pod.nodeName.empty() && !pod.schedulingGates.empty()) {
+    return;
+  }
   holds_.insert_or_assign(pod.key, Hold{pod.nodeName, pod.gpus});
   if (pod.nodeName.empty()) {
     unbound_[pod.key] = pod.gpus;
@@ -78,20 +81,23 @@ void GpuLedger::release(const std::string& key) {
   holds_.erase(held);
 }
 
-GpuCapacity GpuLedger::capacity() const {
-  const std::scoped_lock lock(mutex_);
+GpuCapacity GpuLedger::capacity(const Reserves& reserves) const {
   GpuCapacity capacity;
-  for (const auto& [name, node] : nodes_) {
-    const auto used = usedOnNode_.find(name);
-    capacity.nodes.push_back({name, node.gpus, used == usedOnNode_.end() ? 0 : used->second, 0,
-                              node.gpuMemoryBytes, node.gpuProduct});
+  std::vector<std::pair<int, std::string>> unbound;
+  {
+    const std::scoped_lock lock(mutex_);
+    for (const auto& [name, node] : nodes_) {
+      const auto used = usedOnNode_.find(name);
+      capacity.nodes.push_back({name, node.gpus, used == usedOnNode_.end() ? 0 : used->second, 0,
+                                node.gpuMemoryBytes, node.gpuProduct});
+    }
+    unbound.reserve(unbound_.size());
+    for (const auto& [key, gpus] : unbound_) {
+      unbound.emplace_back(gpus, key);
+    }
   }
+  std::erase_if(unbound, [&](const auto& pod) { return !reserves(pod.second); });
   // Largest first, then by key, so the same Pods always give the same placement.
-  std::vector<std::pair<int, std::string_view>> unbound;
-  unbound.reserve(unbound_.size());
-  for (const auto& [key, gpus] : unbound_) {
-    unbound.emplace_back(gpus, key);
-  }
   std::ranges::sort(unbound, [](const auto& left, const auto& right) {
     return left.first != right.first ? left.first > right.first : left.second < right.second;
   });

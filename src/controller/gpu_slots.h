@@ -4,6 +4,7 @@
 // reconciler's business; this only counts.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -41,18 +42,24 @@ struct GpuCapacity {
 // walks the nodes and the unbound Pods only. Thread-safe.
 //
 // GPUs of Ready Nodes without spec.unschedulable (taints are not read: GPU nodes are commonly
-// tainted for the Pods that tolerate it). A Pod holds the GPUs its containers ask for (see
-// Pod::gpus) from binding until it Succeeded or Failed. Unbound unfinished Pods are placed
-// best-fit, largest first, as reservations, so that trials already waiting for the scheduler are
-// not counted twice. Pods on other Nodes are ignored.
+// tainted for the Pods that tolerate it). A Pod bound to a node holds the GPUs its containers ask
+// for (see Pod::gpus) until it Succeeded or Failed, whoever made it: the scheduler placed it there.
+// An unbound Pod holds nothing, but one that `reserves` accepts (a trial of a job the operator
+// holds) and that no scheduling gate holds is placed best-fit, largest first, as a reservation, so
+// that trials already waiting for the scheduler are not counted twice. Pods on other Nodes are
+// ignored.
 class GpuLedger {
  public:
+  // Whether the unbound Pod of this key (namespace/name) reserves GPUs.
+  using Reserves = std::function<bool(const std::string& podKey)>;
+
   void setNode(const Node& node);
   void removeNode(const std::string& name);
   void setPod(const Pod& pod);
   void removePod(const std::string& key);
 
-  GpuCapacity capacity() const;
+  // `reserves` is asked without the ledger's lock held: it may read the caches.
+  GpuCapacity capacity(const Reserves& reserves) const;
 
  private:
   struct Hold {

@@ -137,8 +137,9 @@ ContainerStatus containerStatusOf(const json& status) {
   return container;
 }
 
-// The controlling owner, when it is an AutotuneJob, or a multi-node trial's batch Job: that Job's
-// Pods name their AutotuneJob in annotations, as the Job controller sets their owner.
+// The controlling owner, when it is an AutotuneJob or a batch Job (a multi-node trial's, if that
+// Job is one: Cluster::ownerOf). Annotations and labels are not read for it: anyone who may create
+// Pods may write them.
 void readOwner(const json& metadata, Pod& pod) {
   for (const auto& owner : member(metadata, "ownerReferences")) {
     if (member(owner, "controller") != true) {
@@ -148,12 +149,9 @@ void readOwner(const json& metadata, Pod& pod) {
       pod.ownerJobName = text(owner, "name");
       pod.ownerJobUid = text(owner, "uid");
     } else if (text(owner, "kind") == "Job" && text(owner, "apiVersion") == "batch/v1") {
-      const json& annotations = member(metadata, "annotations");
       pod.batchJob = text(owner, "name");
       pod.batchJobUid = text(owner, "uid");
-      pod.ownerJobName = text(annotations, kOwnerNameAnnotation);
-      pod.ownerJobUid = text(annotations, kOwnerUidAnnotation);
-      pod.completionIndex = text(annotations, kCompletionIndexAnnotation);
+      pod.completionIndex = text(member(metadata, "annotations"), kCompletionIndexAnnotation);
     }
     return;
   }
@@ -295,9 +293,11 @@ std::optional<Workload> decodeWorkload(const json& object) {
   const json& status = member(object, "status");
   const auto admitted = conditionOf(status, "Admitted");
   workload.admitted = admitted && admitted->status == "True";
-  if (const auto evicted = conditionOf(status, "Evicted");
-      evicted && evicted->status == "True" && !workload.admitted) {
-    workload.pendingMessage = evicted->message;
+  if (const auto evicted = conditionOf(status, "Evicted"); evicted && evicted->status == "True") {
+    workload.evictedReason = evicted->reason;
+    if (!workload.admitted) {
+      workload.pendingMessage = evicted->message;
+    }
   }
   if (const auto reserved = conditionOf(status, "QuotaReserved");
       reserved && reserved->status == "False" && !reserved->message.empty()) {

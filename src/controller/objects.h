@@ -64,11 +64,12 @@ struct Pod {
   std::string name;
   std::string resourceVersion;
   std::string uid;
-  // The AutotuneJob that controls it, if one does, directly or through a multi-node trial's
-  // batch Job.
+  // The AutotuneJob that controls it directly, if one does. Cluster::ownerOf says whose trial it
+  // is, through a multi-node trial's batch Job too.
   std::string ownerJobName;
   std::string ownerJobUid;
-  std::string batchJob;  // that batch Job's name: the Pod is one node of its trial
+  // The batch Job that controls it, if one does: the Pod may be one node of a multi-node trial.
+  std::string batchJob;
   std::string batchJobUid;
   std::string completionIndex;           // of that Job: "0" is the trial's rank 0
   std::string jobLabel;                  // labels[autotune.io/job]
@@ -163,11 +164,14 @@ struct Workload {
   // Why it is not admitted: QuotaReserved=False's message (e.g. "couldn't assign flavors to pod
   // set main: insufficient quota for nvidia.com/gpu ..."), or Evicted's.
   std::string pendingMessage;
+  // Why Kueue evicted it, while it is evicted: the Evicted condition's reason (Preempted,
+  // PodsReadyTimeout, AdmissionCheck, Deactivated, ...).
+  std::string evictedReason;
 
   // Whether a trial waiting for it would read the two alike: only its resourceVersion differs.
   bool sameForTrials(const Workload& other) const {
     return admitted == other.admitted && pendingMessage == other.pendingMessage &&
-           ownerUid == other.ownerUid;
+           evictedReason == other.evictedReason && ownerUid == other.ownerUid;
   }
 };
 

@@ -19,22 +19,31 @@ struct ObservedRun {
 
 // A multi-node trial's batch Job suspended while its Pods are being stopped: a queueing system
 // took its admission back (Kueue evicts a Workload by suspending its Job), and the Job controller
-// deletes its Pods. The trial is preempted and runs again whole. Pods that are alive and not being
-// deleted say the suspension is older than they are: the Job's update resuming it has not reached
-// the cache yet, its Pods (which the resumption made) have.
-void suspendedWhileRunning(TrialRunState& state) {
+// deletes its Pods. The trial runs again whole: as preempted when Kueue preempted its Workload (or
+// its Workload is not watched), as lost for any other eviction (its waitForPodsReady timeout, a
+// failed admission check, a deactivation), which may be the trial's doing. Pods that are alive and
+// not being deleted say the suspension is older than they are: the Job's update resuming it has
+// not reached the cache yet, its Pods (which the resumption made) have.
+void suspendedWhileRunning(TrialRunState& state, const Workload* workload) {
   const bool stopped = state.phase == TrialRunState::Phase::kLost ||
                        (state.phase == TrialRunState::Phase::kFinished && state.exit.exitCode != 0);
   if (!stopped) {
     return;
   }
+  const std::string why = workload != nullptr ? workload->evictedReason : "";
   state.phase = TrialRunState::Phase::kLost;
-  state.preempted = true;
-  state.message = "its Job was suspended by a queueing system (Kueue evicted its Workload)";
+  state.preempted = why.empty() || why == "Preempted";
+  state.message = "its Job was suspended by a queueing system (Kueue evicted its Workload" +
+                  (why.empty() ? std::string() : ": " + why) + ")";
 }
 
-// The runs of the job's trials from its Pods; names taken by Pods it does not own, and Pods that
-// cannot be read, go into the snapshot.
+bool isTrialOf(const Cluster& cluster, const Pod& pod, const api::AutotuneJob& job) {
+  const auto owner = cluster.ownerOf(pod);
+  return owner && owner->uid == job.uid();
+}
+
+// The runs of the job's trials from its Pods; names taken by Pods it does not own, those Pods,
+// and Pods that cannot be read, go into the snapshot.
 std::vector<ObservedRun> observeRuns(const Cluster& cluster,
                                      const std::vector<runtime::Shared<Pod>>& pods,
                                      Snapshot& snapshot) {
@@ -43,8 +52,11 @@ std::vector<ObservedRun> observeRuns(const Cluster& cluster,
   std::map<std::string, ObservedRun> batchJobs;
   std::map<std::string, std::vector<TrialRunState>> ranks;
   for (const auto& pod : pods) {
-    if (pod->ownerJobUid != job.uid()) {
+    if (!isTrialOf(cluster, *pod, job)) {
       snapshot.namesTaken.insert(pod->batchJob.empty() ? pod->name : pod->batchJob);
+      if (!pod->deleting) {
+        snapshot.foreignPods.push_back(pod);
+      }
       continue;
     }
     auto state = readTrialPod(*pod, job.spec, snapshot.missingNodes.gone);
@@ -64,7 +76,9 @@ std::vector<ObservedRun> observeRuns(const Cluster& cluster,
     if (const auto batchJob = cluster.batchJob(job.namespaceName() + "/" + name)) {
       run.state.run.serviceUid = batchJob->serviceUid;
       if (batchJob->suspended) {
-        suspendedWhileRunning(run.state);
+        const auto workload =
+            cluster.workloadOf(job.namespaceName(), "Job", batchJob->name, batchJob->uid);
+        suspendedWhileRunning(run.state, workload.get());
       }
     }
     observed.push_back(std::move(run));
@@ -175,7 +189,7 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   auto pods = cluster.podsLabelled(job.namespaceName(), jobLabelValue(job.name()));
   NodeNames bound;
   for (const auto& pod : pods) {
-    if (!pod->nodeName.empty() && pod->ownerJobUid == job.uid()) {
+    if (!pod->nodeName.empty() && isTrialOf(cluster, *pod, job)) {
       bound.insert(pod->nodeName);
     }
   }
@@ -184,7 +198,7 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   // A deleted Pod holds no name any more: only this job's tell how its trials ended, and those of
   // an earlier job of the same name (deleted, and created again) are no one's business.
   for (auto& deleted : cluster.podsDeleted(job.namespaceName(), jobLabelValue(job.name()))) {
-    if (!present.contains(deleted->key) && deleted->ownerJobUid == job.uid()) {
+    if (!present.contains(deleted->key) && isTrialOf(cluster, *deleted, job)) {
       pods.push_back(std::move(deleted));
     }
   }
@@ -252,10 +266,6 @@ void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
 }
 
 }  // namespace
-
-bool hasEnded(api::Phase phase) {
-  return phase == api::Phase::kSucceeded || phase == api::Phase::kFailed;
-}
 
 Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp now) {
   Snapshot snapshot;

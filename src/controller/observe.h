@@ -68,6 +68,9 @@ struct Snapshot {
   // Names of trial runs taken by objects this job does not own (left by an earlier job of the
   // same name, or anyone's): such a trial is recorded Failed, never adopted.
   std::set<std::string> namesTaken;
+  // Pods labelled for the job that are not its trials (Cluster::ownerOf) and are not being
+  // deleted: neither read, counted nor deleted, and told of once (Cluster::noticeForeignPod).
+  std::vector<runtime::Shared<Pod>> foreignPods;
   std::vector<std::string> unreadable;  // why some trial Pods could not be read
   MissingNodes missingNodes;            // nodes of its trial Pods that the Node cache lacks
   GpuCapacity capacity;
@@ -84,9 +87,6 @@ struct Snapshot {
   // The afterTuning Job's name is held by a Job this job does not control: whose it is.
   std::optional<std::string> afterTuningTaken;
 };
-
-// Whether a job in this phase has ended: Succeeded or Failed.
-bool hasEnded(api::Phase phase);
 
 Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp now);
 

@@ -421,6 +421,9 @@ Draft::Draft(const Snapshot& snapshot, const tuning::Decision& decision)
 
 Plan plan(const Snapshot& snapshot, const tuning::Decision& decision) {
   Draft draft(snapshot, decision);
+  for (const auto& pod : snapshot.foreignPods) {
+    draft.plan.events.push_back(foreignPod(*pod));
+  }
   if (hasEnded(snapshot.job.status.phase)) {
     draft.plan.deletions = snapshot.staleRuns;
     draft.status().observedGeneration = snapshot.generation;

@@ -37,6 +37,8 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   for (const auto& unreadable : snapshot.unreadable) {
     context.log.warn("a trial Pod cannot be read", {{"error", unreadable}});
   }
+  std::erase_if(snapshot.foreignPods,
+                [this](const auto& pod) { return !cluster_.noticeForeignPod(pod->uid); });
   const KeptMeasurements kept{[this](const std::string& ns, const std::string& name) {
                                 return cluster_.measurement(ns, name);
                               },

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdint>
 #include <set>
 #include <utility>
 #include <vector>
@@ -188,6 +190,15 @@ void spreadOverNodes(json& podSpec, const std::string& name) {
   podSpec["affinity"] = std::move(affinity);
 }
 
+// The kubelet stops a trial that outlives spec.trialTimeout even when no operator runs to do it,
+// so that its GPUs are freed: activeDeadlineSeconds counts, as the trial timeout does, from the
+// kubelet taking the Pod (status.startTime), and leaves the operator kDeadlineGrace to stop the
+// trial first and record it.
+std::int64_t activeDeadlineSeconds(const api::Spec& spec) {
+  return std::chrono::ceil<std::chrono::seconds>(spec.trialTimeout.value() + kDeadlineGrace)
+      .count();
+}
+
 json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const RunOrdinal& run,
               const json& rendezvous) {
   const int attempt = std::max(0, run.attempt);
@@ -195,6 +206,7 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
   const json templateMetadata = objectAt(spec.podTemplate, "metadata");
   json podSpec = objectAt(spec.podTemplate, "spec");
   podSpec["restartPolicy"] = "Never";
+  podSpec["activeDeadlineSeconds"] = activeDeadlineSeconds(spec);
 
   const auto primary = tuning::primaryContainer(spec);
   const json templateContainer = primary ? primary->container : json::object();
@@ -276,8 +288,6 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, cons
   // queued one by one.
   json podLabels = labels;
   podLabels.erase(std::string(kQueueLabel));
-  annotations[std::string(kOwnerNameAnnotation)] = job.name();
-  annotations[std::string(kOwnerUidAnnotation)] = job.uid();
   const int nodes = job.spec.resources.nodesPerTrial;
   return {
       {"apiVersion", "batch/v1"},

@@ -33,13 +33,14 @@ inline constexpr std::string_view kPreemptionsAnnotation = "autotune.io/preempti
 inline constexpr std::string_view kWantedSinceAnnotation = "autotune.io/wanted-since";
 // On a multi-node trial's batch Job: the UID of its Service, deleted with it.
 inline constexpr std::string_view kServiceUidAnnotation = "autotune.io/service-uid";
-// On the Pods of a multi-node trial, whose controller is its batch Job: the AutotuneJob's.
-inline constexpr std::string_view kOwnerNameAnnotation = "autotune.io/owner-name";
-inline constexpr std::string_view kOwnerUidAnnotation = "autotune.io/owner-uid";
 // Set by the Job controller on each Pod of an Indexed Job.
 inline constexpr std::string_view kCompletionIndexAnnotation =
     "batch.kubernetes.io/job-completion-index";
 inline constexpr std::string_view kJobNameLabel = "batch.kubernetes.io/job-name";
+
+// A trial Pod's activeDeadlineSeconds exceeds spec.trialTimeout by this much: the operator records
+// a trial that ran too long and deletes its Pod; the kubelet's deadline only acts when it did not.
+inline constexpr std::chrono::seconds kDeadlineGrace{120};
 
 inline constexpr std::string_view kConfigVolume = "autotune-config";
 inline constexpr std::string_view kConfigMountPath = "/etc/autotune";

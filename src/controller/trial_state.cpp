@@ -56,12 +56,13 @@ bool endedBeforeDeletion(const Pod& pod, const std::optional<Timestamp>& finishe
 constexpr std::array<std::string_view, 3> kPreemptionReasons = {
     "PreemptionByScheduler", "PreemptionByKubeScheduler", "EvictionByEvictionAPI"};
 
-// Kueue stops a Pod it preempts or evicts (its quota reclaimed, a higher priority, its
-// waitForPodsReady timeout) with the TerminationTarget reason WorkloadEvictedDueTo<why>,
-// StoppedByKueue in older releases; its other stops (the Workload deleted, never admitted) are
-// losses.
-bool evictedByKueue(std::string_view reason) {
-  return reason.starts_with("WorkloadEvicted") || reason == "StoppedByKueue";
+// Kueue stops a Pod whose Workload it evicts with the TerminationTarget reason
+// WorkloadEvictedDueTo<the Workload's Evicted reason>. Only preemption (a higher priority, quota
+// reclaimed within a cohort) says nothing of the trial; its waitForPodsReady timeout
+// (PodsReadyTimeout), a failed admission check, a deactivated Workload or a stopped queue may, and
+// they are losses like any other. Older releases said StoppedByKueue for every eviction.
+bool preemptedByKueue(std::string_view reason) {
+  return reason == "WorkloadEvictedDueToPreempted" || reason == "StoppedByKueue";
 }
 
 struct Loss {
@@ -77,7 +78,7 @@ std::optional<Loss> lossOf(const Pod& pod, const ContainerStatus::Terminated* te
   }
   if (pod.termination && pod.termination->status == "True") {
     return Loss{joined(pod.termination->reason, pod.termination->message),
-                evictedByKueue(pod.termination->reason)};
+                preemptedByKueue(pod.termination->reason)};
   }
   if (pod.disruption && pod.disruption->status == "True") {
     const bool preempted =
@@ -202,6 +203,9 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
   if (terminated != nullptr) {
     state.phase = TrialRunState::Phase::kFinished;
     state.exit = trialExit(*terminated);
+    // The kubelet stopped it at its activeDeadlineSeconds: it outlived spec.trialTimeout while no
+    // operator recorded that.
+    state.exit.timedOut = state.exit.timedOut || pod.reason == "DeadlineExceeded";
     state.containerStarted = terminated->startedAt;
     state.containerFinished = terminated->finishedAt;
     state.node = pod.nodeName;
@@ -371,9 +375,12 @@ std::optional<std::string> queueTimedOut(const TrialRunState& state, const api::
 }
 
 bool shouldRelaunch(const TrialRunState& state) {
-  return (state.phase == TrialRunState::Phase::kLost ||
-          state.phase == TrialRunState::Phase::kNotMeasured) &&
-         (state.preempted || state.relaunchesSpent() < kMaxRelaunches);
+  if (state.phase != TrialRunState::Phase::kLost &&
+      state.phase != TrialRunState::Phase::kNotMeasured) {
+    return false;
+  }
+  return state.preempted ? state.preemptions < kMaxPreemptions
+                         : state.relaunchesSpent() < kMaxRelaunches;
 }
 
 bool removable(const TrialRunState& state, const api::Spec& spec) {
@@ -397,11 +404,14 @@ std::optional<TrialResult> resultOf(const TrialRunState& state, const api::Spec&
       if (shouldRelaunch(state)) {
         return std::nullopt;
       }
-      return TrialResult{recordOf(state, api::Outcome::kFailed,
-                                  "lost on " + std::to_string(state.relaunchesSpent() + 1) +
-                                      " attempts, last: " + state.message,
-                                  started, 0),
-                         std::nullopt};
+      return TrialResult{
+          recordOf(state, api::Outcome::kFailed,
+                   state.preempted ? "preempted " + std::to_string(state.preemptions + 1) +
+                                         " times, last: " + state.message
+                                   : "lost on " + std::to_string(state.relaunchesSpent() + 1) +
+                                         " attempts, last: " + state.message,
+                   started, 0),
+          std::nullopt};
     case Phase::kNotMeasured:
     case Phase::kQueued:
       return std::nullopt;

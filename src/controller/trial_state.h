@@ -27,6 +27,9 @@ namespace autotune::controller {
 // A lost or unstarted trial is launched again at most this many times; then it counts as Failed.
 // Preemptions are not counted.
 inline constexpr int kMaxRelaunches = 2;
+// A preempted trial is launched again as often, apart from those: a trial that a busy cluster
+// preempts more often than that fails, saying so, rather than hold its job for ever.
+inline constexpr int kMaxPreemptions = 10;
 
 struct TrialRunState {
   enum class Phase {

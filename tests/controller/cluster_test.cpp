@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,154 @@ spec:
             std::vector<std::string>{"ml/busy"});
   const auto other = decodeLocalQueue({{"metadata", {{"name", "team-b"}, {"namespace", "ml"}}}});
   EXPECT_TRUE(cluster.jobsConcernedByLocalQueue(nullptr, &*other).empty());
+}
+
+// --- whose trial a Pod is ------------------------------------------------------------------------
+
+json gpuNode(const std::string& name) {
+  return {{"metadata", {{"name", name}}},
+          {"status",
+           {{"allocatable", {{"nvidia.com/gpu", "16"}}},
+            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+// A Pod of 16 GPUs labelled for the job `gpt2`, with the given controller (or none), not bound.
+json labelledPod(const std::string& name, const json& controller) {
+  json pod = trialPodOf("gpt2", "Pending");
+  pod["metadata"]["name"] = name;
+  pod["metadata"]["uid"] = "uid-" + name;
+  pod["metadata"]["ownerReferences"] =
+      controller.is_null() ? json::array() : json::array({controller});
+  pod["spec"].erase("nodeName");
+  pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 16;
+  return pod;
+}
+
+json controllerRef(const std::string& kind, const std::string& name, const std::string& uid) {
+  return {{"apiVersion", kind == "Job" ? "batch/v1" : "autotune.io/v1alpha1"},
+          {"kind", kind},
+          {"name", name},
+          {"uid", uid},
+          {"controller", true}};
+}
+
+json batchJobOf(const std::string& name, const std::string& uid, const json& controller) {
+  json job = {{"metadata",
+               {{"name", name},
+                {"namespace", "ml"},
+                {"uid", uid},
+                {"labels", {{"autotune.io/job", "gpt2"}}},
+                {"ownerReferences", json::array()}}}};
+  if (!controller.is_null()) {
+    job["metadata"]["ownerReferences"].push_back(controller);
+  }
+  return job;
+}
+
+class Ownership : public ::testing::Test {
+ protected:
+  Ownership() {
+    cluster_.nodes().upsert(gpuNode("gpu-0"));
+    cluster_.nodes().upsert(gpuNode("gpu-1"));
+    const auto job = api::yamlToJson(R"(
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata: {name: gpt2, namespace: ml, uid: uid-gpt2}
+spec:
+  deepspeedConfig: {train_micro_batch_size_per_gpu: [1, 2]}
+  model: {numParameters: 774000000}
+  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}
+  template: {spec: {containers: [{name: trainer, image: trial-sim}]}}
+)");
+    jobs_.upsert(job.value());
+    // A multi-node trial's Job, and a Job of someone else's that carries the label.
+    batchJobs_.upsert(
+        batchJobOf("gpt2-z1", "uid-batch", controllerRef("AutotuneJob", "gpt2", "uid-gpt2")));
+    batchJobs_.upsert(batchJobOf("nightly-etl", "uid-etl", nullptr));
+  }
+
+  std::optional<TrialOwner> ownerOf(const json& pod) const {
+    return cluster_.ownerOf(decodePod(pod).value());
+  }
+
+  Cluster cluster_;
+  AutotuneJobStore& jobs_ = cluster_.addAutotuneJobs("");
+  PodStore& pods_ = cluster_.addPods("");
+  BatchJobStore& batchJobs_ = cluster_.addBatchJobs("");
+};
+
+// A Pod is a job's trial through its controller alone: the AutotuneJob itself, or a batch Job the
+// cache holds (by name and UID) whose controller is the AutotuneJob. Labels and annotations that
+// name the job prove nothing.
+TEST_F(Ownership, APodIsATrialOnlyThroughItsControllerChain) {
+  const auto direct = ownerOf(labelledPod("a", controllerRef("AutotuneJob", "gpt2", "uid-gpt2")));
+  ASSERT_TRUE(direct.has_value());
+  EXPECT_EQ(direct->name, "gpt2");
+  EXPECT_EQ(direct->uid, "uid-gpt2");
+  const auto rank = ownerOf(labelledPod("b", controllerRef("Job", "gpt2-z1", "uid-batch")));
+  ASSERT_TRUE(rank.has_value());
+  EXPECT_EQ(rank->uid, "uid-gpt2");
+
+  json forged = labelledPod("c", controllerRef("Job", "nightly-etl", "uid-etl"));
+  forged["metadata"]["annotations"]["autotune.io/owner-name"] = "gpt2";
+  forged["metadata"]["annotations"]["autotune.io/owner-uid"] = "uid-gpt2";
+  EXPECT_FALSE(ownerOf(forged).has_value()) << "a Job no AutotuneJob controls";
+  EXPECT_FALSE(ownerOf(labelledPod("d", controllerRef("Job", "gpt2-z1", "uid-older"))))
+      << "a Job of the trial's name, but not the one the cache holds";
+  EXPECT_FALSE(ownerOf(labelledPod("e", controllerRef("Job", "unknown", "uid-unknown"))))
+      << "a Job the cache lacks";
+  EXPECT_FALSE(ownerOf(labelledPod("f", nullptr))) << "no controller";
+}
+
+// Unbound Pods that only carry the label, or are held by a scheduling gate, reserve no GPU: two
+// of them asking for every GPU of the cluster leave it free. A trial Pod of the job reserves its
+// GPUs while it waits for the scheduler, and no longer once the job has ended; a bound Pod holds
+// its GPUs whoever made it, since the scheduler placed it.
+TEST_F(Ownership, OnlyTrialsOfHeldJobsReserveGpusAndGatedPodsReserveNone) {
+  pods_.upsert(labelledPod("ghost-0", nullptr));
+  json gated = labelledPod("ghost-1", controllerRef("AutotuneJob", "gpt2", "uid-gpt2"));
+  gated["spec"]["schedulingGates"] = {{{"name", "example.com/hold"}}};
+  pods_.upsert(gated);
+  pods_.upsert(labelledPod("ghost-2", controllerRef("Job", "nightly-etl", "uid-etl")));
+  pods_.upsert(labelledPod("ghost-3", controllerRef("AutotuneJob", "gpt2", "uid-older-gpt2")));
+  EXPECT_EQ(cluster_.capacity().reserved(), 0);
+  EXPECT_EQ(cluster_.capacity().waiting, 0);
+  EXPECT_EQ(cluster_.capacity().free(), 32);
+
+  pods_.upsert(labelledPod("trial", controllerRef("AutotuneJob", "gpt2", "uid-gpt2")));
+  EXPECT_EQ(cluster_.capacity().reserved(), 16);
+  json bound = labelledPod("bound", nullptr);
+  bound["spec"]["nodeName"] = "gpu-1";
+  pods_.upsert(bound);
+  EXPECT_EQ(cluster_.capacity().used(), 16);
+  EXPECT_EQ(cluster_.capacity().free(), 0);
+
+  const auto job = api::yamlToJson(R"(
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata: {name: gpt2, namespace: ml, uid: uid-gpt2, resourceVersion: "2"}
+spec:
+  deepspeedConfig: {train_micro_batch_size_per_gpu: [1, 2]}
+  model: {numParameters: 774000000}
+  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}
+  template: {spec: {containers: [{name: trainer, image: trial-sim}]}}
+status: {phase: Succeeded}
+)");
+  jobs_.upsert(job.value());
+  EXPECT_EQ(cluster_.capacity().reserved(), 0);
+}
+
+// A Pod no job of ours controls wakes the job its label names, which tells of it; a trial's wakes
+// its own job, whatever its label says.
+TEST_F(Ownership, AForeignPodConcernsTheJobItsLabelNames) {
+  const auto forged = decodePod(labelledPod("ghost", nullptr)).value();
+  EXPECT_EQ(cluster_.jobsConcernedByPod(nullptr, &forged), std::vector<std::string>{"ml/gpt2"});
+  json rankPod = labelledPod("rank", controllerRef("Job", "gpt2-z1", "uid-batch"));
+  rankPod["metadata"]["labels"]["autotune.io/job"] = "mislabelled";
+  const auto rank = decodePod(rankPod).value();
+  EXPECT_EQ(cluster_.jobsConcernedByPod(nullptr, &rank), std::vector<std::string>{"ml/gpt2"});
+  EXPECT_TRUE(cluster_.noticeForeignPod("uid-ghost"));
+  EXPECT_FALSE(cluster_.noticeForeignPod("uid-ghost")) << "told of once";
 }
 
 }  // namespace

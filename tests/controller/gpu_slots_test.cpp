@@ -50,6 +50,9 @@ json gpuNode(const std::string& name, int gpus, std::optional<std::string> memor
   return node;
 }
 
+// Which unbound Pods reserve GPUs is the Cluster's rule (its tests are below): here, all of them.
+bool everyPod(const std::string& /*podKey*/) { return true; }
+
 // The capacity a ledger given these Nodes and Pods reports.
 GpuCapacity gpuCapacity(const std::vector<json>& nodes, const std::vector<json>& pods) {
   GpuLedger ledger;
@@ -59,7 +62,7 @@ GpuCapacity gpuCapacity(const std::vector<json>& nodes, const std::vector<json>&
   for (const auto& pod : pods) {
     ledger.setPod(decodePod(pod).value());
   }
-  return ledger.capacity();
+  return ledger.capacity(everyPod);
 }
 
 json cordoned(json node) {
@@ -292,20 +295,20 @@ TEST(GpuLedger, FollowsPodsAndNodesAsTheyChange) {
   GpuLedger ledger;
   ledger.setNode(decodeNode(gpuNode("a", 8)).value());
   ledger.setPod(decodePod(gpuPod("p", 2, "")).value());
-  EXPECT_EQ(ledger.capacity().reserved(), 2);
+  EXPECT_EQ(ledger.capacity(everyPod).reserved(), 2);
   ledger.setPod(decodePod(gpuPod("p", 2, "a")).value());
-  EXPECT_EQ(ledger.capacity().reserved(), 0);
-  EXPECT_EQ(ledger.capacity().used(), 2);
+  EXPECT_EQ(ledger.capacity(everyPod).reserved(), 0);
+  EXPECT_EQ(ledger.capacity(everyPod).used(), 2);
   ledger.setPod(decodePod(gpuPod("p", 2, "a", "Succeeded")).value());
-  EXPECT_EQ(ledger.capacity().used(), 0);
+  EXPECT_EQ(ledger.capacity(everyPod).used(), 0);
   ledger.setPod(decodePod(gpuPod("q", 4, "a")).value());
   ledger.removePod("ml/q");
-  EXPECT_EQ(ledger.capacity().free(), 8);
+  EXPECT_EQ(ledger.capacity(everyPod).free(), 8);
   ledger.setNode(decodeNode(cordoned(gpuNode("a", 8))).value());
-  EXPECT_EQ(ledger.capacity().total(), 0);
+  EXPECT_EQ(ledger.capacity(everyPod).total(), 0);
   ledger.setNode(decodeNode(gpuNode("a", 8)).value());
   ledger.removeNode("a");
-  EXPECT_TRUE(ledger.capacity().nodes.empty());
+  EXPECT_TRUE(ledger.capacity(everyPod).nodes.empty());
 }
 
 // A Node's heartbeat wakes no job; its loss, or a change of its GPUs, wakes the jobs with Pods on

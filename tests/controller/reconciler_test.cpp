@@ -914,6 +914,57 @@ TEST_F(Reconcile, APodMadeSinceUnderATrialsNameIsNeverDeleted) {
   EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + name));
 }
 
+// A Pod made by anyone who may create Pods in the namespace, labelled for an ended job, carrying
+// the annotations a multi-node trial's Pods once had and a controller reference to a Job of
+// someone else's: it is not the job's trial, so neither that Job nor the Pod is deleted, and one
+// Warning Event tells of it however often the job is reconciled.
+TEST_F(Reconcile, AForgedPodNeverMakesTheOperatorDeleteAnotherJob) {
+  runOneTrial(singleTrialJob());
+  ASSERT_EQ(job()["status"]["phase"], "Succeeded");
+  const std::string etl = "/apis/batch/v1/namespaces/ml/jobs/nightly-etl";
+  api_->objects[etl] = {
+      {"apiVersion", "batch/v1"},
+      {"kind", "Job"},
+      {"metadata", {{"name", "nightly-etl"}, {"namespace", "ml"}, {"uid", "uid-etl"}}},
+      {"spec", {{"suspend", true}}}};
+  const std::string ghost = std::string(kPodsPath) + "/ghost";
+  api_->objects[ghost] = {
+      {"metadata",
+       {{"name", "ghost"},
+        {"namespace", "ml"},
+        {"uid", "uid-ghost"},
+        {"resourceVersion", "1"},
+        {"labels", {{"autotune.io/job", "gpt2"}}},
+        {"annotations",
+         {{"autotune.io/owner-name", "gpt2"},
+          {"autotune.io/owner-uid", "uid-gpt2"},
+          {"autotune.io/trial-name", "z1_gas1_tmbspg3"},
+          {"batch.kubernetes.io/job-completion-index", "0"}}},
+        {"ownerReferences",
+         {{{"apiVersion", "batch/v1"},
+           {"kind", "Job"},
+           {"name", "nightly-etl"},
+           {"uid", "uid-etl"},
+           {"controller", true}}}}}},
+      {"spec", {{"nodeName", "gpu-0"}, {"containers", {{{"name", "trainer"}}}}}},
+      {"status", {{"phase", "Succeeded"}}}};
+  reconcile();
+  reconcile();
+
+  EXPECT_EQ(api_->count("DELETE " + etl), 0);
+  EXPECT_EQ(api_->count("DELETE " + ghost), 0);
+  EXPECT_TRUE(api_->objects.contains(etl));
+  EXPECT_TRUE(api_->objects.contains(ghost));
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  const auto told = std::ranges::count_if(events, [](const json& event) {
+    return event["reason"] == "ForeignPod" && event["type"] == "Warning" &&
+           event["message"].get<std::string>().find("Pod ghost") != std::string::npos;
+  });
+  EXPECT_EQ(told, 1);
+  EXPECT_EQ(api_->count("POST /api/v1/namespaces/ml/events"), static_cast<int>(events.size()))
+      << "the Event is not sent again";
+}
+
 // A ConfigMap of the output's name that is not this job's is never written over: server-side
 // apply with force would take it over, and garbage collection would delete it with the job.
 TEST_F(Reconcile, AnOutputNameTakenByAnotherConfigMapIsAConflictThatLeavesItAlone) {
@@ -1212,6 +1263,29 @@ TEST(KueueObserve, AMultiNodeTrialWhoseJobKueueSuspendedIsPreempted) {
   EXPECT_TRUE(snapshot.inFlight[0].preempted);
   EXPECT_TRUE(shouldRelaunch(snapshot.inFlight[0]));
   EXPECT_NE(snapshot.inFlight[0].message.find("suspended by a queueing system"), std::string::npos);
+
+  // Evicted for its waitForPodsReady timeout rather than preempted, the trial spends an attempt.
+  auto& workloads = cluster.addWorkloads("");
+  workloads.upsert({{"metadata",
+                     {{"name", "job-gpt2-z1-63e32"},
+                      {"namespace", "ml"},
+                      {"ownerReferences",
+                       {{{"apiVersion", "batch/v1"},
+                         {"kind", "Job"},
+                         {"name", batchJob["metadata"]["name"]},
+                         {"uid", "uid-batch"},
+                         {"controller", true}}}}}},
+                    {"status",
+                     {{"conditions",
+                       {{{"type", "Evicted"},
+                         {"status", "True"},
+                         {"reason", "PodsReadyTimeout"},
+                         {"message", "Exceeded the PodsReady timeout ml/job-gpt2-z1-63e32"}}}}}}});
+  const Snapshot timedOut = observe(cluster, *cluster.job("ml/gpt2"), now);
+  ASSERT_EQ(timedOut.inFlight.size(), 1U);
+  EXPECT_EQ(timedOut.inFlight[0].phase, TrialRunState::Phase::kLost);
+  EXPECT_FALSE(timedOut.inFlight[0].preempted);
+  EXPECT_NE(timedOut.inFlight[0].message.find("PodsReadyTimeout"), std::string::npos);
 }
 
 }  // namespace

@@ -304,13 +304,13 @@ json disrupted(const std::string& type, const std::string& reason) {
 }
 
 // A higher priority, a drain or a queueing system preempting the trial is nothing its config
-// did; the node running short of memory, or a taint, may be.
+// did; the node running short of memory, a taint, or Kueue evicting it for any other reason than
+// preemption may be.
 TEST(ObserveTrialPod, APreemptedOrDrainedTrialIsLostAsPreempted) {
   for (const auto& [type, reason] : std::vector<std::pair<std::string, std::string>>{
            {"DisruptionTarget", "PreemptionByScheduler"},
            {"DisruptionTarget", "EvictionByEvictionAPI"},
            {"TerminationTarget", "WorkloadEvictedDueToPreempted"},
-           {"TerminationTarget", "WorkloadEvictedDueToPodsReadyTimeout"},
            {"TerminationTarget", "StoppedByKueue"}}) {
     const TrialRunState state = observed(disrupted(type, reason));
     EXPECT_EQ(state.phase, Phase::kLost) << reason;
@@ -321,6 +321,15 @@ TEST(ObserveTrialPod, APreemptedOrDrainedTrialIsLostAsPreempted) {
     const TrialRunState state = observed(disrupted("DisruptionTarget", reason));
     EXPECT_EQ(state.phase, Phase::kLost) << reason;
     EXPECT_FALSE(state.preempted) << reason;
+  }
+  // An image that cannot start under waitForPodsReady is evicted for ever: it spends attempts.
+  for (const std::string reason :
+       {"WorkloadEvictedDueToPodsReadyTimeout", "WorkloadEvictedDueToAdmissionCheck",
+        "WorkloadEvictedDueToDeactivated", "WorkloadEvictedDueToLocalQueueStopped"}) {
+    const TrialRunState state = observed(disrupted("TerminationTarget", reason));
+    EXPECT_EQ(state.phase, Phase::kLost) << reason;
+    EXPECT_FALSE(state.preempted) << reason;
+    EXPECT_EQ(state.message, reason + ": it says why");
   }
   // Kueue stopping a Pod whose Workload was deleted is no preemption.
   const TrialRunState deleted = observed(disrupted("TerminationTarget", "WorkloadDeleted"));
@@ -593,6 +602,44 @@ TEST(ConcludeTrial, APreemptedTrialIsAlwaysRelaunchedAndSpendsNoAttempt) {
   EXPECT_TRUE(shouldRelaunch(lost));  // 2 of its 3 attempts were preemptions
 }
 
+// Preemptions spend no attempt, but are bounded: the eleventh fails the trial, saying so.
+TEST(ConcludeTrial, ATrialPreemptedMoreThanTenTimesFails) {
+  const auto preemptedAfter = [](int preemptions) {
+    json pod = createdPod(preemptions);
+    pod["metadata"]["annotations"]["autotune.io/preemptions"] = std::to_string(preemptions);
+    json preempted = runningPod(pod);
+    preempted["status"]["conditions"].push_back(
+        json::parse(R"({"type": "TerminationTarget", "status": "True",
+                        "reason": "WorkloadEvictedDueToPreempted", "message": "for prod"})"));
+    return observed(preempted);
+  };
+  const TrialRunState tenth = preemptedAfter(9);
+  EXPECT_TRUE(shouldRelaunch(tenth));
+  EXPECT_FALSE(resultOf(tenth, job().spec, at(kContainerFinished)).has_value());
+
+  const TrialRunState eleventh = preemptedAfter(10);
+  EXPECT_FALSE(shouldRelaunch(eleventh));
+  const auto result = resultOf(eleventh, job().spec, at(kContainerFinished));
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->record.outcome, Outcome::kFailed);
+  EXPECT_EQ(result->record.reason,
+            "preempted 11 times, last: WorkloadEvictedDueToPreempted: for prod");
+}
+
+// A trial the kubelet stopped at its activeDeadlineSeconds, while no operator ran to stop it at
+// its timeout, timed out: it is no crash of its config's.
+TEST(ConcludeTrial, ATrialTheKubeletsDeadlineStoppedTimedOut) {
+  json pod = terminatedPod(137, "Error", "");
+  pod["status"]["reason"] = "DeadlineExceeded";
+  pod["status"]["message"] = "Pod was active on the node longer than the specified deadline";
+  const TrialRunState state = observed(pod);
+  EXPECT_EQ(state.phase, Phase::kFinished);
+  const auto result = resultOf(state, job().spec, at(kContainerFinished));
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->record.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(observed(terminatedPod(137, "Error", "")).exit.timedOut, false);
+}
+
 TEST(ConcludeTrial, OnlyLostTrialsAreRelaunched) {
   EXPECT_FALSE(shouldRelaunch(observed(runningPod())));
   EXPECT_FALSE(shouldRelaunch(observed(terminatedPod(1, "Error", ""))));
@@ -608,10 +655,8 @@ json rankOf(json pod, int index) {
   pod["metadata"]["ownerReferences"] = json::parse(
       R"([{"apiVersion": "batch/v1", "kind": "Job", "name": "gpt2-large-z1-gas1-tmbspg3",
            "uid": "0b5e", "controller": true}])");
-  auto& annotations = pod["metadata"]["annotations"];
-  annotations["autotune.io/owner-name"] = "gpt2-large";
-  annotations["autotune.io/owner-uid"] = "6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10";
-  annotations["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+  pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
+      std::to_string(index);
   return pod;
 }
 
@@ -635,9 +680,9 @@ TrialRunState combined(const std::vector<json>& pods) {
 
 TEST(MultiNodeTrial, ARankPodNamesItsJobTrialAndRank) {
   const auto pod = decodePod(rankOf(createdPod(), 1)).value();
-  EXPECT_EQ(pod.ownerJobName, "gpt2-large");
-  EXPECT_EQ(pod.ownerJobUid, "6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10");
+  EXPECT_TRUE(pod.ownerJobUid.empty()) << "its Job controls it: Cluster::ownerOf follows that";
   EXPECT_EQ(pod.batchJob, "gpt2-large-z1-gas1-tmbspg3");
+  EXPECT_EQ(pod.batchJobUid, "0b5e");
   EXPECT_EQ(pod.completionIndex, "1");
   EXPECT_EQ(observed(rankOf(createdPod(), 1)).trialName, "z1_gas1_tmbspg3");
 }

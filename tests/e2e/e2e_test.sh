@@ -665,6 +665,143 @@ case_busy_cluster() {
   end_case
 }
 
+# A Pod of another team's, labelled for the job $3 and asking for all 16 GPUs of a node, that is
+# never placed: held by a scheduling gate ($4 = gated), or naming a scheduler nobody runs.
+labelled_pod() {
+  local ns=$1 name=$2 job=$3 held=$4
+  local hold="schedulerName: nobody-serves-this"
+  [[ $held == gated ]] && hold="schedulingGates: [{name: example.com/hold}]"
+  kubectl apply -f - <<POD
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: $ns
+  labels: {autotune.io/job: $job}
+spec:
+  $hold
+  restartPolicy: Never
+  containers:
+    - name: main
+      image: busybox
+      command: [sleep, "3600"]
+      resources: {limits: {nvidia.com/gpu: 16}}
+POD
+}
+
+# A Job of the team's own, suspended so it runs nothing: what a forged Pod names as its controller.
+suspended_job() {
+  kubectl apply -f - <<JOB
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $1, namespace: $case_ns}
+spec:
+  suspend: true
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: etl, image: busybox, command: [sleep, "60"]}]
+JOB
+}
+
+# A Pod dressed as a trial of job $1 on several nodes: its label, the annotations such Pods carry
+# and a controller reference to the batch Job $2, which is no trial's.
+forged_rank_pod() {
+  local job=$1 controller=$2 job_uid controller_uid
+  job_uid=$(field "$job" '{.metadata.uid}') || return 1
+  controller_uid=$(kubectl get job "$controller" -n "$case_ns" -o jsonpath='{.metadata.uid}') ||
+    return 1
+  kubectl apply -f - <<POD
+apiVersion: v1
+kind: Pod
+metadata:
+  name: forged-rank
+  namespace: $case_ns
+  labels: {autotune.io/job: $job}
+  annotations:
+    autotune.io/owner-name: $job
+    autotune.io/owner-uid: $job_uid
+    autotune.io/trial-name: z1_gas1_tmbspg1
+    autotune.io/attempt: "0"
+    batch.kubernetes.io/job-completion-index: "0"
+  ownerReferences:
+    - {apiVersion: batch/v1, kind: Job, name: $controller, uid: $controller_uid, controller: true}
+spec:
+  schedulerName: nobody-serves-this
+  restartPolicy: Never
+  containers: [{name: main, image: busybox, command: [sleep, "3600"]}]
+POD
+}
+
+# The uids of objects (`KIND NAME...`) in namespace $1, on one line; fails if one is missing.
+uids_of() {
+  local ns=$1
+  shift
+  kubectl get "$@" -n "$ns" -o custom-columns=UID:.metadata.uid --no-headers | tr '\n' ' '
+  ((PIPESTATUS[0] == 0))
+}
+
+# The operator deleted nothing in namespaces $@ that it had not created itself, by the API server's
+# audit log.
+deleted_only_its_own() {
+  python3 - "$E2E_AUDIT_LOG" "$(operator_user)" "$@" <<'PY'
+import json, sys
+log, user, namespaces = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+created, deleted = set(), []
+for line in open(log, encoding="utf-8"):
+    event = json.loads(line)
+    ref = event.get("objectRef", {})
+    if event.get("user", {}).get("username") != user or ref.get("namespace") not in namespaces:
+        continue
+    key = (ref.get("resource"), ref.get("namespace"), ref.get("name"))
+    if event["verb"] == "create" and event.get("responseStatus", {}).get("code") == 201:
+        created.add(key)
+    elif event["verb"] == "delete":
+        deleted.append(key)
+foreign = sorted(set(key for key in deleted if key not in created))
+print(f"{len(deleted)} deletes by the operator; of objects it did not create: {foreign}")
+sys.exit(1 if foreign else 0)
+PY
+}
+
+# Another team's namespace holds two Pods labelled for a job, each asking for a whole node's GPUs
+# and never placed (one gated, one for a scheduler nobody runs): they hold no GPU, so a job here
+# launches at once and Succeeds at its best. Once it has ended, a Pod made here with its label, the
+# annotations of a multi-node trial's Pod and a controller reference to this team's suspended Job
+# is told of with a Warning Event and ignored: neither it nor that Job is deleted.
+case_tenants() {
+  begin_case tenants
+  local job=mine other=$case_ns-team-b ghosts etl
+  check "another team's namespace is created" kubectl create namespace "$other" || return 0
+  check "it holds a gated Pod labelled autotune.io/job=ghost, asking for 16 GPUs" \
+    labelled_pod "$other" ghost-gated ghost gated || return 0
+  check "and one for a scheduler nobody runs" \
+    labelled_pod "$other" ghost-unplaced ghost unplaced || return 0
+  check "their uids are read" eval 'ghosts=$(uids_of "$other" pods ghost-gated ghost-unplaced)' ||
+    return 0
+  check "a job of two trials, 16 GPUs each, is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
+  expect "both its trials launch within 30s: the labelled Pods hold no GPU" \
+    eventually 30 job_satisfies "$job" 'status.get("trials", {}).get("launched") == 2'
+  check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "its best is $published_best" best_is "$job" "$published_best"
+  check "a suspended Job nightly-etl is created" suspended_job nightly-etl || return 0
+  check "its uid is read" eval 'etl=$(uids_of "$case_ns" job nightly-etl)' || return 0
+  check "a Pod dressed as a trial of $job, controlled by nightly-etl, is created" \
+    forged_rank_pod "$job" nightly-etl || return 0
+  expect "the job tells of it with one Warning Event, ForeignPod" \
+    eventually 30 events_counted "$job" ForeignPod 1
+  expect "nightly-etl is still there, the same object" \
+    eval '[[ $(uids_of "$case_ns" job nightly-etl) == "$etl" ]]'
+  expect "the forged Pod is still there" kubectl get pod forged-rank -n "$case_ns"
+  expect "the other team's Pods are still there, the same objects" \
+    eval '[[ $(uids_of "$other" pods ghost-gated ghost-unplaced) == "$ghosts" ]]'
+  expect "the operator deleted nothing it had not created (the audit log)" \
+    deleted_only_its_own "$case_ns" "$other"
+  kubectl delete namespace "$other" --wait=false >/dev/null 2>&1 || true
+  end_case
+}
+
 queued_column() {
   local row
   row=$(kubectl get atj "$1" -n "$case_ns" --no-headers)
@@ -1295,7 +1432,7 @@ case_deepspeed_two_nodes() {
 declare -A themes=(
   [search]="rbac example strategies oom profiling crash timeout unschedulable invalid configs
     sharing deletion hostile foreign hold pod_security multinode_oom"
-  [busy]="busy_cluster quota preemption"
+  [busy]="busy_cluster quota preemption tenants"
   [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
   [restarts]="restart multinode"
 )

@@ -297,15 +297,16 @@ case_preemption() {
   local job=preempted
   check "ClusterQueue preemption of 16 GPUs, preemption LowerPriority, LocalQueue team" \
     team_queue "$case_ns" preemption 16 LowerPriority || return 0
-  check "a job of three trials of 5s is created: 8 GPUs each, priority class low" \
+  check "a job of three trials of 10s is created: 8 GPUs each, priority class low" \
     create_job "$job" gpus=8 queue=team strategy=grid stages='[1]' micro='[1, 2, 3]' early=0 \
-    startup=5 labels="{$priority_label: low}" || return 0
+    startup=10 labels="{$priority_label: low}" || return 0
   check "two of its trials run at once" eventually 120 two_running "$job" || return 0
-  expect "its trial Pods carry priority class low from the template" \
-    trial_pods_labelled "$job" "$priority_label" low
   expect "their Workloads are the Pods', at priority 100" workloads_are Pod 100
+  # Before either ends: a trial that ended would leave room that needs no preemption.
   check "a Pod of priority class high asking for 8 GPUs is created in LocalQueue team" \
     queued_pod urgent 8 3 high || return 0
+  expect "its trial Pods carry priority class low from the template" \
+    trial_pods_labelled "$job" "$priority_label" low
   check "a trial is relaunched as preempted by Kueue within 60s" \
     eventually 60 relaunched_because 'was preempted (WorkloadEvictedDueToPreempted' || return 0
   expect "the Pod of priority class high runs to its end" \
