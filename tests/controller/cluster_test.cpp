@@ -66,6 +66,25 @@ TEST(Cluster, ATrialThatLetsGoOfItsGpusWakesTheWaitingJobs) {
   EXPECT_EQ(cluster.jobsConcernedByPod(&ended, nullptr), std::vector<std::string>{"ml/busy"});
 }
 
+// An AutotuneJob `name` in namespace ml, of UID uid-<name>, whose trials take `gpus` GPUs.
+json autotuneJob(const std::string& name, int gpus) {
+  json job = api::yamlToJson(R"(
+apiVersion: autotune.io/v1alpha1
+kind: AutotuneJob
+metadata: {namespace: ml}
+spec:
+  deepspeedConfig: {train_micro_batch_size_per_gpu: [1, 2]}
+  model: {numParameters: 774000000}
+  resources: {gpuMemory: 32Gi}
+  template: {spec: {containers: [{name: trainer, image: trial-sim}]}}
+)")
+                 .value();
+  job["metadata"]["name"] = name;
+  job["metadata"]["uid"] = "uid-" + name;
+  job["spec"]["resources"]["gpusPerTrial"] = gpus;
+  return job;
+}
+
 // A Workload as Kueue 0.17 makes it for a trial Pod that waits for quota.
 json pendingWorkload(const std::string& pod) {
   return {{"metadata",
@@ -132,19 +151,9 @@ TEST(Cluster, KueueWorkloadsAndLocalQueuesConcernTheJobsTheyHold) {
   EXPECT_EQ(cluster.workloadOf("ml", "Pod", "busy-z1", "uid-of-an-older-pod"), nullptr);
   EXPECT_EQ(cluster.workloadOf("ml", "Job", "busy-z1", ""), nullptr);
 
-  const auto job = api::yamlToJson(R"(
-apiVersion: autotune.io/v1alpha1
-kind: AutotuneJob
-metadata: {name: busy, namespace: ml, uid: uid-busy}
-spec:
-  deepspeedConfig: {train_micro_batch_size_per_gpu: [1, 2]}
-  model: {numParameters: 774000000}
-  resources: {gpusPerTrial: 8, gpuMemory: 32Gi}
-  queueName: team-a
-  template: {spec: {containers: [{name: trainer, image: trial-sim}]}}
-)");
-  ASSERT_TRUE(job.has_value());
-  jobs.upsert(*job);
+  json job = autotuneJob("busy", 8);
+  job["spec"]["queueName"] = "team-a";
+  jobs.upsert(job);
   const json queue = {{"metadata", {{"name", "team-a"}, {"namespace", "ml"}}}};
   EXPECT_EQ(cluster.localQueue("ml", "team-a"), QueueState::kMissing);
   queues.upsert(queue);
@@ -205,17 +214,7 @@ class Ownership : public ::testing::Test {
   Ownership() {
     cluster_.nodes().upsert(gpuNode("gpu-0"));
     cluster_.nodes().upsert(gpuNode("gpu-1"));
-    const auto job = api::yamlToJson(R"(
-apiVersion: autotune.io/v1alpha1
-kind: AutotuneJob
-metadata: {name: gpt2, namespace: ml, uid: uid-gpt2}
-spec:
-  deepspeedConfig: {train_micro_batch_size_per_gpu: [1, 2]}
-  model: {numParameters: 774000000}
-  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}
-  template: {spec: {containers: [{name: trainer, image: trial-sim}]}}
-)");
-    jobs_.upsert(job.value());
+    jobs_.upsert(autotuneJob("gpt2", 16));
     // A multi-node trial's Job, and a Job of someone else's that carries the label.
     batchJobs_.upsert(
         batchJobOf("gpt2-z1", "uid-batch", controllerRef("AutotuneJob", "gpt2", "uid-gpt2")));
@@ -278,18 +277,10 @@ TEST_F(Ownership, OnlyTrialsOfHeldJobsReserveGpusAndGatedPodsReserveNone) {
   EXPECT_EQ(cluster_.capacity().used(), 16);
   EXPECT_EQ(cluster_.capacity().free(), 0);
 
-  const auto job = api::yamlToJson(R"(
-apiVersion: autotune.io/v1alpha1
-kind: AutotuneJob
-metadata: {name: gpt2, namespace: ml, uid: uid-gpt2, resourceVersion: "2"}
-spec:
-  deepspeedConfig: {train_micro_batch_size_per_gpu: [1, 2]}
-  model: {numParameters: 774000000}
-  resources: {gpusPerTrial: 16, gpuMemory: 32Gi}
-  template: {spec: {containers: [{name: trainer, image: trial-sim}]}}
-status: {phase: Succeeded}
-)");
-  jobs_.upsert(job.value());
+  json ended = autotuneJob("gpt2", 16);
+  ended["metadata"]["resourceVersion"] = "2";
+  ended["status"]["phase"] = "Succeeded";
+  jobs_.upsert(ended);
   EXPECT_EQ(cluster_.capacity().reserved(), 0);
 }
 

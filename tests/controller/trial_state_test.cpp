@@ -287,11 +287,17 @@ TEST(ObserveTrialPod, ThePrimaryContainerDecidesNotASidecar) {
   EXPECT_EQ(observed(pod).phase, Phase::kRunning);
 }
 
-TEST(ObserveTrialPod, AnEvictedTrialIsLost) {
+// A trial Pod the kubelet stopped, saying why in the Pod's status.
+json stoppedByTheKubelet(const std::string& reason, const std::string& message) {
   json pod = terminatedPod(137, "Error", "");
-  pod["status"]["reason"] = "Evicted";
-  pod["status"]["message"] = "The node was low on resource: memory.";
-  const TrialRunState state = observed(pod);
+  pod["status"]["reason"] = reason;
+  pod["status"]["message"] = message;
+  return pod;
+}
+
+TEST(ObserveTrialPod, AnEvictedTrialIsLost) {
+  const TrialRunState state =
+      observed(stoppedByTheKubelet("Evicted", "The node was low on resource: memory."));
   EXPECT_EQ(state.phase, Phase::kLost);
   EXPECT_EQ(state.message, "Evicted: The node was low on resource: memory.");
 }
@@ -629,10 +635,8 @@ TEST(ConcludeTrial, ATrialPreemptedMoreThanTenTimesFails) {
 // A trial the kubelet stopped at its activeDeadlineSeconds, while no operator ran to stop it at
 // its timeout, timed out: it is no crash of its config's.
 TEST(ConcludeTrial, ATrialTheKubeletsDeadlineStoppedTimedOut) {
-  json pod = terminatedPod(137, "Error", "");
-  pod["status"]["reason"] = "DeadlineExceeded";
-  pod["status"]["message"] = "Pod was active on the node longer than the specified deadline";
-  const TrialRunState state = observed(pod);
+  const TrialRunState state = observed(stoppedByTheKubelet(
+      "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"));
   EXPECT_EQ(state.phase, Phase::kFinished);
   const auto result = resultOf(state, job().spec, at(kContainerFinished));
   ASSERT_TRUE(result.has_value());
