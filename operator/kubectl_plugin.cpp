@@ -10,10 +10,12 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/codec.h"
 #include "commands.h"
+#include "controller/output.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/object.h"
@@ -28,8 +30,6 @@ constexpr int kExitUsage = 2;
 
 const k8s::Resource kAutotuneJobs{std::string(api::kGroup), std::string(api::kVersion),
                                   "autotunejobs", true};
-// Names the job an output ConfigMap was written for (the operator's controller/output.h).
-constexpr std::string_view kJobUidAnnotation = "autotune.io/job-uid";
 
 constexpr std::string_view kUsage =
     "usage: kubectl autotune report JOB [-n NS] [-o OUT] [--format html|svg]\n"
@@ -173,19 +173,16 @@ std::optional<api::AutotuneJob> fetchJob(const Cluster& cluster, const std::stri
   return std::move(*job);
 }
 
-// The job's output ConfigMap, when the operator has written it for this job.
+// The job's output ConfigMap, when it is this job's by the operator's own rule (written for it,
+// or controlled by it): a ConfigMap of that name that anyone else made, or an earlier job of the
+// same name, is not the job's tuned config.
 std::optional<nlohmann::json> outputOf(const Cluster& cluster, const api::AutotuneJob& job) {
-  const auto configMap =
+  auto configMap =
       cluster.client.get(k8s::kConfigMaps, cluster.namespaceName, job.spec.output.configMapName);
-  if (!configMap) {
+  if (!configMap || !controller::isOutputOf(*configMap, job.uid())) {
     return std::nullopt;
   }
-  const std::string writtenFor =
-      k8s::text(k8s::member(k8s::metadataOf(*configMap), "annotations"), kJobUidAnnotation);
-  if (!writtenFor.empty() && writtenFor != job.uid()) {
-    return std::nullopt;  // another job's, of the same name before this one
-  }
-  return *configMap;
+  return std::move(*configMap);
 }
 
 // A job still searching has no output ConfigMap yet: its status holds every finished trial.

@@ -188,6 +188,7 @@ FieldErrors validate(const AutotuneJob& job) {
   checks::checkFixedTrainBatch(spec, errors);
   checks::checkArgMappings(spec, errors);
   checks::checkTemplate(spec, errors);
+  checks::checkAfterTuning(spec, errors);
   checkNames(spec, errors);
   return errors;
 }

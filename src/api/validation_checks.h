@@ -48,5 +48,7 @@ void checkTrainBatch(const nlohmann::json& value, const std::string& path, Field
 // The trial template (validation_template.cpp): its containers, and the primary container's
 // command, args and env with only known placeholders.
 void checkTemplate(const Spec& spec, FieldErrors& errors);
+// The afterTuning Job's template, as the trial template's, and its restartPolicy.
+void checkAfterTuning(const Spec& spec, FieldErrors& errors);
 
 }  // namespace autotune::api::checks

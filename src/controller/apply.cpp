@@ -81,6 +81,12 @@ std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& pla
   if (plan.afterTuning) {
     auto created = client_.create(k8s::kBatchJobs, namespace_, *plan.afterTuning);
     if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
+      const RefusedCreate refused{"", created.error().kind, created.error().message};
+      if (refusalOf(refused) == Refusal::kForGood) {
+        Learned learned;
+        learned.afterTuningRefused = refused.message;
+        return learned;
+      }
       context_.log.warn("could not create the afterTuning Job",
                         {{"error", k8s::describe(created.error())}});
       return std::nullopt;

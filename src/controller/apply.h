@@ -54,9 +54,12 @@ struct Learned {
   std::vector<RefusedCreate> refusedCreates;
   // The afterTuning Job's name is held by a Job this job does not control: whose it is.
   std::optional<std::string> afterTuningTaken;
+  // The API server refused the afterTuning Job for good (refusalOf): its words.
+  std::optional<std::string> afterTuningRefused;
 
   bool empty() const {
-    return namesTaken.empty() && !outputRefused && refusedCreates.empty() && !afterTuningTaken;
+    return namesTaken.empty() && !outputRefused && refusedCreates.empty() && !afterTuningTaken &&
+           !afterTuningRefused;
   }
 };
 

@@ -26,6 +26,10 @@ inline constexpr std::string_view kOutputWritten = "OutputWritten";
 // True once the API server refused a trial's run for good (Pod Security, a policy, a webhook):
 // the job launches nothing more, and fails once the trials still running are recorded.
 inline constexpr std::string_view kLaunchRefused = "LaunchRefused";
+// True once the afterTuning Job could not be made: the API server refused it for good
+// (reason CreateRefused), or a Job the job does not control holds its name (NameTaken). The job
+// still Succeeded: its output is written and every trial recorded.
+inline constexpr std::string_view kAfterTuningFailed = "AfterTuningFailed";
 }  // namespace condition
 
 // The Running condition's reasons while trials wait for room, True while some trial runs and

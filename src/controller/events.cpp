@@ -120,6 +120,12 @@ JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder
               holder + "); it is left alone. The tuned config is in the output ConfigMap."};
 }
 
+JobEvent afterTuningRefused(const std::string& serverMessage) {
+  return {"AfterTuningFailed", "Warning", "",
+          "The afterTuning Job was refused: " + serverMessage +
+              ". The tuned config is in the output ConfigMap."};
+}
+
 JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric metric) {
   std::vector<std::pair<std::string, std::string>> items;
   items.reserve(reused.size());

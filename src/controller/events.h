@@ -55,6 +55,8 @@ JobEvent queueTimedOut(const std::string& trial, const std::string& message);
 // The afterTuning Job was not created: a Job of its name exists and is not this job's (`holder`
 // says whose it is).
 JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder);
+// The API server refused the afterTuning Job for good: `serverMessage` says why.
+JobEvent afterTuningRefused(const std::string& serverMessage);
 // Trials whose results were taken from measurements kept before (reuse.h): "Trial a reused:
 // OOM (from ConfigMap m)".
 JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric metric);

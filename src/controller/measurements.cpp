@@ -81,6 +81,10 @@ tl::expected<json, std::string> parsedKey(const json& data, std::string_view key
 // positive; anything else was written by hand, and is not taken as measured.
 std::optional<std::string> implausible(const api::TrialRecord& record,
                                        const std::optional<api::MeasuredModel>& model) {
+  if (!isVerdict(record.outcome)) {
+    return "outcome: " + std::string(api::toString(record.outcome)) +
+           " is no verdict on the config for another job (only Succeeded and OOM are kept)";
+  }
   // No trial runs longer than the longest spec.trialTimeout, 720h.
   constexpr double kLongestTrialSeconds = 720.0 * 3600;
   if (!(record.durationSeconds >= 0 && record.durationSeconds <= kLongestTrialSeconds)) {
@@ -161,6 +165,10 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
 }
 
 }  // namespace
+
+bool isVerdict(api::Outcome outcome) {
+  return outcome == api::Outcome::kSucceeded || outcome == api::Outcome::kOOM;
+}
 
 std::string MeasurementIdentity::name() const {
   return std::string(kMeasurementPrefix) + sha256Hex(document.dump());

@@ -99,6 +99,11 @@ struct MeasurementObject {
 
 std::optional<MeasurementObject> decodeMeasurementObject(const nlohmann::json& object);
 
+// Whether a trial that ended so says something of its config that holds for another job: it
+// Succeeded, or ran out of memory. A failure (a registry outage, a bad node, an NCCL error) or
+// missing metrics says nothing of the config, and is neither kept nor reused.
+bool isVerdict(api::Outcome outcome);
+
 // The ConfigMap that keeps `record` (and the profiling trial's `model`), measured by `job`, under
 // `identity`; nothing when it would pass kMeasurementBytes.
 std::optional<nlohmann::json> measurementConfigMap(const MeasurementIdentity& identity,

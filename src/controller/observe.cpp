@@ -267,6 +267,25 @@ void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
 
 }  // namespace
 
+Refusal refusalOf(const RefusedCreate& refused) {
+  switch (refused.kind) {
+    case k8s::ErrorKind::kForbidden:
+      if (refused.message.find("exceeded quota") != std::string::npos) {
+        return Refusal::kQuota;
+      }
+      // RBAC: the operator's own rights, which an administrator can mend.
+      if (refused.message.find("cannot create resource") != std::string::npos) {
+        return Refusal::kTransient;
+      }
+      return Refusal::kForGood;
+    case k8s::ErrorKind::kInvalid:
+    case k8s::ErrorKind::kBadRequest:
+      return Refusal::kForGood;
+    default:
+      return Refusal::kTransient;
+  }
+}
+
 Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp now) {
   Snapshot snapshot;
   snapshot.now = now;

@@ -45,6 +45,12 @@ struct RefusedCreate {
   std::string message;  // the server's words
 };
 
+// How a refused create is taken: a ResourceQuota's refusal waits for quota; Pod Security, a
+// policy, a webhook or an invalid object refuse the job's template for good; anything else (the
+// server failing, the operator's own rights) is tried again.
+enum class Refusal { kQuota, kForGood, kTransient };
+Refusal refusalOf(const RefusedCreate& refused);
+
 // One valid job and its trials, as the cache held them at `now`.
 struct Snapshot {
   Timestamp now;
@@ -81,11 +87,13 @@ struct Snapshot {
   std::optional<Timestamp> waitingSince;  // the job waits for room since then (Plan::waitsForRoom)
   // Learned by applying an earlier plan of this reconcile: the output could not be written, the
   // creates of some trials' runs were refused (those trials are not in flight), or the
-  // afterTuning Job's name is taken.
+  // afterTuning Job could not be made.
   std::optional<OutputRefusal> outputRefused;
   std::vector<RefusedCreate> refusedCreates;
   // The afterTuning Job's name is held by a Job this job does not control: whose it is.
   std::optional<std::string> afterTuningTaken;
+  // The API server refused the afterTuning Job for good: its words.
+  std::optional<std::string> afterTuningRefused;
 };
 
 Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp now);

@@ -70,13 +70,13 @@ void takeRefusal(Draft& draft, const RefusedCreate& refused, const TrialRun& run
 
 // --- record what ended ------------------------------------------------------------------------
 
-// A trial that finished on a node the cache holds is kept beyond the job, under the identity it
-// ran with.
+// A trial that finished on a node the cache holds, with a verdict on its config (isVerdict), is
+// kept beyond the job, under the identity it ran with.
 void keepMeasurement(Draft& draft, const Concluded& concluded) {
   const auto& trials = draft.decision.trials;
   const auto& record = concluded.result.record;
   const auto trial = std::ranges::find(trials, record.name, &tuning::Trial::name);
-  if (!concluded.ranOn || trial == trials.end()) {
+  if (!concluded.ranOn || trial == trials.end() || !isVerdict(record.outcome)) {
     return;
   }
   const api::AutotuneJob& job = draft.snapshot.job;
@@ -384,25 +384,6 @@ runtime::Duration requeueFor(std::chrono::system_clock::duration wait) {
   constexpr auto kMinRequeue = std::chrono::seconds(1);
   return std::chrono::duration_cast<runtime::Duration>(
       std::max<std::chrono::system_clock::duration>(wait, kMinRequeue));
-}
-
-Refusal refusalOf(const RefusedCreate& refused) {
-  switch (refused.kind) {
-    case k8s::ErrorKind::kForbidden:
-      if (refused.message.find("exceeded quota") != std::string::npos) {
-        return Refusal::kQuota;
-      }
-      // RBAC: the operator's own rights, which an administrator can mend.
-      if (refused.message.find("cannot create resource") != std::string::npos) {
-        return Refusal::kTransient;
-      }
-      return Refusal::kForGood;
-    case k8s::ErrorKind::kInvalid:
-    case k8s::ErrorKind::kBadRequest:
-      return Refusal::kForGood;
-    default:
-      return Refusal::kTransient;
-  }
 }
 
 Draft::Draft(const Snapshot& snapshot, const tuning::Decision& decision)

@@ -31,12 +31,6 @@ inline bool exhaustedUnmeasured(const TrialRunState& state) {
 // A wait, at least a second, as a requeue.
 runtime::Duration requeueFor(std::chrono::system_clock::duration wait);
 
-// How a refused create is taken: a ResourceQuota's refusal waits for quota; Pod Security, a
-// policy, a webhook or an invalid object refuse the job's template for good; anything else (the
-// server failing, the operator's own rights) is tried again.
-enum class Refusal { kQuota, kForGood, kTransient };
-Refusal refusalOf(const RefusedCreate& refused);
-
 // The plan in the making, passed from step to step.
 struct Draft {
   Draft(const Snapshot& snapshot, const tuning::Decision& decision);

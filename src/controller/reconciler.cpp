@@ -62,6 +62,7 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
     snapshot.outputRefused = learned->outputRefused;
     snapshot.refusedCreates = std::move(learned->refusedCreates);
     snapshot.afterTuningTaken = learned->afterTuningTaken;
+    snapshot.afterTuningRefused = learned->afterTuningRefused;
     planned = plan(snapshot, decision);
     if (!apply.write(snapshot.job, planned)) {
       return runtime::ReconcileResult::retry();

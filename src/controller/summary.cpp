@@ -342,12 +342,21 @@ void endSearch(Draft& draft) {
   const std::string& configMap = spec.output.configMapName;
   setCondition(status, condition::kOutputWritten, true, "Written", "ConfigMap " + configMap,
                snapshot.now, snapshot.generation);
+  const std::string afterTuningName = afterTuningJobName(snapshot.job.name());
   if (spec.afterTuning && snapshot.afterTuningTaken) {
-    draft.plan.events.push_back(
-        afterTuningNameTaken(afterTuningJobName(snapshot.job.name()), *snapshot.afterTuningTaken));
+    setCondition(status, condition::kAfterTuningFailed, true, "NameTaken",
+                 "Job " + afterTuningName + " exists and is not this job's (" +
+                     *snapshot.afterTuningTaken + ")",
+                 snapshot.now, snapshot.generation);
+    draft.plan.events.push_back(afterTuningNameTaken(afterTuningName, *snapshot.afterTuningTaken));
+  } else if (spec.afterTuning && snapshot.afterTuningRefused) {
+    setCondition(status, condition::kAfterTuningFailed, true, "CreateRefused",
+                 api::headOf(*snapshot.afterTuningRefused, kConditionMessageBytes), snapshot.now,
+                 snapshot.generation);
+    draft.plan.events.push_back(afterTuningRefused(*snapshot.afterTuningRefused));
   } else if (spec.afterTuning) {
     draft.plan.afterTuning = afterTuningJob(snapshot.job, *decision.best);
-    status.afterTuningJob = afterTuningJobName(snapshot.job.name());
+    status.afterTuningJob = afterTuningName;
   }
   endRunning(draft, true, "SearchCompleted", decision.message);
   draft.plan.events.push_back(searchCompleted(*status.best, decision.message, configMap));

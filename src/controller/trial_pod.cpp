@@ -340,6 +340,10 @@ json afterTuningJob(const api::AutotuneJob& job, const tuning::Trial& best) {
   json batchSpec = objectAt(jobTemplate, "spec");
   json podTemplate = objectAt(batchSpec, "template");
   json podSpec = objectAt(podTemplate, "spec");
+  // A Job's Pods may not restart Always, Kubernetes' default for a Pod.
+  if (!podSpec.contains("restartPolicy")) {
+    podSpec["restartPolicy"] = "Never";
+  }
   // The command comes from the after-tuning template's primary container, with the best
   // trial's values through argMappings and placeholders, as a trial's would.
   api::Spec runSpec = spec;

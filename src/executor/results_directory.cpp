@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -58,10 +60,22 @@ std::string specIdentity(const api::Spec& spec) {
 
 tl::expected<void, std::string> writeFileAtomically(const fs::path& path,
                                                     const std::string& content) {
-  const fs::path temporary = path.string() + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A name made for this write (mkstemp: created exclusively, never a file or link someone left
+  // at a name known beforehand), in the target's folder so that the rename stays within it.
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::string temporary = (folder / ("." + path.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(temporary.data());
   if (fd < 0) {
-    return tl::unexpected(systemError("cannot write " + temporary.string()));
+    return tl::unexpected(systemError("cannot write a temporary file beside " + path.string()));
+  }
+  const auto failed = [&](const std::string& what) {
+    auto error = tl::unexpected(systemError(what));
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    return error;
+  };
+  if (::fchmod(fd, 0644) != 0) {
+    return failed("cannot make " + temporary + " readable");
   }
   std::size_t written = 0;
   while (written < content.size()) {
@@ -70,16 +84,21 @@ tl::expected<void, std::string> writeFileAtomically(const fs::path& path,
       if (errno == EINTR) {
         continue;
       }
-      ::close(fd);
-      return tl::unexpected(systemError("cannot write " + temporary.string()));
+      return failed("cannot write " + temporary);
     }
     written += static_cast<std::size_t>(count);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    return tl::unexpected(systemError("cannot flush " + temporary.string()));
+  if (::fsync(fd) != 0) {
+    return failed("cannot flush " + temporary);
+  }
+  if (::close(fd) != 0) {
+    ::unlink(temporary.c_str());
+    return tl::unexpected(systemError("cannot flush " + temporary));
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return tl::unexpected(systemError("cannot replace " + path.string()));
+    auto error = tl::unexpected(systemError("cannot replace " + path.string()));
+    ::unlink(temporary.c_str());
+    return error;
   }
   return {};
 }

@@ -1,8 +1,10 @@
 #include "tuning/memory_model.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -93,6 +95,15 @@ MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& tria
   return estimate;
 }
 
+int samplesAsInt(double samples) {
+  if (std::isnan(samples)) {
+    return 0;
+  }
+  constexpr auto kLowest = static_cast<double>(std::numeric_limits<int>::min());
+  constexpr auto kHighest = static_cast<double>(std::numeric_limits<int>::max());
+  return static_cast<int>(std::clamp(samples, kLowest, kHighest));
+}
+
 std::optional<int> largestMicroBatch(const MemoryEstimate& estimate, std::int64_t gpuMemoryBytes) {
   if (!estimate.activationsPerSample || *estimate.activationsPerSample <= 0) {
     return std::nullopt;
@@ -101,7 +112,7 @@ std::optional<int> largestMicroBatch(const MemoryEstimate& estimate, std::int64_
   if (room <= 0) {
     return 0;
   }
-  return static_cast<int>(std::floor(room / *estimate.activationsPerSample));
+  return samplesAsInt(std::floor(room / *estimate.activationsPerSample));
 }
 
 bool offloads(const nlohmann::json& zeroOptimization, std::string_view section) {

@@ -50,6 +50,11 @@ Precision precisionOf(const nlohmann::json& deepspeedConfig);
 MemoryEstimate estimateMemory(const ModelSize& model, const nlohmann::json& trialConfig,
                               const Parallelism& parallelism);
 
+// A count of samples worked out in bytes, as an int: what a trial or a kept measurement reports
+// may make it far beyond int's range (1 byte of activations a sample), where a plain conversion
+// is undefined, in practice a negative micro-batch. Saturates at int's bounds; NaN is 0.
+int samplesAsInt(double samples);
+
 // The largest micro-batch that fits in `gpuMemoryBytes`, 0 when even the model states do not
 // fit, nothing when activations are unknown.
 std::optional<int> largestMicroBatch(const MemoryEstimate& estimate, std::int64_t gpuMemoryBytes);

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <limits>
 #include <utility>
 
 #include "api/deepspeed_keys.h"
 #include "api/placeholders.h"
+#include "api/shell_command.h"
 #include "api/text.h"
 #include "tuning/trial_metrics.h"
 
@@ -16,10 +22,33 @@ namespace {
 // reason takes at most this many bytes there, as a JSON string.
 constexpr std::size_t kReasonBytes = 256;
 
+// The name a shell script of a trial runs under ($0) when its command gives none.
+constexpr std::string_view kScriptName = "autotune-trial";
+
 // Texts that PyTorch, CUDA, cuBLAS and ROCm print when a device allocation fails.
 constexpr std::array<std::string_view, 5> kOutOfMemoryTexts = {
     "CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory",
     "CUBLAS_STATUS_ALLOC_FAILED", "HIP out of memory"};
+
+// A byte count a trial wrote: any JSON number, held within 0 and int64's largest before it is
+// converted, since converting a double beyond that range (1e300) is undefined.
+std::int64_t byteCount(const nlohmann::json& number) {
+  if (number.is_number_unsigned()) {
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(
+        number.get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max()));
+  }
+  if (number.is_number_integer()) {
+    return std::max<std::int64_t>(0, number.get<std::int64_t>());
+  }
+  const double bytes = number.get<double>();
+  // 2^63, the first double past int64's range.
+  constexpr double kBeyond = 9223372036854775808.0;
+  if (std::isnan(bytes) || bytes <= 0) {
+    return 0;
+  }
+  return bytes >= kBeyond ? std::numeric_limits<std::int64_t>::max()
+                          : static_cast<std::int64_t>(bytes);
+}
 
 std::optional<api::MeasuredModel> readModelInfo(const std::string& text) {
   const nlohmann::json info = nlohmann::json::parse(text, nullptr, false);
@@ -31,7 +60,7 @@ std::optional<api::MeasuredModel> readModelInfo(const std::string& text) {
   measured.numParameters = info["num_params"].get<std::int64_t>();
   const auto activation = info.find("activation_mem_per_gpu");
   if (activation != info.end() && activation->is_number()) {
-    measured.activationMemoryPerSample = activation->get<std::int64_t>();
+    measured.activationMemoryPerSample = byteCount(*activation);
   }
   return measured;
 }
@@ -282,8 +311,10 @@ std::string substitutePlaceholders(std::string_view text, const Trial& trial,
   for (const api::Placeholder& placeholder : api::scanPlaceholders(text).placeholders) {
     const std::string_view whole = text.substr(placeholder.position, placeholder.length);
     filled += text.substr(copied, placeholder.position - copied);
-    filled += replacementFor(placeholder.key, trial.config, jobName, trial.name)
-                  .value_or(std::string(whole));
+    filled += placeholder.escape
+                  ? std::string("${")
+                  : replacementFor(placeholder.key, trial.config, jobName, trial.name)
+                        .value_or(std::string(whole));
     copied = placeholder.position + placeholder.length;
   }
   filled += text.substr(copied);
@@ -307,12 +338,27 @@ std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jo
       argv[i + 1] = configPath;
     }
   }
+  // The words the mapped flags are set among: every word, or for a shell's script its positional
+  // parameters, after the name it runs under ($0), given when the command gives none.
+  std::size_t fixed = 0;
+  if (const auto script = api::shellScriptIndex(argv); script && !spec.argMappings.empty()) {
+    if (argv.size() == *script + 1) {
+      argv.emplace_back(kScriptName);
+    }
+    fixed = *script + 2;
+  }
+  std::vector<std::string> arguments(
+      std::make_move_iterator(argv.begin() + static_cast<std::ptrdiff_t>(fixed)),
+      std::make_move_iterator(argv.end()));
+  argv.resize(fixed);
   for (const auto& [key, flag] : spec.argMappings) {
     const auto* value = findKey(trial.config, key);
     if (value != nullptr && !(value->is_string() && value->get<std::string>() == "auto")) {
-      setFlag(argv, flag, value->is_string() ? value->get<std::string>() : value->dump());
+      setFlag(arguments, flag, value->is_string() ? value->get<std::string>() : value->dump());
     }
   }
+  argv.insert(argv.end(), std::make_move_iterator(arguments.begin()),
+              std::make_move_iterator(arguments.end()));
   return argv;
 }
 

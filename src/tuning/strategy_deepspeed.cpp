@@ -167,8 +167,8 @@ class DeepSpeedSearch {
     const MemoryEstimate target = context_.memory(unremembered(to, microBatch));
     int equal = microBatch;
     if (context_.model && source.activationsPerSample && *source.activationsPerSample > 0) {
-      equal = static_cast<int>(std::round((*source.total(microBatch) - target.modelStates()) /
-                                          *source.activationsPerSample));
+      equal = samplesAsInt(std::round((*source.total(microBatch) - target.modelStates()) /
+                                      *source.activationsPerSample));
     }
     equal = std::clamp(equal, to.lowest, std::max(to.lowest, to.cap));
     return ladder().atMost(equal).value_or(to.lowest);
@@ -229,7 +229,7 @@ class DeepSpeedSearch {
           capacity - context_.memory(unremembered(anchor.bounds, ran)).modelStates();
       const double room = capacity - context_.memory(unremembered(to, ran)).modelStates();
       if (anchorRoom > 0 && room > 0) {
-        largest = static_cast<int>(std::floor(ran * room / anchorRoom));
+        largest = samplesAsInt(std::floor(ran * room / anchorRoom));
       }
     }
     return allowedWithin(ladder(), to.lowest, std::max(to.lowest, to.cap), largest)

@@ -304,7 +304,8 @@ spec:
   cleanup: Keep
   reuse: Disabled
   queueName: team-a
-  afterTuning: {spec: {template: {spec: {restartPolicy: Never}}}}
+  afterTuning:
+    spec: {template: {spec: {restartPolicy: Never, containers: [{name: train, image: "bert:1"}]}}}
 )"));
   const auto job = decodeJob(document);
   ASSERT_TRUE(job.has_value()) << format(job.error().front());
@@ -412,7 +413,8 @@ spec:
   cleanup: Keep
   reuse: Disabled
   queueName: team-a
-  afterTuning: {spec: {template: {spec: {restartPolicy: Never}}}}
+  afterTuning:
+    spec: {template: {spec: {restartPolicy: Never, containers: [{name: train, image: "bert:1"}]}}}
 )"));
   const AutotuneJob job = decodeOrFail(document.dump());
   EXPECT_EQ(encode(job.spec), document["spec"]);

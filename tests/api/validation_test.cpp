@@ -79,6 +79,48 @@ TEST(Validate, EveryUnknownPlaceholderInOneValueIsNamed) {
           FieldError{"spec.template.spec.containers[1].command[1]", "unknown placeholder ${b}"}));
 }
 
+// A variable for the container's shell is written $${NAME}; the trial's own ${AUTOTUNE_...} are
+// the container's: neither is an unknown placeholder, and the error for one says how to write it.
+TEST(Validate, ShellVariablesAreEscapedAndTheTrialsOwnAreTheContainers) {
+  AutotuneJob job = validJob();
+  job.spec.podTemplate["spec"]["containers"][1]["args"] = {
+      "--home=$${HOME}", "--nproc=$${NPROC:-8}", "--config=${AUTOTUNE_DS_CONFIG}"};
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.podTemplate["spec"]["containers"][1]["args"] = {"--home=${HOME}"};
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.template.spec.containers[1].args[0]",
+                                     "unknown placeholder ${HOME}: a variable for the "
+                                     "container's shell is written $${HOME}"}));
+}
+
+// A shell script run with -c gets the mapped flags as its arguments: it must pass them on with
+// "$@", and not set them itself, or every trial would measure the script's own value.
+TEST(Validate, AShellScriptMustForwardTheMappedFlags) {
+  AutotuneJob job = validJob();
+  job.spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
+  json& trainer = job.spec.podTemplate["spec"]["containers"][1];
+  trainer["command"] = {"bash", "-c"};
+  trainer["args"] = {
+      R"(python train.py --deepspeed "$AUTOTUNE_DS_CONFIG" --per_device_train_batch_size 1)"};
+  trainer.erase("env");
+  EXPECT_THAT(
+      validate(job),
+      ElementsAre(
+          FieldError{"spec.template.spec.containers[1].args[0]",
+                     "a shell script gets the flags of spec.argMappings as its arguments, and "
+                     "passes them on only with \"$@\" (python train.py \"$@\"): add it, or map "
+                     "no flags"},
+          FieldError{"spec.template.spec.containers[1].args[0]",
+                     "sets --per_device_train_batch_size itself, which spec.argMappings passes "
+                     "through \"$@\" with each trial's train_micro_batch_size_per_gpu: remove it "
+                     "from the script"}));
+  trainer["args"] = {R"(python train.py --deepspeed "$AUTOTUNE_DS_CONFIG" "$@")"};
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.argMappings.clear();
+  trainer["args"] = {R"(python train.py --per_device_train_batch_size 1)"};
+  EXPECT_THAT(validate(job), IsEmpty()) << "nothing mapped, nothing to pass on";
+}
+
 TEST(Validate, AnUnterminatedPlaceholderIsNamed) {
   AutotuneJob job = validJob();
   job.spec.podTemplate["spec"]["containers"][1]["env"][0]["value"] = "${zero_optimization.stage";
@@ -255,6 +297,41 @@ TEST(Validate, TheTemplateMustNameItsContainers) {
                                         "spec.template.spec.containers[1].name"));
   job.spec.podTemplate = {{"spec", 3}};
   EXPECT_THAT(validate(job), ElementsAre(FieldError{"spec.template.spec", "must be an object"}));
+}
+
+// The afterTuning Job is checked as the trial template is, before any trial runs: what the API
+// server would refuse once the search is over is refused now.
+TEST(Validate, TheAfterTuningTemplateIsCheckedAsTheTrialTemplateIs) {
+  AutotuneJob job = validJob();
+  job.spec.afterTuning = json::parse(R"({"spec": {"template": {"spec": {
+    "containers": [{"name": "trainer", "image": "train:1",
+                    "args": ["--stage=${zero_optimization.stage}", "--out=${job}"]}]}}}})");
+  EXPECT_THAT(validate(job), IsEmpty()) << "restartPolicy Never is filled in when unset";
+
+  job.spec.afterTuning = json::parse(R"({
+    "metadata": {"labels": {"team": 7}},
+    "spec": {"template": {"spec": {"restartPolicy": "Always", "containers": [
+      {"name": "trainer", "command": "python train.py", "args": ["${trial}", "${nope}"]}]}}}})");
+  EXPECT_THAT(
+      validate(job),
+      ElementsAre(
+          FieldError{"spec.afterTuning.metadata.labels.team", "must be a string"},
+          FieldError{"spec.afterTuning.spec.template.spec.restartPolicy",
+                     "must be Never or OnFailure: a Job's Pods may not restart Always (Never "
+                     "when unset)"},
+          FieldError{"spec.afterTuning.spec.template.spec.containers[0].command",
+                     "must be a list of strings"},
+          FieldError{"spec.afterTuning.spec.template.spec.containers[0].args[1]",
+                     "unknown placeholder ${nope}"}));
+
+  job.spec.afterTuning = json::parse(R"({"spec": {"template": {"spec": {"containers": {}}}}})");
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.afterTuning.spec.template.spec.containers",
+                                     "must list at least one container"}));
+  job.spec.afterTuning = json::parse(R"({"spec": "run it"})");
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.afterTuning.spec",
+                                     "must be an object holding the Job's template"}));
 }
 
 TEST(Validate, ReportsEveryProblemNotOnlyTheFirst) {

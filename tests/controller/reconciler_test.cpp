@@ -749,6 +749,21 @@ json singleTrialJob() {
 
 constexpr std::string_view kMeasurements = "/api/v1/namespaces/ml/configmaps/autotune-m-";
 
+// A trial that failed says nothing of its config that holds for another job (a registry outage,
+// a bad node): it is recorded, and not kept.
+TEST_F(Reconcile, AFailedTrialIsNotKept) {
+  cluster_.addMeasurements("");
+  submit(singleTrialJob());
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 1, "RuntimeError: NCCL error: unhandled system error");
+  reconcile();
+  ASSERT_EQ(job()["status"]["results"].size(), 1U);
+  EXPECT_EQ(job()["status"]["results"][0]["outcome"], "Failed");
+  const auto kept = api_->under(std::string(kMeasurements));
+  EXPECT_TRUE(kept.empty()) << kept.size() << " kept";
+}
+
 // A finished trial is kept as a measurement ConfigMap; the job deleted and created again (another
 // UID) takes it from the cache as the trial's result, and creates no Pod.
 TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
@@ -1051,14 +1066,6 @@ TEST_F(Reconcile, TheOutputHoldsTheTrialRecordedByTheReconcileThatWritesIt) {
 class AfterTuningHeld : public Reconcile {
  protected:
   void runWithHolder(bool ours) {
-    json single = singleTrialJob();
-    single["spec"]["afterTuning"] = {
-        {"spec",
-         {{"template",
-           {{"spec",
-             {{"restartPolicy", "Never"},
-              {"containers", {{{"name", "train"}, {"image", "example.org/train:1.0"}}}}}}}}}}};
-    submit(single);
     api_->objects[std::string(kPath)] = {{"metadata",
                                           {{"name", "gpt2-after-tuning"},
                                            {"namespace", "ml"},
@@ -1068,6 +1075,18 @@ class AfterTuningHeld : public Reconcile {
                                               {"name", ours ? "gpt2" : "nightly"},
                                               {"uid", ours ? "uid-gpt2" : "uid-nightly"},
                                               {"controller", true}}}}}}};
+    runWithoutHolder();
+  }
+
+  void runWithoutHolder() {
+    json single = singleTrialJob();
+    single["spec"]["afterTuning"] = {
+        {"spec",
+         {{"template",
+           {{"spec",
+             {{"restartPolicy", "Never"},
+              {"containers", {{{"name", "train"}, {"image", "example.org/train:1.0"}}}}}}}}}}};
+    submit(single);
     reconcile();
     ASSERT_EQ(pods().size(), 1U) << job()["status"].dump();
     finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 59.0})");
@@ -1086,13 +1105,19 @@ class AfterTuningHeld : public Reconcile {
   static constexpr std::string_view kPath = "/apis/batch/v1/namespaces/ml/jobs/gpt2-after-tuning";
 };
 
-// Someone else's Job is left alone and not named as the job's; a Warning Event says whose it is.
+// Someone else's Job is left alone and not named as the job's; condition AfterTuningFailed and a
+// Warning Event say whose it is.
 TEST_F(AfterTuningHeld, SomeoneElsesJobIsNotClaimed) {
   runWithHolder(false);
   EXPECT_EQ(job()["status"]["phase"], "Succeeded") << job()["status"].dump();
   EXPECT_FALSE(job()["status"].contains("afterTuningJob")) << job()["status"].dump();
   EXPECT_EQ(api_->objects.at(std::string(kPath))["metadata"]["uid"], "uid-held");
   EXPECT_EQ(nameTakenEvents(), 1);
+  const json conditions = job()["status"]["conditions"];
+  EXPECT_TRUE(std::ranges::any_of(conditions, [](const json& condition) {
+    return condition["type"] == "AfterTuningFailed" && condition["reason"] == "NameTaken" &&
+           condition["message"].get<std::string>().find("CronJob nightly") != std::string::npos;
+  })) << conditions.dump();
 }
 
 // The job's own Job is the one it meant to create: named, and no Event.
@@ -1101,6 +1126,47 @@ TEST_F(AfterTuningHeld, TheJobsOwnJobIsNamed) {
   EXPECT_EQ(job()["status"]["phase"], "Succeeded") << job()["status"].dump();
   EXPECT_EQ(job()["status"]["afterTuningJob"], "gpt2-after-tuning");
   EXPECT_EQ(nameTakenEvents(), 0);
+}
+
+// The afterTuning Job refused for good (a webhook, a policy, an invalid object): the job still
+// Succeeds, its output written and its trial recorded, and says why in condition
+// AfterTuningFailed and a Warning Event. A refusal the operator's rights explain is tried again.
+TEST_F(AfterTuningHeld, ARefusedAfterTuningJobIsAConditionOfASucceededJob) {
+  api_->refused[std::string(kPath)] =
+      "admission webhook \"jobs.example.com\" denied the request: no Jobs on weekends";
+  runWithoutHolder();
+  const json status = job()["status"];
+  EXPECT_EQ(status["phase"], "Succeeded") << status.dump();
+  EXPECT_EQ(status["results"].size(), 1U);
+  EXPECT_FALSE(status.contains("afterTuningJob"));
+  EXPECT_TRUE(api_->objects.contains("/api/v1/namespaces/ml/configmaps/gpt2-optimal"));
+  const json* failed = nullptr;
+  for (const auto& condition : status["conditions"]) {
+    if (condition["type"] == "AfterTuningFailed") {
+      failed = &condition;
+    }
+  }
+  ASSERT_NE(failed, nullptr) << status.dump();
+  EXPECT_EQ((*failed)["status"], "True");
+  EXPECT_EQ((*failed)["reason"], "CreateRefused");
+  EXPECT_NE((*failed)["message"].get<std::string>().find("no Jobs on weekends"), std::string::npos);
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  EXPECT_EQ(std::ranges::count_if(
+                events, [](const json& event) { return event["reason"] == "AfterTuningFailed"; }),
+            1);
+}
+
+TEST_F(AfterTuningHeld, AnAfterTuningJobTheOperatorsRightsRefusedIsTriedAgain) {
+  api_->refused[std::string(kPath)] =
+      "jobs.batch is forbidden: User \"system:serviceaccount:ops:autotune\" cannot create "
+      "resource \"jobs\" in API group \"batch\" in the namespace \"ml\"";
+  runWithoutHolder();
+  EXPECT_NE(job()["status"]["phase"], "Succeeded") << job()["status"].dump();
+  api_->refused.clear();
+  reconcile();
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded") << job()["status"].dump();
+  EXPECT_EQ(job()["status"]["afterTuningJob"], "gpt2-after-tuning");
+  EXPECT_TRUE(api_->objects.contains(std::string(kPath)));
 }
 
 // --- Kueue --------------------------------------------------------------------------------------

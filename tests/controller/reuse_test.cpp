@@ -342,6 +342,10 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
        [](json& cm) {
          cm["data"]["result.json"] = R"({"outcome": "Succeeded", "metrics": {"made_up": 1}})";
        }},
+      {"data.result.json: outcome: Failed is no verdict on the config for another job",
+       [](json& cm) {
+         cm["data"]["result.json"] = R"({"outcome": "Failed", "reason": "ErrImagePull"})";
+       }},
       {"more than a measurement's 256 KiB",
        [](json& cm) { cm["data"]["padding"] = std::string(kMeasurementBytes, 'x'); }},
       {"data.result.json: model.numParameters",
@@ -360,7 +364,7 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
   }
   json wordy = good;
   wordy["data"]["result.json"] =
-      json{{"outcome", "Failed"}, {"reason", std::string(100000, 'r')}}.dump();
+      json{{"outcome", "OOM"}, {"reason", std::string(100000, 'r')}}.dump();
   const auto cut = decodeMeasurementObject(wordy);
   ASSERT_TRUE(cut->measurement.has_value()) << cut->measurement.error();
   EXPECT_LE(cut->measurement->record.reason.size(), 256U) << "cut as status.results keeps it";

@@ -530,6 +530,34 @@ case_hostile() {
   end_case
 }
 
+# A training command wrapped in a shell, as launch scripts are, with the micro-batch mapped to the
+# trainer's flag. A script that sets the flag itself is refused before any Pod, saying how to pass
+# it on; one that passes its arguments on with "$@" runs each trial at the micro-batch the trial
+# is named for (trial-sim refuses a flag that disagrees with its config, as the Hugging Face
+# Trainer does), and the job ends at the published best.
+# shellcheck disable=SC2016  # "$@" and $AUTOTUNE_DS_CONFIG are the trial's shell's
+case_wrapper() {
+  begin_case wrapper
+  local trainer='trial-sim --profile gpt2-large --startup-seconds 0.5 --e2e-run '"$marker"
+  trainer+=' --deepspeed "$AUTOTUNE_DS_CONFIG"'
+  check "a job whose wrapper script sets the mapped flag itself is created" create_job fixed \
+    strategy=grid stages='[1]' micro='[1, 3]' early=0 args='[]' \
+    command="[bash, -c, '$trainer --per_device_train_batch_size 1']" || return 0
+  expect "it fails at once naming the script and the flag, and no Pod is created" \
+    eventually 30 job_satisfies fixed \
+    'status.get("phase") == "Failed" and
+     "command[2]: sets --per_device_train_batch_size itself" in cond("SpecValid").get("message", "")'
+  expect "no Pod of it exists" eval '[[ -z $(trial_pods fixed) ]]'
+  check "a job whose wrapper script passes its arguments on with \"\$@\" is created" \
+    create_job forwarded strategy=grid stages='[1]' micro='[1, 3]' early=0 args='[]' \
+    command="[bash, -c, '$trainer \"\$@\"']" || return 0
+  check "it Succeeds within 120s" ends_in forwarded Succeeded 120 || return 0
+  expect "both trials Succeeded: each ran the micro-batch it is named for" \
+    job_satisfies forwarded 'sorted(outcomes.values()) == ["Succeeded", "Succeeded"]'
+  expect "its best is $published_best" best_is forwarded "$published_best"
+  end_case
+}
+
 # A Pod of someone else's (no owner) named as the job's first trial Pod would be; it names a
 # scheduler nobody runs, so it stays Pending and no node runs it.
 foreign_pod() {
@@ -574,7 +602,7 @@ foreign_configmap_untouched() {
   local data owners
   data=$(kubectl get configmap "$1" -n "$case_ns" -o jsonpath='{.data}')
   owners=$(kubectl get configmap "$1" -n "$case_ns" -o jsonpath='{.metadata.ownerReferences}')
-  [[ $data == '{"settings":"theirs"}' && -z $owners ]] || {
+  [[ $data == '{"ds_config.json":"{\"theirs\": true}"}' && -z $owners ]] || {
     echo "data $data, owners ${owners:-none}"
     return 1
   }
@@ -588,8 +616,8 @@ case_foreign() {
   check "a Pod of no owner named $pod is created" foreign_pod "$pod" || return 0
   before=$(pod_identity "$pod") || before=unread
   check "a ConfigMap of no owner named $job-optimal, the job's output name, is created" \
-    kubectl create configmap "$job-optimal" -n "$case_ns" --from-literal=settings=theirs ||
-    return 0
+    kubectl create configmap "$job-optimal" -n "$case_ns" \
+      --from-literal=ds_config.json='{"theirs": true}' || return 0
   check "a job with trials z1_gas1_tmbspg1 and z1_gas1_tmbspg3 is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
   check "its search ends with OutputWritten=False, reason OutputConflict, within 120s" \
@@ -597,6 +625,8 @@ case_foreign() {
     'cond("OutputWritten").get("reason") == "OutputConflict" and len(names) == 2' || return 0
   expect "$job-optimal is left as it was: its own data, no owner" \
     foreign_configmap_untouched "$job-optimal"
+  expect "kubectl autotune best prints no config from a ConfigMap the job did not write" \
+    eval '! plugin best "$job" -n "$case_ns"'
   check "$job-optimal is deleted" kubectl delete configmap "$job-optimal" -n "$case_ns"
   check "the job then Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "z1_gas1_tmbspg1 is Failed: its Pod name is not this job's" job_satisfies "$job" \
@@ -923,8 +953,8 @@ case_hold() {
   begin_case hold
   local job=held other_ns=$case_ns-other
   check "a ConfigMap of no owner named $job-optimal is created" \
-    kubectl create configmap "$job-optimal" -n "$case_ns" --from-literal=settings=theirs ||
-    return 0
+    kubectl create configmap "$job-optimal" -n "$case_ns" \
+      --from-literal=ds_config.json='{"theirs": true}' || return 0
   check "a job of 16 GPUs per trial, parallelism 2, is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
   check "its search ends with OutputConflict within 120s" eventually 120 job_satisfies "$job" \
@@ -1431,7 +1461,7 @@ case_deepspeed_two_nodes() {
 # since most of them count every GPU of the cluster or stop its operator or its API server.
 declare -A themes=(
   [search]="rbac example strategies oom profiling crash timeout unschedulable invalid configs
-    sharing deletion hostile foreign hold pod_security multinode_oom"
+    sharing deletion hostile foreign hold pod_security multinode_oom wrapper"
   [busy]="busy_cluster quota preemption tenants"
   [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
   [restarts]="restart multinode"

@@ -127,8 +127,9 @@ most() { cut -d' ' -f"$1" "$2" | sort -n | tail -1; }
 
 # An AutotuneJob of GPT2-large on 16 V100-32GB GPUs per trial, its trials running trial-sim, in the
 # case's namespace. Settings as key=value override the defaults below (startup: trial-sim's
-# --startup-seconds; command replaces the whole command; after_tuning is spec.afterTuning, none by
-# default; scheduling_timeout is spec.schedulingTimeout, its default when empty; nodes is
+# --startup-seconds; command replaces the whole command, args its args; after_tuning is
+# spec.afterTuning, none by default; scheduling_timeout is spec.schedulingTimeout, its default
+# when empty; nodes is
 # spec.resources.nodesPerTrial; log_suffix is appended to the launch log's path; extra_env is one
 # more env entry; queue is spec.queueName, a Kueue LocalQueue, none by default; labels is the
 # template's metadata.labels, a YAML flow map); YAML flow values are written as they go into the
@@ -138,6 +139,7 @@ job_manifest() {
   shift
   local strategy=deepspeed stages='[0, 1, 2, 3]' micro=auto gpus=16 parallelism=2 timeout=2m
   local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
+  local args='[--deepspeed, /etc/autotune/ds_config.json]'
   local scheduling_timeout='' nodes=1 log_suffix='' extra_env='' queue='' labels=''
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
@@ -145,8 +147,8 @@ job_manifest() {
   for setting in "$@"; do
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
-        startup | command | arg_mappings | model | after_tuning | scheduling_timeout | nodes | \
-        log_suffix | extra_env | queue | labels)
+        startup | command | args | arg_mappings | model | after_tuning | scheduling_timeout | \
+        nodes | log_suffix | extra_env | queue | labels)
           local "$setting"
           ;;
       *)
@@ -193,7 +195,7 @@ spec:
         - name: trainer
           image: autotune/trial-sim:0.1.0
           command: $command
-          args: [--deepspeed, /etc/autotune/ds_config.json]
+          args: $args
           env:
             - {name: AUTOTUNE_SIM_LAUNCH_LOG, value: "$(launch_log "$name")$log_suffix"}${extra_env:+
             - $extra_env}

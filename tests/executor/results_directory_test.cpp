@@ -425,6 +425,19 @@ TEST_F(ResultsDirectoryTest, AnAtomicWriteReplacesTheWholeContentAndLeavesNoTemp
   EXPECT_EQ(std::distance(fs::directory_iterator(base_), fs::directory_iterator()), 1);
 }
 
+// A link waiting at the name a temporary file once had (results.json.tmp) is not followed: the
+// temporary file's name is made for each write, so the file the link names is left as it was.
+TEST_F(ResultsDirectoryTest, AnAtomicWriteFollowsNoLinkLeftAtAKnownName) {
+  const fs::path victim = base_ / "victim";
+  { std::ofstream(victim) << "mine\n"; }
+  fs::create_symlink(victim, base_ / "results.json.tmp");
+  ASSERT_TRUE(writeFileAtomically(base_ / "results.json", "{}\n"));
+  EXPECT_EQ(readFile(victim), "mine\n");
+  EXPECT_EQ(readFile(base_ / "results.json"), "{}\n");
+  EXPECT_EQ(fs::status(base_ / "results.json").permissions() & fs::perms::others_read,
+            fs::perms::others_read);
+}
+
 TEST_F(ResultsDirectoryTest, AnAtomicWriteIntoAMissingDirectoryFailsAndSaysWhere) {
   const fs::path path = base_ / "missing" / "results.json";
   const auto written = writeFileAtomically(path, "{}\n");

@@ -38,6 +38,8 @@ struct JobOptions {
   std::vector<std::string> simulatorFlags = {"--startup-seconds", "0.1"};
   // A shell starts each trial after leaving a child running, its pid appended to this file.
   std::string childrenFile;
+  // The trainer's whole command as YAML (no args), instead of trial-sim's.
+  std::string command;
 };
 
 struct Finished {
@@ -84,6 +86,12 @@ class LocalRun : public ::testing::Test {
       command += ", \"" + flag + "\"";
     }
     command += ", --launch-log, " + launchLog().string() + "]";
+    const std::string args = options.command.empty()
+                                 ? "        args: [--deepspeed, /etc/autotune/ds_config.json]\n"
+                                 : "";
+    if (!options.command.empty()) {
+      command = options.command;
+    }
     const fs::path path = directory_ / (options.name + ".yaml");
     std::ofstream(path) << "apiVersion: autotune.io/v1alpha1\n"
                         << "kind: AutotuneJob\n"
@@ -108,7 +116,7 @@ class LocalRun : public ::testing::Test {
                         << "      containers:\n"
                         << "      - name: trainer\n"
                         << "        command: " << command << "\n"
-                        << "        args: [--deepspeed, /etc/autotune/ds_config.json]\n";
+                        << args;
     return path;
   }
 
@@ -175,6 +183,34 @@ std::string outcomeOf(const json& recorded, const std::string& trial) {
     }
   }
   return "<not recorded>";
+}
+
+// A training command wrapped in a shell, as launch scripts are. The script sets the mapped flag
+// itself: refused before anything runs, saying how to pass it on. With "$@" every trial runs the
+// micro-batch it is named for (trial-sim refuses a flag that disagrees with its config, as the
+// Hugging Face Trainer does), and the search ends at the published best.
+TEST_F(LocalRun, AShellWrappedTrainerRunsTheMicroBatchEachTrialIsNamedFor) {
+  const std::string trainer = std::string(TRIAL_SIM_BINARY) +
+                              " --profile gpt2-large --startup-seconds 0.1 --launch-log " +
+                              launchLog().string() + R"( --deepspeed \"$AUTOTUNE_DS_CONFIG\")";
+  JobOptions options;
+  options.stages = "[1]";
+  options.command = "[bash, -c, \"" + trainer + " --per_device_train_batch_size 1\"]";
+  const Finished refused = run(runArguments(writeJob(options), results()));
+  EXPECT_EQ(refused.exitCode, 2) << refused.err << refused.out;
+  EXPECT_NE(refused.err.find("spec.template.spec.containers[0].command[2]: sets "
+                             "--per_device_train_batch_size itself"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(launchLog()));
+
+  options.command = "[bash, -c, \"" + trainer + R"( \"$@\""])";
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  ASSERT_EQ(finished.exitCode, 0) << finished.err << finished.out;
+  EXPECT_NE(finished.out.find("Best trial: z1_gas1_tmbspg3"), std::string::npos) << finished.out;
+  for (const auto& record : recorded()["trials"]) {
+    EXPECT_NE(record.value("outcome", ""), "Failed") << record.dump();
+  }
 }
 
 TEST_F(LocalRun, TheGpt2LargeExampleEndsAtThePublishedBest) {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -17,6 +19,7 @@ using autotune::tuning::ModelSize;
 using autotune::tuning::Parallelism;
 using autotune::tuning::Precision;
 using autotune::tuning::precisionOf;
+using autotune::tuning::samplesAsInt;
 using nlohmann::json;
 
 constexpr std::int64_t kMillion = 1'000'000;
@@ -153,6 +156,17 @@ TEST(LargestMicroBatch, IsZeroWhenModelStatesAloneDoNotFit) {
   const MemoryEstimate memory =
       estimateMemory(ModelSize{10'000'000'000, 1000}, config("fp16", 0), Parallelism{16, 1});
   EXPECT_EQ(largestMicroBatch(memory, kV100Memory), 0);
+}
+
+// One byte of activations a sample, as a broken trial may report: the largest micro-batch is
+// int's largest, never a negative number from an overflowing conversion.
+TEST(LargestMicroBatch, SaturatesRatherThanOverflows) {
+  const MemoryEstimate memory =
+      estimateMemory(ModelSize{kGpt2LargeParameters, 1}, config("fp16", 1), Parallelism{16, 1});
+  EXPECT_EQ(largestMicroBatch(memory, kV100Memory), std::numeric_limits<int>::max());
+  EXPECT_EQ(samplesAsInt(std::nan("")), 0);
+  EXPECT_EQ(samplesAsInt(-1e300), std::numeric_limits<int>::min());
+  EXPECT_EQ(samplesAsInt(41.0), 41);
 }
 
 TEST(LargestMicroBatch, IsUnknownWithoutActivationMemory) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,6 +18,7 @@
 
 namespace {
 
+using autotune::api::MeasuredModel;
 using autotune::api::Metric;
 using autotune::api::Outcome;
 using autotune::api::Spec;
@@ -264,6 +267,22 @@ TEST(Classify, AProfilingTrialSucceedsWithTheMeasuredModel) {
   EXPECT_EQ(result.measured->activationMemoryPerSample, 9600000000);
 }
 
+// Whatever number a trial writes is held within a byte count's range before it is converted.
+TEST(Classify, AProfilingTrialsActivationMemoryIsHeldWithinRange) {
+  const auto measured = [](const std::string& activation) {
+    const auto result = classify(
+        succeededWith(R"({"num_params": 774000000, "activation_mem_per_gpu": )" + activation + "}"),
+        Metric::kThroughput, true);
+    EXPECT_EQ(result.outcome, Outcome::kSucceeded) << activation;
+    return result.measured.value_or(MeasuredModel{}).activationMemoryPerSample;
+  };
+  EXPECT_EQ(measured("1e300"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(measured("18446744073709551615"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(measured("-5"), 0);
+  EXPECT_EQ(measured("-1e300"), 0);
+  EXPECT_EQ(measured("1.5e9"), 1500000000);
+}
+
 TEST(Classify, AProfilingTrialWithoutNumParamsIsMetricsUnavailable) {
   const auto result = classify(succeededWith(R"({"activation_mem_per_gpu": 9600000000})"),
                                Metric::kThroughput, true);
@@ -506,6 +525,46 @@ TEST(TrialCommand, FillsInPlaceholders) {
   EXPECT_EQ(argv, (std::vector<std::string>{"deepspeed", "train.py", "--zero_stage", "2",
                                             "--output_dir=/out/gpt2-large/z2_gas1_tmbspg4",
                                             "--batch=4"}));
+}
+
+// A shell's -c script as the command, as launch scripts are: the mapped flag cannot go into the
+// script's text, and after it, it would be the script's $0. It is one of the script's positional
+// parameters, after the name the script runs under, which "$@" in the script passes on.
+TEST(TrialCommand, AShellScriptGetsTheMappedFlagsAsItsArguments) {
+  const std::string script = R"(trial-sim --profile gpt2 --deepspeed "$AUTOTUNE_DS_CONFIG" "$@")";
+  Spec spec = plainSpec();
+  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
+  spec.podTemplate["spec"]["containers"][0]["command"] = {"bash", "-c", script};
+  const Trial trial = fastTrial(spec, 1, 14, 1);
+  EXPECT_EQ(command(spec, trial),
+            (std::vector<std::string>{"bash", "-c", script, "autotune-trial",
+                                      "--per_device_train_batch_size", "14"}));
+
+  // A name and arguments of its own after the script: the flag joins them, or replaces its own.
+  spec.podTemplate["spec"]["containers"][0]["command"] = {"/bin/sh", "-ec", script};
+  spec.podTemplate["spec"]["containers"][0]["args"] = {"train", "--per_device_train_batch_size",
+                                                       "1", "--fp16"};
+  EXPECT_EQ(command(spec, trial),
+            (std::vector<std::string>{"/bin/sh", "-ec", script, "train",
+                                      "--per_device_train_batch_size", "14", "--fp16"}));
+
+  // Through env, with a shell option taking a value.
+  spec.podTemplate["spec"]["containers"][0]["command"] = {
+      "env", "NCCL_DEBUG=INFO", "bash", "-o", "pipefail", "-c", script};
+  spec.podTemplate["spec"]["containers"][0]["args"] = json::array();
+  EXPECT_EQ(command(spec, trial).back(), "14");
+  EXPECT_EQ(command(spec, trial).at(7), "autotune-trial");
+}
+
+// "$${" is a literal "${" for the container's shell, and ${AUTOTUNE_...} the container's own
+// variable: neither is a placeholder.
+TEST(TrialCommand, EscapedAndContainerVariablesAreLeftForTheShell) {
+  const Spec spec = specWithArgs({"--nproc=$${NPROC:-8}", "--home=$${HOME}/${trial}",
+                                  "--config=${AUTOTUNE_DS_CONFIG}", "--pid=$$"});
+  EXPECT_EQ(command(spec, fastTrial(spec, 1, 4, 1)),
+            (std::vector<std::string>{"deepspeed", "train.py", "--nproc=${NPROC:-8}",
+                                      "--home=${HOME}/z1_gas1_tmbspg4",
+                                      "--config=${AUTOTUNE_DS_CONFIG}", "--pid=$$"}));
 }
 
 TEST(TrialCommand, UsesTheNamedPrimaryContainer) {
