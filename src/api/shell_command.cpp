@@ -59,8 +59,12 @@ std::optional<std::size_t> shellScriptIndex(const std::vector<std::string>& argv
 }
 
 bool forwardsArguments(std::string_view script) {
-  return script.find("$@") != std::string_view::npos ||
-         script.find("${@}") != std::string_view::npos;
+  for (const std::string_view all : {"$@", "${@}", "$*", "${*}"}) {
+    if (script.find(all) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool setsFlag(std::string_view script, std::string_view flag) {

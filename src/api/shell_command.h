@@ -17,7 +17,8 @@ namespace autotune::api {
 // short options (-ec, -lc). Nothing for any other command.
 std::optional<std::size_t> shellScriptIndex(const std::vector<std::string>& argv);
 
-// Whether a script passes on its positional parameters: "$@" or ${@} (quoted or not).
+// Whether a script passes on its positional parameters: "$@" or ${@} (quoted or not), or all
+// of them as one word, "$*".
 bool forwardsArguments(std::string_view script);
 
 // Whether `flag` stands in the script as a word of its own (--flag 1, --flag=1), as a mapped flag

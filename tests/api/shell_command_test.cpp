@@ -32,9 +32,10 @@ TEST(ShellScriptIndex, NothingForOtherCommands) {
   EXPECT_EQ(shellScriptIndex(Argv{"deepspeed", "train.py", "-c", "x"}), std::nullopt);
 }
 
-TEST(ForwardsArguments, SeesDollarAtQuotedOrBraced) {
+TEST(ForwardsArguments, SeesDollarAtOrStarQuotedOrBraced) {
   EXPECT_TRUE(forwardsArguments(R"(python train.py "$@")"));
   EXPECT_TRUE(forwardsArguments("exec python train.py ${@}"));
+  EXPECT_TRUE(forwardsArguments(R"(echo "$*" > /out/args)"));
   EXPECT_FALSE(forwardsArguments("python train.py $1 $2"));
 }
 
