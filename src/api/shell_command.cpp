@@ -59,12 +59,10 @@ std::optional<std::size_t> shellScriptIndex(const std::vector<std::string>& argv
 }
 
 bool forwardsArguments(std::string_view script) {
-  for (const std::string_view all : {"$@", "${@}", "$*", "${*}"}) {
-    if (script.find(all) != std::string_view::npos) {
-      return true;
-    }
-  }
-  return false;
+  constexpr std::array<std::string_view, 4> kAllArguments = {"$@", "${@}", "$*", "${*}"};
+  return std::ranges::any_of(kAllArguments, [&](std::string_view all) {
+    return script.find(all) != std::string_view::npos;
+  });
 }
 
 bool setsFlag(std::string_view script, std::string_view flag) {
