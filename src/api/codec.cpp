@@ -1,10 +1,12 @@
 #include "api/codec.h"
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "api/autotuning_section.h"
+#include "api/deepspeed_config_keys.h"
 #include "api/defaults.h"
 #include "api/fields.h"
 #include "api/job.h"
@@ -218,7 +220,14 @@ tl::expected<Decoded, FieldErrors> decode(const json& document) {
   if (!errors.empty()) {
     return tl::unexpected(std::move(errors));
   }
-  return Decoded{std::move(job), std::move(defaults.warnings)};
+  // Keys DeepSpeed does not read and nothing tunes: validation refused the tuned ones.
+  FieldErrors warnings;
+  for (UnknownConfigKey& unknown : unknownConfigKeys(job.spec.deepspeedConfig)) {
+    warnings.push_back({std::move(unknown.path), std::move(unknown.reason)});
+  }
+  warnings.insert(warnings.end(), std::make_move_iterator(defaults.warnings.begin()),
+                  std::make_move_iterator(defaults.warnings.end()));
+  return Decoded{std::move(job), std::move(warnings)};
 }
 
 tl::expected<Decoded, FieldErrors> decodeYaml(std::string_view text) {

@@ -30,8 +30,9 @@ std::string format(const FieldError& error);
 // true/false, yes/no, on/off, y/n); quoted scalars stay strings.
 tl::expected<nlohmann::json, FieldError> yamlToJson(std::string_view text);
 
-// A decoded job, and what decoding noticed without refusing it: keys of the config's DeepSpeed
-// `autotuning` section that have no effect here or that the spec overrides (see docs/api.md).
+// A decoded job, and what decoding noticed without refusing it: config keys DeepSpeed does not read
+// (deepspeed_config_keys.h), and keys of the config's DeepSpeed `autotuning` section that have no
+// effect here or that the spec overrides (see docs/api.md).
 struct Decoded {
   AutotuneJob job;
   FieldErrors warnings;

@@ -1,5 +1,5 @@
 // validate()'s checks of the DeepSpeed config: its size, its tuning syntax, the values the engine
-// reads, a fixed global batch and the keys argMappings name.
+// reads, tuned keys DeepSpeed does not read, a fixed global batch and the keys argMappings name.
 
 #include <algorithm>
 #include <map>
@@ -7,9 +7,11 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/codec.h"
+#include "api/deepspeed_config_keys.h"
 #include "api/deepspeed_keys.h"
 #include "api/fields.h"
 #include "api/job.h"
@@ -336,6 +338,19 @@ std::size_t configurations(const json& value, const std::string& keyPath) {
   return count;
 }
 
+// --- keys DeepSpeed does not read ---
+
+// Candidates for a key DeepSpeed does not read give trials that differ only in what DeepSpeed never
+// sees: refused. Other such keys are only warned about (decode), as a key DeepSpeed added after
+// the table was taken must not stop a job.
+void checkTunedKeysAreRead(const json& config, FieldErrors& errors) {
+  for (UnknownConfigKey& unknown : unknownConfigKeys(config)) {
+    if (unknown.tuned) {
+      fail(errors, std::move(unknown.path), unknown.reason);
+    }
+  }
+}
+
 }  // namespace
 
 void checks::checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
@@ -345,6 +360,7 @@ void checks::checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
     fail(errors, std::string(kConfigPath), "must be an object");
   } else if (withinBounds(config, errors)) {
     checkConfigValue(config, "", std::string(kConfigPath), errors);
+    checkTunedKeysAreRead(config, errors);
     if (configurations(config, "") > kMaxConfigurations) {
       fail(errors, std::string(kConfigPath),
            "its candidate lists make more than " + std::to_string(kMaxConfigurations) +

@@ -183,8 +183,8 @@ TEST(Validate, CandidateSectionsAreCheckedInside) {
           R"({"zero_optimization": {"offload_optimizer": [{"device": "cpu"}, {"device": "gpu"}]}})"),
       ElementsAre(FieldError{"spec.deepspeedConfig.zero_optimization.offload_optimizer[1].device",
                              "must be one of none, cpu, nvme"}));
-  EXPECT_THAT(errorsWithConfig(R"({"offload": {"devices": [[], ["cpu"]]}})"),
-              ElementsAre(FieldError{"spec.deepspeedConfig.offload.devices[0]",
+  EXPECT_THAT(errorsWithConfig(R"({"comms_logger": {"prof_ops": [[], ["all_reduce"]]}})"),
+              ElementsAre(FieldError{"spec.deepspeedConfig.comms_logger.prof_ops[0]",
                                      "a list of candidate values must not be empty"}));
 }
 
