@@ -34,7 +34,8 @@ done
 gpus_per_node=${AUTOTUNE_E2E_GPUS_PER_NODE:-100}
 nodes=${AUTOTUNE_E2E_GPU_NODES:-$(((trials_per_job * max_jobs + gpus_per_node - 1) / gpus_per_node))}
 export AUTOTUNE_E2E_GPU_NODES=$nodes AUTOTUNE_E2E_GPUS_PER_NODE=$gpus_per_node
-export E2E_OPERATOR_FLAGS=${E2E_OPERATOR_FLAGS:---workers 4 --qps 200 --burst 400}
+# Plain /metrics: a secure endpoint's token reviews would count among the requests measured here.
+export E2E_OPERATOR_FLAGS=${E2E_OPERATOR_FLAGS:---workers 4 --qps 200 --burst 400 --metrics-secure=false}
 
 # shellcheck source=scripts/e2e-env
 source "$source_dir/scripts/e2e-env"

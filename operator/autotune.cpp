@@ -31,6 +31,8 @@ namespace tuning = autotune::tuning;
 
 constexpr int kExitUsage = 2;
 constexpr int kExitInvalid = 2;
+// A plan that cannot start, as a search that failed.
+constexpr int kExitFailure = 1;
 
 constexpr std::string_view kUsage =
     "usage: autotune plan FILE\n"
@@ -180,7 +182,7 @@ void printWarnings(const autotune::api::FieldErrors& warnings) {
   if (warnings.empty()) {
     return;
   }
-  std::cout << "Notes on DeepSpeed's autotuning section:\n";
+  std::cout << "Notes on the spec (accepted, but worth a look):\n";
   for (const auto& warning : warnings) {
     std::cout << "  " << autotune::api::format(warning) << "\n";
   }
@@ -232,9 +234,14 @@ void printMemory(const AutotuneJob& job, const tuning::TuningSpace& space) {
   std::cout << "\n";
 }
 
-void printTrials(const AutotuneJob& job) {
+// Whether the search can start: when it cannot, says why instead of listing trials.
+bool printTrials(const AutotuneJob& job) {
   const Spec& spec = job.spec;
   const tuning::Decision first = tuning::decide(firstQuestion(job, spec.parallelism));
+  if (first.state == tuning::Decision::State::kFailed) {
+    std::cout << "The search cannot start: " << first.message << "\n";
+    return false;
+  }
   std::cout << "First trials (" << first.launch.size() << " at once):\n";
   for (const auto& trial : first.launch) {
     std::cout << "  " << trial.name << "  (pod " << tuning::podName(job.name(), trial.name)
@@ -258,6 +265,7 @@ void printTrials(const AutotuneJob& job) {
   for (const auto& pruned : first.pruned) {
     std::cout << "  " << pruned.name << ": " << pruned.reason << "\n";
   }
+  return true;
 }
 
 int planJob(const std::string& path) {
@@ -278,8 +286,7 @@ int planJob(const std::string& path) {
   printHeader(job, space);
   printWarnings(decoded->warnings);
   printMemory(job, space);
-  printTrials(job);
-  return 0;
+  return printTrials(job) ? 0 : kExitFailure;
 }
 
 // The directory of this executable: tools installed beside it (trial-sim) are put on the trials'

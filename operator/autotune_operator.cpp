@@ -19,9 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include "api/units.h"
 #include "controller/cluster.h"
+#include "controller/measurement_key.h"
 #include "controller/reconciler.h"
 #include "controller/trial_pod.h"
+#include "k8s/access_review.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/resources.h"
@@ -29,6 +32,7 @@
 #include "observability/health.h"
 #include "observability/log.h"
 #include "observability/metrics.h"
+#include "observability/serving_certificate.h"
 #include "runtime/clock.h"
 #include "runtime/manager.h"
 #include "runtime/rate_limiter.h"
@@ -50,6 +54,11 @@ constexpr std::string_view kUsage =
     "account\n"
     "  --namespace NS[,NS...]             namespaces to watch (repeatable); default: all\n"
     "  --metrics-bind-address ADDR        default :8080 (0 turns metrics off)\n"
+    "  --metrics-secure[=false]           /metrics over HTTPS, for bearer tokens whose user may\n"
+    "                                     get the non-resource URL /metrics (TokenReview and\n"
+    "                                     SubjectAccessReview); default true, false: plain HTTP\n"
+    "  --metrics-cert-dir DIR             tls.key and tls.crt to serve; default: a self-signed\n"
+    "                                     certificate made at start\n"
     "  --health-probe-bind-address ADDR   default :8081\n"
     "  --leader-elect                     run one active replica, elected on a Lease\n"
     "  --kueue                            watch Kueue's Workloads and LocalQueues (Kueue must be\n"
@@ -57,6 +66,14 @@ constexpr std::string_view kUsage =
     "                                     them, and a missing LocalQueue is a condition\n"
     "  --leader-election-namespace NS     default: $POD_NAMESPACE, else default\n"
     "  --leader-election-id NAME          the Lease's name; default autotune-operator\n"
+    "  --measurement-key-secret NAME      the Secret, in the leader election namespace, that "
+    "holds\n"
+    "                                     the key sealing kept measurements (made when missing);\n"
+    "                                     default autotune-operator-measurement-key\n"
+    "  --measurement-max-age DURATION     kept measurements older than this are measured again;\n"
+    "                                     default 720h\n"
+    "  --measurements-per-namespace N     kept measurements past this, the oldest, are deleted;\n"
+    "                                     default 1000\n"
     "  --workers N                        concurrent reconciles; default 2\n"
     "  --qps Q --burst B                  client-side API rate limit; default 20 and 30\n"
     "  --log-level LEVEL                  debug, info, warn or error; default info\n";
@@ -65,11 +82,15 @@ struct Options {
   std::string kubeconfig;
   std::vector<std::string> namespaces;
   std::string metricsAddress = ":8080";
+  bool metricsSecure = true;
+  std::string metricsCertDir;
   std::string probeAddress = ":8081";
   bool leaderElect = false;
   bool kueue = false;
   std::string leaseNamespace;
   std::string leaseName = "autotune-operator";
+  std::string measurementKeySecret = "autotune-operator-measurement-key";
+  controller::MeasurementLimits measurementLimits;
   int workers = 2;
   double qps = 20;
   int burst = 30;
@@ -114,6 +135,10 @@ std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ost
       options.kueue = !value || *value == "true";
       continue;
     }
+    if (name == "--metrics-secure") {
+      options.metricsSecure = !value || *value == "true";
+      continue;
+    }
     if (name == "--help" || name == "-h") {
       std::cout << kUsage;
       std::exit(0);  // NOLINT(concurrency-mt-unsafe): before any thread starts
@@ -141,12 +166,30 @@ std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ost
       }
     } else if (name == "--metrics-bind-address") {
       options.metricsAddress = *value;
+    } else if (name == "--metrics-cert-dir") {
+      options.metricsCertDir = *value;
     } else if (name == "--health-probe-bind-address") {
       options.probeAddress = *value;
     } else if (name == "--leader-election-namespace") {
       options.leaseNamespace = *value;
     } else if (name == "--leader-election-id") {
       options.leaseName = *value;
+    } else if (name == "--measurement-key-secret") {
+      options.measurementKeySecret = *value;
+    } else if (name == "--measurement-max-age") {
+      const auto age = api::Duration::parse(*value);
+      if (!age || age->seconds() < 1) {
+        err << name << ": \"" << *value << "\" is not a duration such as 720h\n";
+        return std::nullopt;
+      }
+      options.measurementLimits.maxAge =
+          std::chrono::seconds(static_cast<std::int64_t>(age->seconds()));
+    } else if (name == "--measurements-per-namespace") {
+      int bound = 0;
+      if (!number(bound)) {
+        return std::nullopt;
+      }
+      options.measurementLimits.perNamespace = static_cast<std::size_t>(bound);
     } else if (name == "--workers") {
       if (!number(options.workers)) {
         return std::nullopt;
@@ -189,6 +232,40 @@ k8s::Client leaseClient(k8s::ClusterConfig config, observability::Metrics& metri
   policy.maxRetries = 0;
   policy.observe = [&metrics](std::string_view verb, int code) { metrics.kubeRequest(verb, code); };
   return k8s::Client(k8s::makeHttpTransport(config), policy);
+}
+
+// How /metrics is served: plain, or over HTTPS to whom the API server says may get it.
+tl::expected<observability::MetricsServing, std::string> metricsServing(
+    const Options& options, k8s::AccessReviewer& reviewer) {
+  observability::MetricsServing serving;
+  serving.address = options.metricsAddress;
+  if (!options.metricsSecure) {
+    return serving;
+  }
+  auto certificate = observability::servingCertificate(options.metricsCertDir);
+  if (!certificate) {
+    return tl::unexpected(certificate.error());
+  }
+  serving.certificate = std::move(*certificate);
+  serving.authorize = [&reviewer](std::string_view token) {
+    if (token.empty()) {
+      return observability::Access::kUnauthenticated;
+    }
+    const auto verdict = reviewer.review(token);
+    if (!verdict) {
+      return observability::Access::kUnknown;
+    }
+    switch (*verdict) {
+      case k8s::Verdict::kAllowed:
+        return observability::Access::kAllowed;
+      case k8s::Verdict::kForbidden:
+        return observability::Access::kForbidden;
+      case k8s::Verdict::kUnauthenticated:
+        break;
+    }
+    return observability::Access::kUnauthenticated;
+  };
+  return serving;
 }
 
 // Unique per replica: the Pod's name where there is one, and a random suffix.
@@ -441,7 +518,15 @@ int main(int argc, char** argv) {
   }
   runtime::Manager manager(client, clock, managerOptions);
 
-  controller::Cluster cluster;
+  auto seal = controller::loadMeasurementSeal(client, options->leaseNamespace,
+                                              options->measurementKeySecret);
+  if (!seal) {
+    std::cerr << "--measurement-key-secret: cannot read or make Secret " << options->leaseNamespace
+              << "/" << options->measurementKeySecret << ": " << k8s::describe(seal.error())
+              << "\n";
+    return kExitFailure;
+  }
+  controller::Cluster cluster({std::move(*seal), options->measurementLimits});
   watchAll(manager, options->namespaces, options->kueue, cluster);
   controller::Reconciler reconciler(client, cluster, reconcilerHooks(metrics));
 
@@ -466,8 +551,14 @@ int main(int argc, char** argv) {
   health->addLiveness("reconcile-workers", [&heartbeat] { return heartbeat.healthy(); });
   health->addReadiness("caches-synced", [&manager] { return manager.synced(); });
   std::unique_ptr<observability::MetricsServer> metricsServer;
+  k8s::AccessReviewer reviewer(client, "/metrics", "get");
   if (options->metricsAddress != "0") {
-    auto started = observability::MetricsServer::start(options->metricsAddress, metrics);
+    auto serving = metricsServing(*options, reviewer);
+    if (!serving) {
+      std::cerr << "--metrics-cert-dir: " << serving.error() << "\n";
+      return kExitUsage;
+    }
+    auto started = observability::MetricsServer::start(*serving, metrics);
     if (!started) {
       std::cerr << "--metrics-bind-address: " << started.error() << "\n";
       return kExitUsage;
@@ -484,6 +575,7 @@ int main(int argc, char** argv) {
             {"leaderElect", options->leaderElect},
             {"kueue", options->kueue},
             {"metricsPort", metricsServer ? metricsServer->port() : 0},
+            {"metricsSecure", options->metricsSecure},
             {"probePort", (*probes)->port()}});
 
   std::stop_source stop;

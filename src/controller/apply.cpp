@@ -1,5 +1,6 @@
 #include "controller/apply.h"
 
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,17 @@ json measurementOver(const json& existing, const json& configMap) {
           {"binaryData", nullptr}};
 }
 
+// Why a ConfigMap at a measurement's name is not the operator's to write over, if it is not.
+std::optional<std::string> notOurs(const json& existing, const MeasurementSeal& seal) {
+  if (k8s::text(k8s::member(k8s::metadataOf(existing), "labels"), kMeasurementLabel).empty()) {
+    return "is not a measurement";
+  }
+  if (!seal.holds(existing)) {
+    return "bears no seal of this operator";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks& hooks,
@@ -65,8 +77,14 @@ Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks&
       written_(api::encode(job.status)) {}
 
 std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan) {
+  std::set<std::string> kept;
   for (const auto& measurement : plan.measurements) {
-    keepMeasurement(measurement);
+    if (keepMeasurement(measurement)) {
+      kept.insert(k8s::text(k8s::metadataOf(measurement), "name"));
+    }
+  }
+  if (!kept.empty()) {
+    forgetBeyondBound(kept);
   }
   if (plan.output) {
     if (auto refused = writeOutput(job, *plan.output)) {
@@ -124,7 +142,9 @@ std::optional<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job,
   return learned;
 }
 
-void Apply::keepMeasurement(const json& configMap) {
+bool Apply::keepMeasurement(const json& unsealed) {
+  const MeasurementSeal& seal = cluster_.measurementPolicy().seal;
+  const json configMap = seal.sealed(unsealed);
   const json& metadata = k8s::metadataOf(configMap);
   const std::string name = k8s::text(metadata, "name");
   const std::string trial =
@@ -132,11 +152,13 @@ void Apply::keepMeasurement(const json& configMap) {
   auto written = client_.create(k8s::kConfigMaps, namespace_, configMap);
   if (alreadyExists(written)) {
     auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
-    if (existing &&
-        k8s::text(k8s::member(k8s::metadataOf(*existing), "labels"), kMeasurementLabel).empty()) {
-      report(measurementNotKept(trial, "ConfigMap " + name + " exists and is not a measurement (" +
-                                           holderOf(*existing) + "); it is left alone"));
-      return;
+    if (existing) {
+      if (auto why = notOurs(*existing, seal)) {
+        report(measurementNotKept(trial, "ConfigMap " + name + " exists and " + *why + " (" +
+                                             holderOf(*existing) +
+                                             "); it is left alone: delete it to keep this one"));
+        return false;
+      }
     }
     written = existing ? client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kMerge,
                                        measurementOver(*existing, configMap))
@@ -146,6 +168,21 @@ void Apply::keepMeasurement(const json& configMap) {
     context_.log.warn("could not keep a measurement",
                       {{"configMap", name}, {"error", k8s::describe(written.error())}});
     report(measurementNotKept(trial, "ConfigMap " + name + ": " + k8s::describe(written.error())));
+  }
+  return written.has_value();
+}
+
+// The namespace's measurements past the operator's bound, its own only, deleted oldest first; each
+// DELETE carries the UID it was decided on.
+void Apply::forgetBeyondBound(const std::set<std::string>& justKept) {
+  for (const auto& kept : cluster_.measurementsBeyondBound(namespace_, justKept)) {
+    auto removed = client_.remove(k8s::kConfigMaps, namespace_, kept->name,
+                                  k8s::Propagation::kBackground, std::nullopt, kept->uid);
+    if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound &&
+        removed.error().kind != k8s::ErrorKind::kConflict) {
+      context_.log.warn("could not delete a measurement past the bound",
+                        {{"configMap", kept->name}, {"error", k8s::describe(removed.error())}});
+    }
   }
 }
 

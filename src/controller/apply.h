@@ -98,7 +98,9 @@ class Apply {
   // Creates a measurement ConfigMap, or writes it over the measurement of that name (a newer
   // measurement of the same identity, or one edited into something unusable), keys added by hand
   // and all. Anything that keeps it from being written is reported, and the job goes on.
-  void keepMeasurement(const nlohmann::json& configMap);
+  // Whether it was written.
+  bool keepMeasurement(const nlohmann::json& unsealed);
+  void forgetBeyondBound(const std::set<std::string>& justKept);
   bool writeStatus(const api::Status& status);
   // Returns false when the run was not created by this call; a name taken, or a create refused,
   // goes into `learned`.

@@ -14,6 +14,7 @@ constexpr std::string_view kByJobLabel = "job";
 constexpr std::string_view kByNode = "node";
 constexpr std::string_view kByOwner = "owner";
 constexpr std::string_view kByMeasuringJob = "measuring-job";
+constexpr std::string_view kByNamespace = "namespace";
 
 std::string ownerKey(std::string_view kind, const std::string& name) {
   return std::string(kind) + "/" + name;
@@ -63,10 +64,11 @@ std::vector<std::string> jobKeysOfAutotuneJob(const CachedAutotuneJob* before,
   return {job->key};
 }
 
-Cluster::Cluster()
+Cluster::Cluster(MeasurementPolicy measurementPolicy)
     : nodes_(std::make_unique<NodeStore>(
           decodeNode, [](const Node& node) { return node.name; },
-          [](const Node& node) { return node.resourceVersion; })) {
+          [](const Node& node) { return node.resourceVersion; })),
+      measurementPolicy_(std::move(measurementPolicy)) {
   nodes_->listen([this](const Node* before, const Node* after) {
     if (after == nullptr) {
       gpus_.removeNode(before->name);
@@ -144,12 +146,17 @@ LocalQueueStore& Cluster::addLocalQueues(const std::string& ns) {
 
 MeasurementStore& Cluster::addMeasurements(const std::string& ns) {
   auto store = std::make_unique<MeasurementStore>(
-      decodeMeasurementObject, [](const MeasurementObject& kept) { return kept.key; },
+      [seal = measurementPolicy_.seal](const nlohmann::json& object) {
+        return decodeMeasurementObject(object, seal);
+      },
+      [](const MeasurementObject& kept) { return kept.key; },
       [](const MeasurementObject& kept) { return kept.resourceVersion; });
   store->addIndex(std::string(kByMeasuringJob), [](const MeasurementObject& kept) {
     return kept.measuredByUid.empty() ? std::vector<std::string>{}
                                       : std::vector<std::string>{kept.measuredByUid};
   });
+  store->addIndex(std::string(kByNamespace),
+                  [](const MeasurementObject& kept) { return std::vector<std::string>{kept.ns}; });
   measurements_.emplace_back(ns, std::move(store));
   return *measurements_.back().second;
 }
@@ -234,6 +241,16 @@ runtime::Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
                                                         const std::string& name) const {
   const auto* store = storeFor(measurements_, ns);
   return store == nullptr ? nullptr : store->get(ns + "/" + name);
+}
+
+std::vector<runtime::Shared<MeasurementObject>> Cluster::measurementsBeyondBound(
+    const std::string& ns, const std::set<std::string>& justKept) const {
+  const auto* store = storeFor(measurements_, ns);
+  if (store == nullptr) {
+    return {};
+  }
+  return beyondBound(store->byIndex(std::string(kByNamespace), ns), measurementPolicy_.limits,
+                     justKept);
 }
 
 std::vector<runtime::Shared<MeasurementObject>> Cluster::measurementsBy(

@@ -47,7 +47,7 @@ enum class QueueState { kNotWatched, kFound, kMissing };
 
 class Cluster {
  public:
-  Cluster();
+  explicit Cluster(MeasurementPolicy measurementPolicy = {});
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
   Cluster(Cluster&&) = delete;
@@ -81,6 +81,11 @@ class Cluster {
   // The measurement ConfigMap of that name, if the cache holds one.
   runtime::Shared<MeasurementObject> measurement(const std::string& ns,
                                                  const std::string& name) const;
+  // The measurements of a namespace the operator deletes to keep within its bound, having just
+  // kept those named in `justKept` (beyondBound).
+  std::vector<runtime::Shared<MeasurementObject>> measurementsBeyondBound(
+      const std::string& ns, const std::set<std::string>& justKept) const;
+  const MeasurementPolicy& measurementPolicy() const { return measurementPolicy_; }
   // The measurement ConfigMaps the job with this UID made.
   std::vector<runtime::Shared<MeasurementObject>> measurementsBy(const std::string& ns,
                                                                  const std::string& jobUid) const;
@@ -154,6 +159,7 @@ class Cluster {
   std::vector<std::pair<std::string, std::unique_ptr<LocalQueueStore>>> localQueues_;
   std::vector<std::pair<std::string, std::unique_ptr<MeasurementStore>>> measurements_;
   std::unique_ptr<NodeStore> nodes_;
+  MeasurementPolicy measurementPolicy_;
   GpuLedger gpus_;
   WaitingJobs waiting_;
   NodeLookups nodeLookups_;

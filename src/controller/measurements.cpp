@@ -1,7 +1,9 @@
 #include "controller/measurements.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <set>
@@ -9,6 +11,7 @@
 
 #include "api/codec.h"
 #include "k8s/object.h"
+#include "observability/time.h"
 #include "tuning/protocol.h"
 
 namespace autotune::controller {
@@ -23,18 +26,54 @@ constexpr std::string_view kResultKey = "result.json";
 constexpr std::string_view kReservedEnvPrefix = "AUTOTUNE_";
 // Of a SHA-256's 64 hex digits, the name and the label keep 40: 160 bits, as git's object names.
 constexpr std::size_t kHashDigits = 40;
+// What the operator writes, and so all a measurement may hold: two data keys, the result small.
+constexpr std::size_t kResultBytes = std::size_t{8} * 1024;
+// The operator's identities nest a DeepSpeed config and a container: a few levels, far below this.
+constexpr int kIdentityDepth = 64;
+// A trial's startTime comes from the operator's clock; a little skew is not a forgery.
+constexpr auto kClockSkew = std::chrono::minutes(10);
+
+std::string hexOf(const unsigned char* bytes, std::size_t length) {
+  constexpr std::string_view kHex = "0123456789abcdef";
+  std::string hex;
+  for (std::size_t i = 0; i < length; ++i) {
+    hex += kHex[bytes[i] >> 4U];
+    hex += kHex[bytes[i] & 0xFU];
+  }
+  return hex;
+}
 
 std::string sha256Hex(std::string_view text) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  constexpr std::string_view kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4U];
-    hex += kHex[digest[i] & 0xFU];
+  return hexOf(digest.data(), length);
+}
+
+std::string hashName(std::string_view text) { return sha256Hex(text).substr(0, kHashDigits); }
+
+// The deepest nesting of arrays and objects in a JSON text, read without parsing it.
+int nestingDepth(std::string_view text) {
+  int depth = 0;
+  int deepest = 0;
+  bool inString = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        inString = false;
+      }
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
   }
-  return hex.substr(0, kHashDigits);
+  return deepest;
 }
 
 // The template's container as it runs, less what differs per trial: AUTOTUNE_* variables.
@@ -64,17 +103,60 @@ json gpuDocument(const GpuModel& gpu) {
           {"memoryBytes", gpu.memoryBytes ? json(*gpu.memoryBytes) : json(nullptr)}};
 }
 
-// The text of a data key, parsed; the error names the key.
-tl::expected<json, std::string> parsedKey(const json& data, std::string_view key) {
+// The text of a data key of at most `bytes`; the error names the key.
+tl::expected<std::string_view, std::string> keyText(const json& data, std::string_view key,
+                                                    std::size_t bytes) {
   const json& value = member(data, key);
   if (!value.is_string()) {
     return tl::make_unexpected("data." + std::string(key) + " is missing");
   }
-  json parsed = json::parse(value.get_ref<const std::string&>(), nullptr, false);
+  const auto& text = value.get_ref<const std::string&>();
+  if (text.size() > bytes) {
+    return tl::make_unexpected("data." + std::string(key) + " holds " +
+                               std::to_string(text.size()) + " bytes, more than the " +
+                               std::to_string(bytes) + " a measurement writes");
+  }
+  return text;
+}
+
+tl::expected<json, std::string> parsedObject(std::string_view text, std::string_view key) {
+  json parsed = json::parse(text, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) {
     return tl::make_unexpected("data." + std::string(key) + " is not a JSON object");
   }
   return parsed;
+}
+
+// The identity's text, checked to be of the shape identityOf writes, and the image it names.
+tl::expected<std::string, std::string> identityImage(std::string_view written,
+                                                     const std::string& ns) {
+  if (nestingDepth(written) > kIdentityDepth) {
+    return tl::make_unexpected("data.identity.json nests deeper than " +
+                               std::to_string(kIdentityDepth) + " levels");
+  }
+  auto identity = parsedObject(written, kIdentityKey);
+  if (!identity) {
+    return tl::make_unexpected(identity.error());
+  }
+  static const std::set<std::string> kKeys = {
+      "namespace", "deepspeedConfig", "gpusPerTrial", "nodesPerTrial", "gpu", "container"};
+  std::set<std::string> keys;
+  for (const auto& [key, value] : identity->items()) {
+    keys.insert(key);
+  }
+  if (keys != kKeys) {
+    return tl::make_unexpected(
+        "data.identity.json: must hold exactly namespace, deepspeedConfig, gpusPerTrial, "
+        "nodesPerTrial, gpu and container");
+  }
+  if (text(*identity, "namespace") != ns) {
+    return tl::make_unexpected("data.identity.json: namespace is not the ConfigMap's own");
+  }
+  const json& image = member(member(*identity, "container"), "image");
+  if (!image.is_string()) {
+    return tl::make_unexpected("data.identity.json: container.image must be a string");
+  }
+  return image.get<std::string>();
 }
 
 // What a trial's own record could hold: a duration of 0 or more, metrics of the three names and
@@ -105,36 +187,16 @@ std::optional<std::string> implausible(const api::TrialRecord& record,
   return std::nullopt;
 }
 
-// The size of the ConfigMap's data: past the bound it was not written by the operator.
-std::size_t dataBytes(const json& data) {
-  std::size_t bytes = 0;
-  if (data.is_object()) {
-    for (const auto& [key, value] : data.items()) {
-      bytes += key.size() + (value.is_string() ? value.get_ref<const std::string&>().size() : 0);
-    }
-  }
-  return bytes;
-}
-
-tl::expected<Measurement, std::string> readMeasurement(const json& object) {
-  const json& data = member(object, "data");
-  if (const std::size_t bytes = dataBytes(data); bytes > kMeasurementBytes) {
-    return tl::make_unexpected("data holds " + std::to_string(bytes) +
-                               " bytes, more than a measurement's " +
-                               std::to_string(kMeasurementBytes / 1024) + " KiB");
-  }
-  auto identity = parsedKey(data, kIdentityKey);
-  if (!identity) {
-    return tl::make_unexpected(identity.error());
-  }
-  auto result = parsedKey(data, kResultKey);
+// result.json read as a status holding the one record and the model: the API's own decoding and
+// checks, and then what only a measurement must be.
+tl::expected<Measurement, std::string> readResult(std::string_view written) {
+  auto result = parsedObject(written, kResultKey);
   if (!result) {
     return tl::make_unexpected(result.error());
   }
   if (!result->contains("outcome")) {
     return tl::make_unexpected("data.result.json: outcome is missing");
   }
-  // Read as a status holding the one record and the model: the API's own decoding and checks.
   json asStatus = {{"results", json::array({*result})}};
   if (result->contains("model")) {
     asStatus["model"] = result->at("model");
@@ -152,32 +214,98 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
     return tl::make_unexpected("data.result.json: " + api::format(error));
   }
   Measurement measurement;
-  measurement.identity = std::move(*identity);
   measurement.record = std::move(status->results.front());
   measurement.model = status->model;
   if (auto why = implausible(measurement.record, measurement.model)) {
     return tl::make_unexpected("data.result.json: " + std::move(*why));
   }
+  const auto measuredAt = observability::parseTime(measurement.record.startTime);
+  if (!measuredAt) {
+    return tl::make_unexpected("data.result.json: startTime: must be an RFC 3339 time");
+  }
+  measurement.measuredAt = *measuredAt;
   measurement.record.reason = tuning::boundedReason(measurement.record.reason);
-  measurement.measuredBy =
-      text(member(k8s::metadataOf(object), "annotations"), kMeasuredByAnnotation);
   return measurement;
 }
 
+tl::expected<Measurement, std::string> readMeasurement(const json& object) {
+  const json& data = member(object, "data");
+  if (!data.is_object() || data.size() != 2 || object.contains("binaryData")) {
+    return tl::make_unexpected("data must hold identity.json and result.json, and nothing else");
+  }
+  const auto identity = keyText(data, kIdentityKey, kMeasurementBytes);
+  if (!identity) {
+    return tl::make_unexpected(identity.error());
+  }
+  const auto result = keyText(data, kResultKey, kResultBytes);
+  if (!result) {
+    return tl::make_unexpected(result.error());
+  }
+  auto image = identityImage(*identity, text(k8s::metadataOf(object), "namespace"));
+  if (!image) {
+    return tl::make_unexpected(image.error());
+  }
+  auto measurement = readResult(*result);
+  if (measurement) {
+    measurement->identityDigest = sha256Hex(*identity);
+    measurement->imageDigest = image->starts_with("sha256:") ? std::move(*image) : "";
+    measurement->measuredBy =
+        text(member(k8s::metadataOf(object), "annotations"), kMeasuredByAnnotation);
+  }
+  return measurement;
+}
+
+// The text a seal is made over: all the operator wrote that another job would trust. Other
+// annotations (kubectl's, say) may come and go.
+std::string sealedText(const json& configMap) {
+  const json& metadata = k8s::metadataOf(configMap);
+  const json& annotations = member(metadata, "annotations");
+  return json::array({text(metadata, "namespace"), text(metadata, "name"),
+                      text(annotations, kMeasuredByAnnotation),
+                      text(annotations, kMeasuredByUidAnnotation),
+                      text(annotations, kMeasuredTrialAnnotation), member(configMap, "data")})
+      .dump();
+}
+
 }  // namespace
+
+std::string MeasurementSeal::of(const json& configMap) const {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
+  std::size_t length = 0;
+  const std::string message = sealedText(configMap);
+  if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key_.data(), key_.size(),
+                reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(),
+                mac.size(), &length) == nullptr) {
+    return "";
+  }
+  return hexOf(mac.data(), length);
+}
+
+json MeasurementSeal::sealed(json configMap) const {
+  configMap["metadata"]["annotations"][std::string(kSealAnnotation)] = of(configMap);
+  return configMap;
+}
+
+bool MeasurementSeal::holds(const json& configMap) const {
+  const std::string claimed =
+      text(member(k8s::metadataOf(configMap), "annotations"), kSealAnnotation);
+  const std::string expected = of(configMap);
+  return !expected.empty() && claimed.size() == expected.size() &&
+         CRYPTO_memcmp(claimed.data(), expected.data(), expected.size()) == 0;
+}
 
 bool isVerdict(api::Outcome outcome) {
   return outcome == api::Outcome::kSucceeded || outcome == api::Outcome::kOOM;
 }
 
 std::string MeasurementIdentity::name() const {
-  return std::string(kMeasurementPrefix) + sha256Hex(document.dump());
+  return std::string(kMeasurementPrefix) + hashName(document.dump());
 }
 
 std::string MeasurementIdentity::environment() const {
   json environment = document;
   environment.erase("deepspeedConfig");
-  return sha256Hex(environment.dump());
+  return hashName(environment.dump());
 }
 
 std::string imageDigest(std::string_view image) {
@@ -186,15 +314,11 @@ std::string imageDigest(std::string_view image) {
 }
 
 std::string imageDigestOf(const MeasurementObject& kept) {
-  if (!kept.measurement) {
-    return "";
-  }
-  const std::string image = text(member(kept.measurement->identity, "container"), "image");
-  return image.starts_with("sha256:") ? image : "";
+  return kept.measurement ? kept.measurement->imageDigest : "";
 }
 
-MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec, const json& config,
-                               const RanOn& ranOn) {
+MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
+                               const tuning::Trial& trial, const RanOn& ranOn) {
   const std::string written = templateImage(spec);
   const std::string image = !ranOn.imageDigest.empty()     ? ranOn.imageDigest
                             : imageDigest(written).empty() ? written
@@ -203,8 +327,9 @@ MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec, con
   if (!gpu.memoryBytes && spec.resources.gpuMemory) {
     gpu.memoryBytes = spec.resources.gpuMemory->value();
   }
+  // Where the trial's files lie is no part of what it measures; its profiled steps are.
   return {{{"namespace", ns},
-           {"deepspeedConfig", config},
+           {"deepspeedConfig", tuning::launchConfig(spec, trial, tuning::TrialFiles{})},
            {"gpusPerTrial", spec.resources.gpusPerTrial},
            {"nodesPerTrial", spec.resources.nodesPerTrial},
            {"gpu", gpuDocument(gpu)},
@@ -226,7 +351,8 @@ std::optional<RanOn> expectedRanOn(const api::Spec& spec, const GpuCapacity& cap
   return RanOn{{*products.begin(), *memories.begin()}, imageDigest(templateImage(spec))};
 }
 
-std::optional<MeasurementObject> decodeMeasurementObject(const json& object) {
+std::optional<MeasurementObject> decodeMeasurementObject(const json& object,
+                                                         const MeasurementSeal& seal) {
   const json& metadata = k8s::metadataOf(object);
   MeasurementObject decoded;
   decoded.ns = text(metadata, "namespace");
@@ -239,12 +365,39 @@ std::optional<MeasurementObject> decodeMeasurementObject(const json& object) {
   decoded.uid = text(metadata, "uid");
   decoded.measuredByUid = text(member(metadata, "annotations"), kMeasuredByUidAnnotation);
   const std::string version = text(member(metadata, "labels"), kMeasurementLabel);
-  decoded.measurement =
-      version == kMeasurementVersion
-          ? readMeasurement(object)
-          : tl::make_unexpected("label " + std::string(kMeasurementLabel) + " is \"" + version +
-                                "\", not " + std::string(kMeasurementVersion));
+  decoded.sealed = seal.holds(object);
+  if (!decoded.sealed) {
+    decoded.measurement = tl::make_unexpected(
+        "it bears no seal of this operator (" + std::string(kSealAnnotation) +
+        "): written by someone else, edited, or sealed under a key since replaced");
+  } else if (version != kMeasurementVersion) {
+    decoded.measurement =
+        tl::make_unexpected("label " + std::string(kMeasurementLabel) + " is \"" + version +
+                            "\", not " + std::string(kMeasurementVersion));
+  } else {
+    decoded.measurement = readMeasurement(object);
+  }
   return decoded;
+}
+
+std::vector<KeptMeasurement> beyondBound(std::vector<KeptMeasurement> inNamespace,
+                                         const MeasurementLimits& limits,
+                                         const std::set<std::string>& justKept) {
+  std::erase_if(inNamespace, [&](const KeptMeasurement& kept) {
+    return !kept->sealed || justKept.contains(kept->name);
+  });
+  const std::size_t room =
+      limits.perNamespace > justKept.size() ? limits.perNamespace - justKept.size() : 0;
+  if (inNamespace.size() <= room) {
+    return {};
+  }
+  const auto measuredAt = [](const KeptMeasurement& kept) {
+    return kept->measurement ? kept->measurement->measuredAt
+                             : std::chrono::system_clock::time_point::min();
+  };
+  std::ranges::sort(inNamespace, std::less<>(), measuredAt);
+  inNamespace.resize(inNamespace.size() - room);
+  return inNamespace;
 }
 
 std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
@@ -277,7 +430,9 @@ std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
       {"data",
        {{std::string(kIdentityKey), identity.document.dump()},
         {std::string(kResultKey), result.dump()}}}};
-  if (configMap.dump().size() > kMeasurementBytes) {
+  if (configMap.dump().size() > kMeasurementBytes ||
+      configMap["data"][std::string(kResultKey)].get_ref<const std::string&>().size() >
+          kResultBytes) {
     return std::nullopt;
   }
   return configMap;
@@ -285,20 +440,29 @@ std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
 
 tl::expected<tuning::RecordedExit, std::string> reusedRecord(const MeasurementObject& object,
                                                              const MeasurementIdentity& identity,
-                                                             const std::string& trial,
-                                                             const std::string& space,
-                                                             api::Metric metric) {
+                                                             const Lookup& lookup) {
   if (!object.measurement) {
     return tl::make_unexpected(object.measurement.error());
   }
   const Measurement& kept = *object.measurement;
-  if (kept.identity != identity.document) {
+  if (kept.identityDigest != sha256Hex(identity.document.dump())) {
     return tl::make_unexpected("data." + std::string(kIdentityKey) +
                                " is not the identity its name stands for");
   }
+  if (kept.measuredAt > lookup.now + kClockSkew) {
+    return tl::make_unexpected("it was measured at " + kept.record.startTime +
+                               ", a time still to come");
+  }
+  if (lookup.now - kept.measuredAt > lookup.maxAge) {
+    return tl::make_unexpected("it was measured at " + kept.record.startTime +
+                               ", longer ago than the " +
+                               std::to_string(lookup.maxAge.count() / 3600) +
+                               "h a measurement is trusted; its trial runs again");
+  }
+  const api::Metric metric = lookup.metric;
   api::TrialRecord record = kept.record;
-  record.name = trial;
-  record.space = space;
+  record.name = lookup.trial;
+  record.space = lookup.space;
   record.reusedFrom = object.name;
   // A success measured for another metric has it among its metrics; the profiling trial's has
   // none, and its model instead.

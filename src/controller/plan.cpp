@@ -80,7 +80,7 @@ void keepMeasurement(Draft& draft, const Concluded& concluded) {
     return;
   }
   const api::AutotuneJob& job = draft.snapshot.job;
-  const auto identity = identityOf(job.namespaceName(), job.spec, trial->config, *concluded.ranOn);
+  const auto identity = identityOf(job.namespaceName(), job.spec, *trial, *concluded.ranOn);
   if (auto configMap = measurementConfigMap(identity, record, concluded.result.measured, job)) {
     draft.plan.measurements.push_back(std::move(*configMap));
   } else {
@@ -158,6 +158,10 @@ void relaunchLost(Draft& draft) {
     const auto& trials = draft.decision.trials;
     const auto trial = std::ranges::find(trials, state.trialName, &tuning::Trial::name);
     if (trial == trials.end()) {
+      continue;
+    }
+    // Kueue would hold a new attempt as it would a first one: none until the queue exists.
+    if (snapshot.queue == QueueState::kMissing) {
       continue;
     }
     const int attempt = state.attempt + 1;

@@ -44,7 +44,8 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
                               },
                               [this](const std::string& ns, const std::string& uid) {
                                 return cluster_.measurementsBy(ns, uid);
-                              }};
+                              },
+                              cluster_.measurementPolicy().limits};
   const tuning::Decision decision =
       reuseMeasured(snapshot, tuning::decide(question(snapshot)), kept);
   Plan planned = plan(snapshot, decision);

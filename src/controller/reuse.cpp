@@ -16,13 +16,14 @@ std::vector<tuning::RecordedExit> measuredBefore(Snapshot& snapshot, const RanOn
   const api::AutotuneJob& job = snapshot.job;
   std::vector<tuning::RecordedExit> hits;
   for (const auto& trial : launch) {
-    const MeasurementIdentity identity =
-        identityOf(job.namespaceName(), job.spec, trial.config, ranOn);
+    const MeasurementIdentity identity = identityOf(job.namespaceName(), job.spec, trial, ranOn);
     const auto found = kept.named(job.namespaceName(), identity.name());
     if (!found) {
       continue;
     }
-    auto reused = reusedRecord(*found, identity, trial.name, trial.space, job.spec.search.metric);
+    auto reused = reusedRecord(
+        *found, identity,
+        {trial.name, trial.space, job.spec.search.metric, snapshot.now, kept.limits.maxAge});
     if (!reused) {
       std::string why =
           "ConfigMap " + found->name + " (trial " + trial.name + "): " + reused.error();

@@ -25,6 +25,7 @@ struct KeptMeasurements {
   std::function<std::vector<runtime::Shared<MeasurementObject>>(const std::string& ns,
                                                                 const std::string& jobUid)>
       madeBy;
+  MeasurementLimits limits;
 };
 
 // With spec.reuse Enabled and the search going on, the results of the trials `decision` launches

@@ -260,10 +260,14 @@ class LocalRun {
     const api::Metric metric = job_.spec.search.metric;
     const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
     if (decision.state != tuning::Decision::State::kSucceeded || !decision.best) {
-      out << tuning::summaryTable(tuning::summarizeSpaces(results_.records(), metric), metric,
-                                  elapsed)
-          << "\n";
-      out << "Search failed: " << decision.message << "\n";
+      const std::string summary =
+          tuning::summaryTable(tuning::summarizeSpaces(results_.records(), metric), metric,
+                               elapsed) +
+          "\nSearch failed: " + decision.message + "\n";
+      out << summary;
+      if (auto written = results_.writeFailure(summary); !written) {
+        out << "Could not write the summary: " << written.error() << "\n";
+      }
       writeReport(out);
       return kExitSearchFailed;
     }

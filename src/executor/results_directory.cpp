@@ -151,8 +151,10 @@ ResultsDirectory::~ResultsDirectory() {
 
 tl::expected<void, std::string> ResultsDirectory::load() {
   const fs::path path = root_ / kResultsFile;
+  // A fresh directory is one of no trials from the start: a search that can launch none (nothing
+  // fits) is still one that `autotune report` draws.
   if (!fs::exists(path)) {
-    return {};
+    return save();
   }
   const auto text = readFile(path);
   if (!text) {
@@ -258,6 +260,15 @@ tl::expected<void, std::string> ResultsDirectory::record(
   }
   nextLaunchIndex_ = std::max(nextLaunchIndex_, launchIndex + 1);
   return save();
+}
+
+tl::expected<void, std::string> ResultsDirectory::writeFailure(const std::string& summary) {
+  // What an earlier, successful run of the directory wrote is no longer its outcome.
+  std::error_code ignored;
+  fs::remove(optimalConfigPath(), ignored);
+  fs::remove(root_ / "cmd_optimal.txt", ignored);
+  return writeFileAtomically(root_ / "summary.txt",
+                             summary + tuning::gpuHoursLine(gpuHours()) + "\n");
 }
 
 tl::expected<void, std::string> ResultsDirectory::writeOutcome(const tuning::Report& report) {

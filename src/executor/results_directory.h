@@ -73,6 +73,9 @@ class ResultsDirectory {
   // summary.txt (the report's summary, then the GPU-hours line), ds_config_optimal.json and
   // cmd_optimal.txt.
   tl::expected<void, std::string> writeOutcome(const tuning::Report& report);
+  // summary.txt of a search that failed (its table and why, then the GPU-hours line); no optimal
+  // config.
+  tl::expected<void, std::string> writeFailure(const std::string& summary);
 
   std::filesystem::path optimalConfigPath() const { return root_ / "ds_config_optimal.json"; }
 

@@ -13,5 +13,6 @@ inline const Resource kEvents{"", "v1", "events", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 inline const Resource kBatchJobs{"batch", "v1", "jobs", true};
 inline const Resource kServices{"", "v1", "services", true};
+inline const Resource kSecrets{"", "v1", "secrets", true};
 
 }  // namespace autotune::k8s

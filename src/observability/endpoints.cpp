@@ -1,7 +1,6 @@
 #include "observability/endpoints.h"
 
 #include <CivetServer.h>
-#include <prometheus/exposer.h>
 
 #include <charconv>
 #include <exception>
@@ -21,6 +20,10 @@ void answer(mg_connection* connection, int status, const std::string& body) {
             "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
             status, status == 200 ? "OK" : "Internal Server Error", body.size());
   mg_write(connection, body.data(), body.size());
+}
+
+std::string cannotListen(std::string_view address, std::string_view why) {
+  return "cannot listen on " + std::string(address) + ": " + std::string(why);
 }
 
 class ProbeHandler final : public CivetHandler {
@@ -47,10 +50,6 @@ class ProbeHandler final : public CivetHandler {
   std::function<std::vector<std::string>()> failing_;
 };
 
-std::string cannotListen(std::string_view address, std::string_view why) {
-  return "cannot listen on " + std::string(address) + ": " + std::string(why);
-}
-
 }  // namespace
 
 tl::expected<std::string, std::string> listenAddress(std::string_view flag) {
@@ -71,30 +70,6 @@ tl::expected<std::string, std::string> listenAddress(std::string_view flag) {
     return "0.0.0.0" + std::string(flag);
   }
   return std::string(flag);
-}
-
-MetricsServer::MetricsServer(std::unique_ptr<prometheus::Exposer> exposer, int port)
-    : exposer_(std::move(exposer)), port_(port) {}
-
-MetricsServer::~MetricsServer() = default;
-
-tl::expected<std::unique_ptr<MetricsServer>, std::string> MetricsServer::start(
-    std::string_view address, const Metrics& metrics) {
-  const auto listen = listenAddress(address);
-  if (!listen) {
-    return tl::unexpected(listen.error());
-  }
-  try {
-    auto exposer = std::make_unique<prometheus::Exposer>(*listen);
-    exposer->RegisterCollectable(metrics.collectable());
-    const auto ports = exposer->GetListeningPorts();
-    if (ports.empty()) {
-      return tl::unexpected(cannotListen(*listen, "no port bound"));
-    }
-    return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(exposer), ports.front()));
-  } catch (const std::exception& error) {
-    return tl::unexpected(cannotListen(*listen, error.what()));
-  }
 }
 
 // Handlers first: they must outlive the server that calls them.

@@ -1,8 +1,10 @@
 #pragma once
-// The operator's HTTP endpoints: /metrics on the metrics address, /healthz and /readyz on the
-// probe address. Each server runs its own threads from start() until it is destroyed. A probe
-// answers 200 "ok", or 500 naming each failing check, one a line.
+// The operator's HTTP endpoints: /metrics on the metrics address (HTTPS and a bearer token the
+// API server vouches for, or plain HTTP), /healthz and /readyz on the probe address. Each server
+// runs its own threads from start() until it is destroyed. A probe answers 200 "ok", or 500
+// naming each failing check, one a line.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -11,22 +13,37 @@
 #include "observability/health.h"
 #include "observability/metrics.h"
 
-namespace prometheus {
-class Exposer;
-}  // namespace prometheus
-
 namespace autotune::observability {
 
 // The address to listen on for a bind flag: ":8080" means every interface ("0.0.0.0:8080");
 // "127.0.0.1:8080" stays as it is; port 0 picks a free port. An error names what is wrong.
 tl::expected<std::string, std::string> listenAddress(std::string_view flag);
 
+// What the bearer token of a request to /metrics may do.
+enum class Access {
+  kAllowed,
+  kUnauthenticated,  // no token, or one nobody issued: 401
+  kForbidden,        // a known user without the right: 403
+  kUnknown,          // nobody could tell now: 503, and the scraper tries again
+};
+// Decides on a request's bearer token (empty when it carried none).
+using Authorize = std::function<Access(std::string_view token)>;
+
+struct MetricsServing {
+  std::string address = ":8080";  // a bind flag, see listenAddress
+  // PEM text of the private key and the certificate: /metrics over HTTPS (TLS 1.2 or later).
+  // Empty: plain HTTP.
+  std::string certificate;
+  // Empty: every request gets the metrics.
+  Authorize authorize;
+};
+
 class MetricsServer {
  public:
-  // Serves `metrics` on /metrics at `address` (a bind flag, see listenAddress). An address that
-  // cannot be bound is an error naming it.
-  static tl::expected<std::unique_ptr<MetricsServer>, std::string> start(std::string_view address,
-                                                                         const Metrics& metrics);
+  // Serves `metrics` on /metrics as `serving` says. An address that cannot be bound, or a
+  // certificate that cannot be used, is an error naming it.
+  static tl::expected<std::unique_ptr<MetricsServer>, std::string> start(
+      const MetricsServing& serving, const Metrics& metrics);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -34,13 +51,13 @@ class MetricsServer {
   MetricsServer& operator=(MetricsServer&&) = delete;
 
   // The port bound, also when port 0 was asked for.
-  int port() const { return port_; }
+  int port() const;
 
  private:
-  MetricsServer(std::unique_ptr<prometheus::Exposer> exposer, int port);
+  struct Server;
+  explicit MetricsServer(std::unique_ptr<Server> server);
 
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  int port_;
+  std::unique_ptr<Server> server_;
 };
 
 class ProbeServer {

@@ -480,8 +480,6 @@ void Metrics::watchDeclared(std::string_view resource, std::string_view reason) 
 
 void Metrics::leading(bool leader) { state_->leaderAll.Set(leader ? 1 : 0); }
 
-std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return state_->scraped; }
-
 std::string Metrics::exposition() const {
   return prometheus::TextSerializer().Serialize(state_->scraped->Collect());
 }

@@ -19,10 +19,6 @@
 #include <utility>
 #include <vector>
 
-namespace prometheus {
-class Collectable;
-}  // namespace prometheus
-
 namespace autotune::observability {
 
 // The phases of an AutotuneJob as the API spells them; `jobs{phase}` has each, zero when empty.
@@ -100,8 +96,6 @@ class Metrics {
   void watchDeclared(std::string_view resource, std::string_view reason);
   void leading(bool leader);
 
-  // What a scrape collects: the registry and the process metrics (for an Exposer).
-  std::shared_ptr<prometheus::Collectable> collectable() const;
   // The text exposition format, as served on /metrics.
   std::string exposition() const;
 

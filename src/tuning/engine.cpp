@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tuning/naming.h"
+#include "tuning/nothing_fits.h"
 #include "tuning/strategy.h"
 
 namespace autotune::tuning {
@@ -136,9 +137,10 @@ int trialsSinceImprovement(const SearchContext& context, const std::vector<std::
 namespace {
 
 // Trials that ran or run but that the strategy has walked past (a speculative probe beyond the
-// boundary it later found) are still trials of this search: callers look their configs up.
+// boundary it later found), and the profiling trial once it gave the model, are still trials of
+// this search: callers look their configs up.
 void addTrialsLeftBehind(const SearchContext& context, const EngineInput& input,
-                         Decision& decision) {
+                         const Trial& profile, Decision& decision) {
   std::vector<std::string> names = input.inFlight;
   for (const auto& record : input.finished) {
     names.push_back(record.name);
@@ -149,7 +151,9 @@ void addTrialsLeftBehind(const SearchContext& context, const EngineInput& input,
     if (known) {
       continue;
     }
-    if (auto trial = fastTrialNamed(context.space, name)) {
+    if (name == profile.name) {
+      decision.trials.push_back(profile);
+    } else if (auto trial = fastTrialNamed(context.space, name)) {
       decision.trials.push_back(std::move(*trial));
     }
   }
@@ -174,7 +178,7 @@ Decision decide(const EngineInput& input) {
                           ? proposeDeepSpeed(context)
                           : proposeFromList(context);
   decision.trials = std::move(proposal.known);
-  addTrialsLeftBehind(context, input, decision);
+  addTrialsLeftBehind(context, input, profile, decision);
   decision.pruned = std::move(proposal.pruned);
   selectBest(context, decision);
 
@@ -218,6 +222,11 @@ Decision decide(const EngineInput& input) {
   decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
   if (!decision.best) {
     decision.message = "no trial succeeded: " + decision.message;
+  }
+  if (!decision.best && context.model && context.gpuMemoryBytes) {
+    if (auto why = nothingFits(context.space, *context.model, *context.gpuMemoryBytes)) {
+      decision.message = std::move(*why);
+    }
   }
   return decision;
 }

@@ -7,6 +7,7 @@
 
 #include "api/codec.h"
 #include "api/deepspeed_keys.h"
+#include "api/tuning_syntax.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
 
@@ -28,7 +29,7 @@ std::string configFile(const json& config) {
 
 // One compact record per line: at a thousand trials an indented file would pass 1 MiB.
 std::string resultsFile(const std::vector<api::TrialRecord>& finished, const json& bestConfig,
-                        const std::vector<Trial>& trials) {
+                        const std::vector<Trial>& trials, const api::Spec& spec) {
   std::map<std::string_view, const Trial*> byName;
   for (const Trial& trial : trials) {
     byName.emplace(trial.name, &trial);
@@ -41,7 +42,7 @@ std::string resultsFile(const std::vector<api::TrialRecord>& finished, const jso
   for (json entry : encoded["results"]) {
     const auto trial = byName.find(entry.value("name", ""));
     if (trial != byName.end()) {
-      entry["configPatch"] = mergePatch(bestConfig, optimalConfig(*trial->second));
+      entry["configPatch"] = mergePatch(bestConfig, optimalConfig(*trial->second, spec));
     }
     text += separator + entry.dump();
     separator = ",\n";
@@ -259,9 +260,14 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
   return best;
 }
 
-nlohmann::json optimalConfig(const Trial& best) {
+nlohmann::json optimalConfig(const Trial& best, const api::Spec& spec) {
   nlohmann::json config = best.config;
   config.erase(api::kAutotuningKey);
+  // DeepSpeed derives the global batch from the other two and the GPUs it runs on; a fixed one
+  // would hold the config to the trial's GPU count.
+  if (!api::tuningSyntaxOf(spec.deepspeedConfig).trainBatch.fixed) {
+    config.erase(api::kTrainBatchKey);
+  }
   return config;
 }
 
@@ -292,11 +298,11 @@ Report report(const api::Spec& spec, std::string_view jobName,
               const std::vector<api::TrialRecord>& finished, const Trial& best,
               const std::vector<Trial>& trials, double elapsedSeconds,
               const std::string& configPath) {
-  const json bestConfig = optimalConfig(best);
+  const json bestConfig = optimalConfig(best, spec);
   return {configFile(bestConfig), launchCommand(spec, jobName, best, configPath),
           summaryTable(summarizeSpaces(finished, spec.search.metric), spec.search.metric,
                        elapsedSeconds),
-          resultsFile(finished, bestConfig, trials)};
+          resultsFile(finished, bestConfig, trials, spec)};
 }
 
 }  // namespace autotune::tuning

@@ -41,8 +41,10 @@ std::string gpuHoursLine(const api::GpuHours& hours);
 api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
                          std::optional<double> baseline, const api::Resources& resources);
 
-// The best trial's DeepSpeed config as the real training job should use it.
-nlohmann::json optimalConfig(const Trial& best);
+// The best trial's DeepSpeed config as the real training job should use it: without the
+// autotuning section, and without train_batch_size unless `spec` fixes it, so that DeepSpeed
+// derives it from the micro-batch, the accumulation and the GPUs the training job runs on.
+nlohmann::json optimalConfig(const Trial& best, const api::Spec& spec);
 
 // An RFC 7386 JSON merge patch that turns `from` into `to`: only the keys that differ, objects
 // patched key by key, a key `to` lacks as null. (A null value in `to` reads as a deletion too, as

@@ -146,14 +146,17 @@ namespaced_grants() {
     "autotune.io autotunejobs/status update" \
     "autotune.io autotunejobs/finalizers update" \
     "core pods create,delete,get,list,watch" \
-    "core configmaps create,get,list,patch,watch" \
+    "core configmaps create,delete,get,list,patch,watch" \
     "core events create" \
     "core services create,delete,get" \
     "batch jobs create,delete,get,list,watch"
 }
 common_grants() {
   echo "cluster core nodes get,list,watch"
+  echo "cluster authentication.k8s.io tokenreviews create"
+  echo "cluster authorization.k8s.io subjectaccessreviews create"
   echo "$release_ns coordination.k8s.io leases create,get,update"
+  echo "$release_ns core secrets create,get"
 }
 
 # The render $1 grants exactly the lines on stdin, no more and no fewer.
@@ -190,8 +193,28 @@ all_bound() {
     manifests bound <"$work/$name.json" || return 1
   done
 }
-expect "every Role and ClusterRole but the aggregated ones is bound to the chart's ServiceAccount" \
+expect "every Role and ClusterRole but the aggregated ones and the scrapers' is bound to the chart's ServiceAccount" \
   all_bound
+
+# /metrics over HTTPS by default, for tokens allowed the URL: the chart grants that right in a
+# ClusterRole of its own, bound to nobody (Prometheus' ServiceAccount is the user's to bind).
+# metrics.secure=false serves plain HTTP and grants the operator no reviews.
+plain_metrics() {
+  render plain-metrics --set metrics.secure=false || return 1
+  manifests deployment 2 -- --metrics-secure=false <"$work/plain-metrics.json" &&
+    ! manifests grants <"$work/plain-metrics.json" | grep -E 'tokenreviews|subjectaccessreviews' &&
+    [[ -z $(manifests reader-roles <"$work/plain-metrics.json") ]]
+}
+secure_metrics() {
+  [[ $(manifests reader-roles <"$work/default.json") == "metrics-reader /metrics get bound=0" ]] &&
+    manifests deployment 2 -- --metrics-secure=true <"$work/default.json" &&
+    manifests absent-flag --metrics-cert-dir <"$work/default.json" &&
+    render mounted-cert --set metrics.certSecret=operator-tls &&
+    manifests deployment 2 -- --metrics-cert-dir <"$work/mounted-cert.json"
+}
+expect "/metrics is served over HTTPS with token checks by default, a reader role bound to nobody" \
+  secure_metrics
+expect "metrics.secure=false serves plain HTTP and grants no token or access reviews" plain_metrics
 
 # The aggregated ClusterRoles of render $1 are exactly the lines on stdin.
 aggregation_is() {
@@ -279,8 +302,9 @@ strict_scrape_rendered() {
   strict=$(manifests scrape-endpoint <"$work/strict-monitoring.json") || return 1
   default=$(manifests scrape-endpoint <"$work/monitoring.json") || return 1
   printf 'given:\n%s\ndefault:\n%s\n' "$strict" "$default"
-  [[ $strict == $'honorLabels=false\nmetricRelabelings=[{"action": "drop", "regex": "autotune_job_trials", "sourceLabels": ["__name__"]}]' ]] &&
-    [[ $default == $'honorLabels=true\nmetricRelabelings=null' ]]
+  local https='scheme=https tlsConfig={"insecureSkipVerify": true} bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token'
+  [[ $strict == $'honorLabels=false\nmetricRelabelings=[{"action": "drop", "regex": "autotune_job_trials", "sourceLabels": ["__name__"]}]\n'"$https" ]] &&
+    [[ $default == $'honorLabels=true\nmetricRelabelings=null\n'"$https" ]]
 }
 expect "serviceMonitor.honorLabels and metricRelabelings reach the ServiceMonitor's endpoint" \
   strict_scrape_rendered
@@ -395,7 +419,7 @@ yes patch configmaps -n $team_a
 no update configmaps -n $team_a
 yes list configmaps -n $team_a
 yes watch configmaps -n $team_a
-no delete configmaps -n $team_a
+yes delete configmaps -n $team_a
 yes create events -n $team_a
 no patch events -n $team_a
 no create events.events.k8s.io -n $team_a
@@ -413,6 +437,13 @@ no update nodes
 yes update leases.coordination.k8s.io -n $release_ns
 no update leases.coordination.k8s.io -n $team_a
 no get secrets -n $release_ns
+yes get secrets/$installed-autotune-operator-measurement-key -n $release_ns
+yes create secrets -n $release_ns
+no create secrets -n $team_a
+no list secrets -n $release_ns
+yes create tokenreviews.authentication.k8s.io
+yes create subjectaccessreviews.authorization.k8s.io
+no get /metrics
 no create pods --subresource=exec -n $team_a
 ACCESS
 

@@ -51,8 +51,30 @@ def aggregated(role):
     return any(key.startswith("rbac.authorization.k8s.io/aggregate-to-") for key in labels)
 
 
+def for_readers(role):
+    """Whether the role grants only non-resource URLs (/metrics): it is for scrapers to be bound
+    to, not for the operator."""
+    rules = role.get("rules") or []
+    return bool(rules) and all(rule.get("nonResourceURLs") for rule in rules)
+
+
 def operator_roles(objects):
-    return [role for role in roles(objects) if not aggregated(role)]
+    return [role for role in roles(objects) if not aggregated(role) and not for_readers(role)]
+
+
+def reader_roles(objects, _args):
+    """Each role for scrapers as `name-suffix URL verb,...` and the subjects bound to it (none)."""
+    for role in roles(objects):
+        if not for_readers(role):
+            continue
+        suffix = role["metadata"]["name"].rsplit("-", 2)
+        bindings = [b for b in only(objects, role["kind"] + "Binding")
+                    if b["roleRef"]["name"] == role["metadata"]["name"]]
+        for rule in role["rules"]:
+            for url in rule["nonResourceURLs"]:
+                print("-".join(suffix[1:]), url, ",".join(sorted(rule["verbs"])),
+                      f"bound={len(bindings)}")
+    return True
 
 
 def objects_list(objects, _args):
@@ -92,7 +114,8 @@ def grants(objects, _args):
 
 
 def bound(objects, _args):
-    """Every Role and ClusterRole but the aggregated ones is bound to the chart's ServiceAccount, in its namespace."""
+    """Every Role and ClusterRole but the aggregated ones and those for scrapers is bound to the
+    chart's ServiceAccount, in its namespace."""
     account = one(objects, "ServiceAccount")
     subject = {"kind": "ServiceAccount", "name": account["metadata"]["name"],
                "namespace": account["metadata"]["namespace"]}
@@ -239,10 +262,13 @@ def labels(objects, args):
 
 
 def scrape_endpoint(objects, _args):
-    """The ServiceMonitor's endpoint: its honorLabels, then its metricRelabelings as JSON."""
+    """The ServiceMonitor's endpoint: its honorLabels, then its metricRelabelings as JSON, then how
+    it reaches /metrics (scheme, TLS, token)."""
     endpoint = one(objects, "ServiceMonitor")["spec"]["endpoints"][0]
     print(f"honorLabels={json.dumps(endpoint.get('honorLabels'))}")
     print(f"metricRelabelings={json.dumps(endpoint.get('metricRelabelings'), sort_keys=True)}")
+    print(f"scheme={endpoint.get('scheme')} tlsConfig={json.dumps(endpoint.get('tlsConfig'))}",
+          f"bearerTokenFile={endpoint.get('bearerTokenFile')}")
     return True
 
 
@@ -267,6 +293,7 @@ CHECKS = {
     "grants": grants,
     "bound": bound,
     "aggregation": aggregation,
+    "reader-roles": reader_roles,
     "deployment": deployment,
     "absent-flag": absent_flag,
     "service": service,

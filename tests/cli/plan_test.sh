@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `autotune plan` as a user meets it: a valid job prints its plan and exits 0; a job with several
-# mistakes prints every one of them as `path: reason` on stderr and exits 2.
+# `autotune plan` as a user meets it: a valid job prints its plan and exits 0; a job where nothing
+# fits says why and what would, and exits 1; a job with several mistakes prints every one of them
+# as `path: reason` on stderr and exits 2.
 set -uo pipefail
 autotune=$1
 source_dir=$2
@@ -32,6 +33,16 @@ for path in apiVersion spec.deepspeedConfig.zero_optimization.stage spec.resourc
   expect "the error names $path" grep -q "^$path[.[:alnum:]_\[]*\]*: " "$out/bad.err"
 done
 expect "nothing is planned for an invalid job" test ! -s "$out/bad.txt"
+
+"$autotune" plan "$source_dir/tests/cli/nothing-fits.yaml" >"$out/big.txt" 2>&1
+expect "a job where nothing fits exits 1" test $? -eq 1
+expect "it says so, stage by stage" grep -Eq \
+  '^The search cannot start: nothing fits: .*stage 0 needs [0-9.]+ GiB \([0-9.]+x\).*stage 3 needs' \
+  "$out/big.txt"
+expect "and what would fit" grep -q 'What would fit: ZeRO stage 3 on spec.resources.gpusPerTrial: ' \
+  "$out/big.txt"
+no_trials_listed() { ! grep -q '^First trials' "$out/big.txt"; }
+expect "it lists no first trials" no_trials_listed
 
 "$autotune" plan "$out/missing.yaml" 2>/dev/null
 expect "a missing file exits 2" test $? -eq 2

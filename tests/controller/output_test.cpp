@@ -138,9 +138,9 @@ TEST(OutputResults, EachTrialsConfigIsDsConfigWithItsPatch) {
     ASSERT_EQ(results[i]["name"], trial.name);
     json config = optimal;
     config.merge_patch(results[i]["configPatch"]);
-    EXPECT_EQ(config, tuning::optimalConfig(trial)) << trial.name;
+    EXPECT_EQ(config, tuning::optimalConfig(trial, search.job.spec)) << trial.name;
   }
-  EXPECT_EQ(optimal, tuning::optimalConfig(search.best));
+  EXPECT_EQ(optimal, tuning::optimalConfig(search.best, search.job.spec));
 }
 
 TEST(OutputResults, EachRecordCarriesAllItsTrialsMetrics) {

@@ -531,6 +531,21 @@ TEST(Plan, ATrialQueuedPastTheQueueTimeoutFailsTheJobKeepingItsResults) {
 
 // --- Kueue -------------------------------------------------------------------------------------
 
+// A model too large for any stage on its GPUs: the job fails before it launches anything, in the
+// engine's words, which say what would fit.
+TEST(Plan, AJobWhereNothingFitsFailsBeforeLaunchingSayingWhatWould) {
+  api::AutotuneJob job = gridJob(2);
+  job.spec.model.numParameters = 70'000'000'000;
+  const Plan plan = planned(snapshotOf(job, nodesOf({16, 16})));
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_EQ(plan.status.phase, api::Phase::kFailed);
+  EXPECT_NE(plan.status.message.find("nothing fits: no ZeRO stage of the search leaves room"),
+            std::string::npos)
+      << plan.status.message;
+  EXPECT_NE(plan.status.message.find("What would fit: "), std::string::npos);
+  EXPECT_EQ(plan.status.trials.launched, 0);
+}
+
 api::AutotuneJob queuedJob(int parallelism) {
   api::AutotuneJob job = gridJob(parallelism);
   job.spec.queueName = "team-a";
@@ -610,6 +625,28 @@ TEST(Plan, AJobWhoseLocalQueueIsMissingCreatesNothingAndSaysSoOnce) {
   const Plan found = planned(snapshot);
   EXPECT_EQ(found.launches.size(), 2U);
   EXPECT_NE(conditionOf(found.status, "Running")->reason, "LocalQueueNotFound");
+}
+
+// A trial preempted while its LocalQueue is gone waits for the queue as a first launch does.
+TEST(Plan, ATrialLostWhileItsLocalQueueIsMissingRunsAgainOnlyOnceTheQueueExists) {
+  Snapshot snapshot = snapshotOf(queuedJob(1), nodesOf({16}));
+  TrialRunState preempted = running(planned(snapshot).launches.at(0).trial);
+  preempted.phase = TrialRunState::Phase::kLost;
+  preempted.preempted = true;
+  preempted.message = "WorkloadEvictedDueToPreempted: Preempted to accommodate a workload";
+  snapshot.inFlight.push_back(preempted);
+  snapshot.queue = QueueState::kMissing;
+  const Plan held = planned(snapshot);
+  EXPECT_TRUE(held.launches.empty());
+  EXPECT_EQ(conditionOf(held.status, "Running")->reason, "LocalQueueNotFound");
+  ASSERT_EQ(held.status.inFlight.size(), 1U) << "the trial is still the job's";
+  EXPECT_TRUE(held.status.results.empty()) << "and not recorded as failed";
+
+  snapshot.queue = QueueState::kFound;
+  const Plan relaunched = planned(snapshot);
+  ASSERT_EQ(relaunched.launches.size(), 1U);
+  ASSERT_TRUE(relaunched.launches[0].replaces.has_value());
+  EXPECT_EQ(relaunched.launches[0].replaces->why, Relaunch::kPreempted);
 }
 
 // A multi-node trial is one Workload: the Job carries the queue, its Pods do not, and the

@@ -71,6 +71,8 @@ GpuCapacity nodesWithProducts(const std::vector<std::string>& products) {
 const GpuCapacity kH100s = nodesWithProducts({"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3"});
 const RanOn kOnH100{{"NVIDIA-H100-80GB-HBM3", kMemory}, ""};
 
+const MeasurementSeal kSeal("0123456789abcdef0123456789abcdef");
+
 // The kept measurements, by namespace/name, as the cache would hold them.
 using Kept = std::map<std::string, MeasurementObject>;
 
@@ -89,11 +91,17 @@ KeptMeasurements lookupIn(const Kept& kept) {
               }
             }
             return made;
-          }};
+          },
+          MeasurementLimits{}};
+}
+
+// A ConfigMap as the operator writes it: sealed.
+std::optional<MeasurementObject> decodeSealed(const json& configMap) {
+  return decodeMeasurementObject(kSeal.sealed(configMap), kSeal);
 }
 
 void keep(Kept& kept, const json& configMap) {
-  auto object = decodeMeasurementObject(configMap);
+  auto object = decodeSealed(configMap);
   ASSERT_TRUE(object.has_value());
   object->key = object->ns + "/" + object->name;
   kept.insert_or_assign(object->key, std::move(*object));
@@ -116,7 +124,10 @@ Concluded measured(const api::AutotuneJob& job, const std::string& trial, const 
   record.startTime = formatTime(*done.state.containerStarted);
   record.durationSeconds = 30;
   const int microBatch = trial.back() - '0';
-  if (microBatch >= 4) {
+  if (trial == tuning::kProfileTrialName) {
+    record.outcome = api::Outcome::kSucceeded;
+    done.result.measured = api::MeasuredModel{774000000, 1000000000};
+  } else if (microBatch >= 4) {
     record.outcome = api::Outcome::kOOM;
     record.reason = "CUDA out of memory";
   } else {
@@ -148,10 +159,14 @@ Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept,
     snapshot.job = job;
     snapshot.capacity = capacity;
     snapshot.results = job.status.results;
+    snapshot.model = job.status.model;
     for (const auto& trial : running) {
       snapshot.concluded.push_back(
           measured(job, trial.name, trial.space, static_cast<int>(search.launched.size()), ranOn));
       snapshot.results.push_back(snapshot.concluded.back().result.record);
+      if (const auto& model = snapshot.concluded.back().result.measured) {
+        snapshot.model = model;
+      }
     }
     const auto decision =
         reuseMeasured(snapshot, tuning::decide(question(snapshot)), lookupIn(kept));
@@ -184,10 +199,32 @@ std::vector<std::string> namesOf(const std::vector<api::TrialRecord>& records) {
   return names;
 }
 
+tuning::Trial trialWith(json config) {
+  tuning::Trial trial;
+  trial.name = "z1_gas1_tmbspg2";
+  trial.config = std::move(config);
+  return trial;
+}
+
 MeasurementIdentity identityFor(const api::AutotuneJob& job, const RanOn& ranOn = kOnH100) {
   const json config = {{"train_micro_batch_size_per_gpu", 2},
                        {"zero_optimization", {{"stage", 1}}}};
-  return identityOf(job.namespaceName(), job.spec, config, ranOn);
+  return identityOf(job.namespaceName(), job.spec, trialWith(config), ranOn);
+}
+
+// A kept trial's record as its run left it.
+api::TrialRecord recordOf(const std::string& trial, api::Outcome outcome,
+                          const std::string& startTime = "2026-11-26T10:00:00Z") {
+  api::TrialRecord record;
+  record.name = trial;
+  record.outcome = outcome;
+  record.startTime = startTime;
+  return record;
+}
+
+Lookup lookupOf(const std::string& trial, const std::string& space,
+                api::Metric metric = api::Metric::kThroughput) {
+  return {trial, space, metric, kReconcileTime, MeasurementLimits{}.maxAge};
 }
 
 TEST(Measurements, TwoTrialsShareAnIdentityOnlyWhenAllThatIsMeasuredIsTheSame) {
@@ -226,7 +263,15 @@ TEST(Measurements, TwoTrialsShareAnIdentityOnlyWhenAllThatIsMeasuredIsTheSame) {
   }
   const json otherConfig = {{"train_micro_batch_size_per_gpu", 3},
                             {"zero_optimization", {{"stage", 1}}}};
-  EXPECT_NE(identityOf("ml", jobOf("ml", "gpt2").spec, otherConfig, kOnH100).name(), base.name());
+  EXPECT_NE(identityOf("ml", jobOf("ml", "gpt2").spec, trialWith(otherConfig), kOnH100).name(),
+            base.name());
+  EXPECT_NE(
+      identityFor(jobOf("ml", "gpt2", R"({deepspeedConfig: {train_micro_batch_size_per_gpu: [1],
+                fp16: {enabled: true}, zero_optimization: {stage: 1},
+                autotuning: {start_profile_step: 5, end_profile_step: 9}}})"))
+          .name(),
+      base.name())
+      << "the profiled steps are part of what a trial measures";
   EXPECT_EQ(identityFor(jobOf("team-b", "gpt2")).environment(),
             identityFor(jobOf("team-b", "other")).environment());
 }
@@ -275,23 +320,114 @@ TEST(Measurements, AKeptMeasurementReadsBackAsTheTrialsResult) {
   EXPECT_FALSE((*configMap)["metadata"].contains("ownerReferences"));
   EXPECT_EQ((*configMap)["metadata"]["labels"][std::string(kEnvironmentLabel)],
             identity.environment());
-  const auto object = decodeMeasurementObject(*configMap);
+  EXPECT_FALSE((*configMap)["metadata"]["annotations"].contains(std::string(kSealAnnotation)))
+      << "sealed as it is written";
+  const auto object = decodeSealed(*configMap);
   ASSERT_TRUE(object.has_value());
   ASSERT_TRUE(object->measurement.has_value()) << object->measurement.error();
+  EXPECT_TRUE(object->sealed);
   EXPECT_EQ(object->measurement->measuredBy, "ml/gpt2");
 
   const auto reused =
-      reusedRecord(*object, identity, "z1_gas1_tmbspg2", "z1", api::Metric::kLatency);
+      reusedRecord(*object, identity, lookupOf("z1_gas1_tmbspg2", "z1", api::Metric::kLatency));
   ASSERT_TRUE(reused.has_value()) << reused.error();
   EXPECT_EQ(reused->record.value, 0.5) << "the value of the reusing job's own metric";
   EXPECT_EQ(reused->record.durationSeconds, 42.5);
   EXPECT_EQ(reused->record.reusedFrom, identity.name());
   EXPECT_FALSE(
-      reusedRecord(*object, identity, "z1_gas1_tmbspg2", "z1", api::Metric::kFlops).has_value());
-  EXPECT_FALSE(reusedRecord(*object, identityFor(jobOf("team-b", "gpt2")), "z1_gas1_tmbspg2", "z1",
-                            api::Metric::kThroughput)
-                   .has_value())
+      reusedRecord(*object, identity, lookupOf("z1_gas1_tmbspg2", "z1", api::Metric::kFlops))
+          .has_value());
+  EXPECT_FALSE(
+      reusedRecord(*object, identityFor(jobOf("team-b", "gpt2")), lookupOf("z1_gas1_tmbspg2", "z1"))
+          .has_value())
       << "an identity other than the one its name stands for";
+}
+
+TEST(Measurements, OnlyWhatTheOperatorSealedIsRead) {
+  const auto job = jobOf("ml", "gpt2");
+  api::TrialRecord record = recordOf("z1_gas1_tmbspg2", api::Outcome::kSucceeded);
+  record.value = 20;
+  record.metrics = {{"throughput", 20}};
+  const json sealed =
+      kSeal.sealed(*measurementConfigMap(identityFor(job), record, std::nullopt, job));
+  ASSERT_TRUE(decodeMeasurementObject(sealed, kSeal)->sealed);
+
+  json forged = sealed;
+  forged["metadata"]["annotations"].erase(std::string(kSealAnnotation));
+  json edited = sealed;
+  edited["data"]["result.json"] =
+      R"({"outcome": "Succeeded", "value": 9000, "metrics": {"throughput": 9000},
+          "startTime": "2026-11-26T10:00:00Z"})";
+  json moved = sealed;
+  moved["metadata"]["namespace"] = "team-b";
+  json claimed = sealed;
+  claimed["metadata"]["annotations"][std::string(kMeasuredByAnnotation)] = "team-b/theirs";
+  const std::map<std::string, std::pair<json, MeasurementSeal>> unsealed = {
+      {"no seal", {forged, kSeal}},
+      {"data edited", {edited, kSeal}},
+      {"copied to another namespace", {moved, kSeal}},
+      {"another job claimed", {claimed, kSeal}},
+      {"another key", {sealed, MeasurementSeal("another key, of another operator")}},
+  };
+  for (const auto& [what, object] : unsealed) {
+    const auto decoded = decodeMeasurementObject(object.first, object.second);
+    ASSERT_TRUE(decoded.has_value()) << what;
+    EXPECT_FALSE(decoded->sealed) << what;
+    ASSERT_FALSE(decoded->measurement.has_value()) << what;
+    EXPECT_NE(decoded->measurement.error().find("bears no seal"), std::string::npos) << what;
+  }
+  json annotated = sealed;
+  annotated["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}";
+  EXPECT_TRUE(decodeMeasurementObject(annotated, kSeal)->sealed)
+      << "annotations the operator did not write are not sealed";
+}
+
+TEST(Measurements, AMeasurementOlderThanTrustedOrFromTheFutureIsMeasuredAgain) {
+  const auto job = jobOf("ml", "gpt2");
+  api::TrialRecord record = recordOf("z1_gas1_tmbspg2", api::Outcome::kOOM,
+                                     formatTime(kReconcileTime - std::chrono::hours(24 * 31)));
+  const auto old = decodeSealed(*measurementConfigMap(identityFor(job), record, std::nullopt, job));
+  auto reused = reusedRecord(*old, identityFor(job), lookupOf(record.name, "z1"));
+  ASSERT_FALSE(reused.has_value());
+  EXPECT_NE(reused.error().find("longer ago than the 720h"), std::string::npos) << reused.error();
+  Lookup longer = lookupOf(record.name, "z1");
+  longer.maxAge = std::chrono::hours(24 * 40);
+  EXPECT_TRUE(reusedRecord(*old, identityFor(job), longer).has_value());
+
+  record.startTime = formatTime(kReconcileTime + std::chrono::hours(2));
+  const auto future =
+      decodeSealed(*measurementConfigMap(identityFor(job), record, std::nullopt, job));
+  reused = reusedRecord(*future, identityFor(job), lookupOf(record.name, "z1"));
+  ASSERT_FALSE(reused.has_value());
+  EXPECT_NE(reused.error().find("a time still to come"), std::string::npos) << reused.error();
+}
+
+TEST(Measurements, PastTheBoundTheOldestOfTheOperatorsOwnGo) {
+  const auto job = jobOf("ml", "gpt2");
+  std::vector<KeptMeasurement> inNamespace;
+  for (int i = 0; i < 5; ++i) {
+    const api::TrialRecord record =
+        recordOf("z1_gas1_tmbspg" + std::to_string(i + 1), api::Outcome::kOOM,
+                 formatTime(kReconcileTime - std::chrono::hours(10 - i)));
+    json configMap = kSeal.sealed(*measurementConfigMap(
+        identityOf("ml", job.spec, trialWith({{"train_micro_batch_size_per_gpu", i + 1}}), kOnH100),
+        record, std::nullopt, job));
+    if (i == 0) {
+      configMap["metadata"]["annotations"].erase(std::string(kSealAnnotation));  // a tenant's
+    }
+    inNamespace.push_back(
+        std::make_shared<const MeasurementObject>(*decodeMeasurementObject(configMap, kSeal)));
+  }
+  EXPECT_TRUE(beyondBound(inNamespace, {std::chrono::hours(1), 4}).empty())
+      << "the tenant's object is not the operator's to count";
+  const auto beyond = beyondBound(inNamespace, {std::chrono::hours(1), 2});
+  ASSERT_EQ(beyond.size(), 2U);
+  EXPECT_EQ(beyond[0]->name, inNamespace[1]->name) << "the oldest sealed one first";
+  EXPECT_EQ(beyond[1]->name, inNamespace[2]->name);
+  const auto withJustKept =
+      beyondBound(inNamespace, {std::chrono::hours(1), 2}, {"autotune-m-not-yet-in-the-cache"});
+  ASSERT_EQ(withJustKept.size(), 3U) << "what was just written counts as the newest";
+  EXPECT_EQ(withJustKept[2]->name, inNamespace[3]->name);
 }
 
 TEST(Measurements, TheProfilingTrialKeepsItsModel) {
@@ -300,31 +436,48 @@ TEST(Measurements, TheProfilingTrialKeepsItsModel) {
   record.name = std::string(tuning::kProfileTrialName);
   record.durationSeconds = 60;
   const api::MeasuredModel model{774000000, 123456};
-  const auto object =
-      decodeMeasurementObject(*measurementConfigMap(identityFor(job), record, model, job));
-  const auto reused =
-      reusedRecord(*object, identityFor(job), record.name, "", api::Metric::kThroughput);
+  record.startTime = "2026-11-26T10:00:00Z";
+  const auto object = decodeSealed(*measurementConfigMap(identityFor(job), record, model, job));
+  const auto reused = reusedRecord(*object, identityFor(job), lookupOf(record.name, ""));
   ASSERT_TRUE(reused.has_value()) << reused.error();
   EXPECT_EQ(reused->measured, model);
 }
 
+// Sealed or not, a measurement is data: read only when it has the exact shape the operator writes.
 TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
   const auto job = jobOf("ml", "gpt2");
   api::TrialRecord record;
   record.name = "z1_gas1_tmbspg4";
   record.outcome = api::Outcome::kOOM;
+  record.startTime = "2026-11-26T10:00:00Z";
   const json good = *measurementConfigMap(identityFor(job), record, std::nullopt, job);
+  const auto identityWith = [&](const std::function<void(json&)>& edit) {
+    json identity = identityFor(job).document;
+    edit(identity);
+    return identity.dump();
+  };
+  std::string nested;
+  for (int i = 0; i < 30000; ++i) {
+    nested += R"({"a":)";
+  }
+  nested += "{}" + std::string(30000, '}');
   const std::vector<std::pair<std::string, std::function<void(json&)>>> edits = {
       {"data.result.json is not a JSON object",
        [](json& cm) { cm["data"]["result.json"] = "{oops"; }},
-      {"data.identity.json is missing", [](json& cm) { cm["data"].erase("identity.json"); }},
+      {"data must hold identity.json and result.json, and nothing else",
+       [](json& cm) { cm["data"].erase("identity.json"); }},
       {"data.result.json: outcome is missing",
        [](json& cm) { cm["data"]["result.json"] = R"({"value": 3})"; }},
       {"data.result.json: outcome: must be a string",
        [](json& cm) { cm["data"]["result.json"] = R"({"outcome": 7})"; }},
-      {"label autotune.io/measurement is \"v2\"",
-       [](json& cm) { cm["metadata"]["labels"]["autotune.io/measurement"] = "v2"; }},
-      {"data.identity.json is missing", [](json& cm) { cm["data"] = json::array(); }},
+      {"label autotune.io/measurement is \"v1\"",
+       [](json& cm) { cm["metadata"]["labels"]["autotune.io/measurement"] = "v1"; }},
+      {"data must hold identity.json and result.json",
+       [](json& cm) { cm["data"] = json::array(); }},
+      {"data must hold identity.json and result.json",
+       [](json& cm) {
+         cm["binaryData"] = {{"x", "eA=="}};
+       }},
       {"data.result.json: durationSeconds: must be 0 to 2592000 seconds (720h)",
        [](json& cm) {
          cm["data"]["result.json"] = R"({"outcome": "OOM", "durationSeconds": -5})";
@@ -346,17 +499,41 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
        [](json& cm) {
          cm["data"]["result.json"] = R"({"outcome": "Failed", "reason": "ErrImagePull"})";
        }},
-      {"more than a measurement's 256 KiB",
+      {"data must hold identity.json and result.json, and nothing else",
        [](json& cm) { cm["data"]["padding"] = std::string(kMeasurementBytes, 'x'); }},
       {"data.result.json: model.numParameters",
        [](json& cm) {
          cm["data"]["result.json"] = R"({"outcome": "Succeeded", "model": {"numParameters": "x"}})";
        }},
+      {"data.result.json: startTime: must be an RFC 3339 time",
+       [](json& cm) { cm["data"]["result.json"] = R"({"outcome": "OOM", "startTime": "soon"})"; }},
+      {"data.result.json: startTime: must be an RFC 3339 time",
+       [](json& cm) { cm["data"]["result.json"] = R"({"outcome": "OOM"})"; }},
+      {"bytes, more than the 8192 a measurement writes",
+       [](json& cm) {
+         cm["data"]["result.json"] =
+             R"({"outcome": "OOM", "reason": ")" + std::string(9000 - 34, 'r') + R"("})";
+       }},
+      {"data.identity.json nests deeper than 64 levels",
+       [&](json& cm) { cm["data"]["identity.json"] = nested; }},
+      {"data.identity.json: must hold exactly namespace, deepspeedConfig",
+       [&](json& cm) {
+         cm["data"]["identity.json"] = identityWith([](json& id) { id["extra"] = 1; });
+       }},
+      {"data.identity.json: namespace is not the ConfigMap's own",
+       [&](json& cm) {
+         cm["data"]["identity.json"] = identityWith([](json& id) { id["namespace"] = "team-b"; });
+       }},
+      {"data.identity.json: container.image must be a string",
+       [&](json& cm) {
+         cm["data"]["identity.json"] =
+             identityWith([](json& id) { id["container"]["image"] = json::object(); });
+       }},
   };
   for (const auto& [why, edit] : edits) {
     json edited = good;
     edit(edited);
-    const auto object = decodeMeasurementObject(edited);
+    const auto object = decodeSealed(edited);
     ASSERT_TRUE(object.has_value()) << why;
     ASSERT_FALSE(object->measurement.has_value()) << why;
     EXPECT_NE(object->measurement.error().find(why), std::string::npos)
@@ -364,15 +541,17 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
   }
   json wordy = good;
   wordy["data"]["result.json"] =
-      json{{"outcome", "OOM"}, {"reason", std::string(100000, 'r')}}.dump();
-  const auto cut = decodeMeasurementObject(wordy);
+      json{{"outcome", "OOM"}, {"reason", std::string(5000, 'r')}, {"startTime", record.startTime}}
+          .dump();
+  const auto cut = decodeSealed(wordy);
   ASSERT_TRUE(cut->measurement.has_value()) << cut->measurement.error();
   EXPECT_LE(cut->measurement->record.reason.size(), 256U) << "cut as status.results keeps it";
 
   json renamed = good;
-  renamed["data"]["identity.json"] = identityFor(jobOf("team-b", "gpt2")).document.dump();
-  const auto reused = reusedRecord(*decodeMeasurementObject(renamed), identityFor(job), record.name,
-                                   "z1", api::Metric::kThroughput);
+  renamed["data"]["identity.json"] =
+      identityFor(job, {{"NVIDIA-A100-SXM4-80GB", kMemory}, ""}).document.dump();
+  const auto reused =
+      reusedRecord(*decodeSealed(renamed), identityFor(job), lookupOf(record.name, "z1"));
   ASSERT_FALSE(reused.has_value());
   EXPECT_NE(reused.error().find("not the identity its name stands for"), std::string::npos);
 }
@@ -388,8 +567,8 @@ TEST(Measurements, EveryMeasurementOfAThousandTrialsIsKeptWithinItsBound) {
     record.reason = tuning::boundedReason(std::string(4096, '"'));
     record.metrics = {{"throughput", i}, {"latency", i}, {"flops", i}};
     const json config = {{"train_micro_batch_size_per_gpu", i}, {"gradient_accumulation_steps", i}};
-    const auto configMap = measurementConfigMap(identityOf("ml", job.spec, config, kOnH100), record,
-                                                std::nullopt, job);
+    const auto configMap = measurementConfigMap(
+        identityOf("ml", job.spec, trialWith(config), kOnH100), record, std::nullopt, job);
     ASSERT_TRUE(configMap.has_value());
     largest = std::max(largest, configMap->dump().size());
     names.insert((*configMap)["metadata"]["name"].get<std::string>());
@@ -431,6 +610,22 @@ TEST(Reuse, AJobWhoseTrialsWereAllMeasuredLaunchesNothingAndEndsAtTheSameBest) {
   EXPECT_EQ(again.status.gpuHours.used, 0);
   EXPECT_EQ(again.status.gpuHours.saved, first.status.gpuHours.used);
   EXPECT_NE(std::ranges::find(again.events, "TrialReused"), again.events.end());
+}
+
+TEST(Reuse, AJobWithoutAModelTakesItsProfilingTrialFromWhatWasMeasuredBefore) {
+  const std::string noModel = "{model: null}";
+  Kept kept;
+  const Search first = runToEnd(jobOf("ml", "gpt2", noModel), kH100s, kept);
+  ASSERT_EQ(first.status.phase, api::Phase::kSucceeded);
+  ASSERT_FALSE(first.launched.empty());
+  EXPECT_EQ(first.launched.front(), tuning::kProfileTrialName);
+
+  const Search again = runToEnd(jobOf("ml", "gpt2", noModel), kH100s, kept);
+  EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
+  EXPECT_TRUE(again.launched.empty()) << "the profiling trial is reused like any other";
+  ASSERT_TRUE(again.status.model.has_value());
+  EXPECT_EQ(again.status.model, first.status.model);
+  EXPECT_EQ(again.status.best->trial, first.status.best->trial);
 }
 
 TEST(Reuse, AJobOnAFullClusterStillTakesWhatWasMeasuredBefore) {

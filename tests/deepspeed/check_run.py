@@ -68,9 +68,11 @@ def main():
     best = max(measured, key=lambda record: record["value"])
     optimal = json.loads((results / "ds_config_optimal.json").read_text())
     best_config = json.loads((results / "results" / best["name"] / "ds_config.json").read_text())
-    for key in ("train_micro_batch_size_per_gpu", "zero_optimization", "train_batch_size"):
+    for key in ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "zero_optimization"):
         expect(optimal.get(key) == best_config[key],
                f"ds_config_optimal.json has {key} {optimal.get(key)}, the best {best_config[key]}")
+    expect("train_batch_size" not in optimal,
+           "ds_config_optimal.json fixes train_batch_size: it holds only on the trial's GPU count")
     expect(best["name"] in (results / "summary.txt").read_text(), "summary.txt misses the best")
 
     for finding in findings:

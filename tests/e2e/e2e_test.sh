@@ -89,7 +89,7 @@ config = json.load(sys.stdin)
 print(json.dumps(config))
 assert config["train_micro_batch_size_per_gpu"] == 3, "micro-batch is not 3"
 assert config["zero_optimization"]["stage"] == 1, "ZeRO stage is not 1"
-assert config.get("train_batch_size") == 48, "train_batch_size is not 3 x 1 x 16 GPUs"
+assert "train_batch_size" not in config, "train_batch_size is not left for DeepSpeed to derive"
 assert "autotuning" not in config, "the autotuning section is left in"
 '
 }
@@ -771,6 +771,35 @@ uids_of() {
   ((PIPESTATUS[0] == 0))
 }
 
+# $2 ConfigMaps in namespace $1 with the measurement label, as any team may write them: an
+# identity.json of 200 KiB of nested {} and a result.json far better than measured, with a
+# startTime that is no time. Created, not applied: kubectl apply would copy each into an annotation.
+tenant_measurements() {
+  local file=$work/tenant-measurements.json
+  python3 - "$1" "$2" >"$file" <<'PY'
+import json, sys
+ns, count = sys.argv[1], int(sys.argv[2])
+depth = 200 * 1024 // 6
+nested = '{"a":' * depth + "{}" + "}" * depth
+result = json.dumps({"outcome": "Succeeded", "value": 9000, "metrics": {"throughput": 9000},
+                     "startTime": "yesterday"})
+items = [{"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": f"autotune-m-tenant-{i:03d}", "namespace": ns,
+                       "labels": {"autotune.io/measurement": "v2"}},
+          "data": {"identity.json": nested, "result.json": result}} for i in range(count)]
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
+PY
+  kubectl create -f "$file" >/dev/null
+}
+
+# The operator's peak resident memory (VmHWM) is below $1 MiB.
+operator_peak_below() {
+  local kib
+  kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$(operator_pid)/status") || return 1
+  echo "VmHWM: $((kib / 1024)) MiB"
+  ((kib < $1 * 1024))
+}
+
 # The operator deleted nothing in namespaces $@ that it had not created itself, by the API server's
 # audit log.
 deleted_only_its_own() {
@@ -801,13 +830,17 @@ PY
 # is told of with a Warning Event and ignored: neither it nor that Job is deleted.
 case_tenants() {
   begin_case tenants
-  local job=mine other=$case_ns-team-b ghosts etl
+  local job=mine other=$case_ns-team-b ghosts etl forged
   check "another team's namespace is created" kubectl create namespace "$other" || return 0
   check "it holds a gated Pod labelled autotune.io/job=ghost, asking for 16 GPUs" \
     labelled_pod "$other" ghost-gated ghost gated || return 0
   check "and one for a scheduler nobody runs" \
     labelled_pod "$other" ghost-unplaced ghost unplaced || return 0
   check "their uids are read" eval 'ghosts=$(uids_of "$other" pods ghost-gated ghost-unplaced)' ||
+    return 0
+  check "it holds 20 ConfigMaps labelled autotune.io/measurement, 200 KiB of nested {} each" \
+    tenant_measurements "$other" 20 || return 0
+  check "their uids are read" eval 'forged=$(uids_of "$other" configmaps -l autotune.io/measurement)' ||
     return 0
   check "a job of two trials, 16 GPUs each, is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
@@ -826,8 +859,12 @@ case_tenants() {
   expect "the forged Pod is still there" kubectl get pod forged-rank -n "$case_ns"
   expect "the other team's Pods are still there, the same objects" \
     eval '[[ $(uids_of "$other" pods ghost-gated ghost-unplaced) == "$ghosts" ]]'
+  expect "the other team's measurement ConfigMaps are still there, the same objects" \
+    eval '[[ $(uids_of "$other" configmaps -l autotune.io/measurement) == "$forged" ]]'
   expect "the operator deleted nothing it had not created (the audit log)" \
     deleted_only_its_own "$case_ns" "$other"
+  expect "the operator's peak memory stayed within the chart's limit of 256 MiB" \
+    operator_peak_below 256
   kubectl delete namespace "$other" --wait=false >/dev/null 2>&1 || true
   end_case
 }

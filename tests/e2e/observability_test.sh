@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The operator's metrics during a real job: a scrape of /metrics passes `promtool check metrics`,
-# a real Prometheus server on loopback scrapes the operator, and every PromQL expression of the
+# The operator's metrics during a real job: /metrics over HTTPS answers only a bearer token whose
+# user may get it (401 without one, 403 for a user without the right), a scrape passes `promtool
+# check metrics`, a real Prometheus server on loopback scrapes the operator with its token, and every PromQL expression of the
 # chart's Grafana dashboard returns data through Prometheus' HTTP API, with the operator restarted
 # mid-job; after the job, and after one more restart, every per-job panel still answers.
 # /healthz and /readyz answer.
@@ -50,6 +51,13 @@ scrape_configs:
     # As a hardened multi-tenant Prometheus scrapes: target labels win (overrideHonorLabels), so
     # the operator's series must name their AutotuneJob in a label of their own.
     honor_labels: false
+    # As the chart's ServiceMonitor has it: HTTPS to a self-signed certificate, with the token of
+    # a ServiceAccount bound to the chart's metrics-reader ClusterRole.
+    scheme: https
+    tls_config:
+      insecure_skip_verify: true
+    authorization:
+      credentials_file: $E2E_STATE/metrics.token
     static_configs:
       - targets: ["$target"]
 CONFIG
@@ -134,6 +142,27 @@ curl -sf "http://127.0.0.1:$probe_port/healthz" >/dev/null || fail "/healthz is 
 curl -sf "http://127.0.0.1:$probe_port/readyz" >/dev/null || fail "/readyz is not ok"
 echo "ok: /healthz and /readyz answer 200"
 
+# /metrics answers only a token whose user may get it: none is 401, another ServiceAccount's 403.
+status_of_scrape() {
+  curl -s --insecure --max-time 5 -o /dev/null -w '%{http_code}' "$@" \
+    "https://127.0.0.1:$metrics_port/metrics"
+}
+kubectl create serviceaccount stranger -n "$e2e_operator_namespace" >/dev/null ||
+  fail "cannot create ServiceAccount stranger"
+stranger_token=$(kubectl create token stranger -n "$e2e_operator_namespace" --duration 10m) ||
+  fail "cannot make a token for stranger"
+[[ $(status_of_scrape) == 401 ]] || fail "a scrape without a token is not 401"
+[[ $(status_of_scrape -H "Authorization: Bearer not-a-token") == 401 ]] ||
+  fail "a scrape with a made-up token is not 401"
+[[ $(status_of_scrape -H "Authorization: Bearer $stranger_token") == 403 ]] ||
+  fail "a scrape with the token of a ServiceAccount without the right is not 403"
+[[ $(status_of_scrape -H "Authorization: Bearer $(cat "$E2E_STATE/metrics.token")") == 200 ]] ||
+  fail "a scrape with the metrics reader's token is not 200"
+[[ $(curl -s --max-time 5 -o /dev/null -w '%{http_code}' \
+  "http://127.0.0.1:$metrics_port/metrics") != 200 ]] || fail "plain HTTP is served"
+echo "ok: /metrics over HTTPS: no token 401, a made-up one 401, one without the right 403," \
+  "the reader's 200, no plain HTTP"
+
 prometheus_port=$(free_port)
 start_prometheus "$prometheus_port" "127.0.0.1:$metrics_port"
 e2e_wait 60 "Prometheus to scrape the operator" has_data 'up{job="autotune-operator"} == 1' ||
@@ -154,7 +183,7 @@ succeeded() {
 e2e_wait 300 "the job to succeed" succeeded || fail "the job did not succeed"
 echo "ok: the job succeeded"
 
-curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$state/scrape.txt"
+e2e_scrape "$metrics_port" >"$state/scrape.txt"
 problems=$(promtool check metrics <"$state/scrape.txt" 2>&1) || fail "promtool: $problems"
 [[ -z $problems ]] || fail "promtool: $problems"
 grep -q "^autotune_best_value{autotunejob=\"$job_name\"" "$state/scrape.txt" ||

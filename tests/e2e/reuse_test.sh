@@ -17,12 +17,17 @@
 #                 another image tag or with 8 GPUs a trial: each reuses nothing and runs its trials
 #   disabled      spec.reuse Disabled launches every trial again, and its measurements replace
 #                 the kept ones
-#   bad_cache     measurements edited by hand (result.json not JSON, or not a result; the label at
-#                 another version; identity.json of another trial) are ignored with a Warning
-#                 Event naming each: their trials alone run again, and their ConfigMaps are made
-#                 sound again
+#   bad_cache     measurements edited by hand (result.json not JSON, or forged far better than
+#                 measured; the label at another version; identity.json of another trial) are
+#                 ignored with a Warning Event naming each: their trials alone run again, the job
+#                 ends at the published best, and those no longer sealed are left as edited
 #   not_ours      a ConfigMap of a measurement's name without the measurement label is left alone
-#                 with a Warning Event; a measurement grown to 1 MiB is ignored and rewritten
+#                 with a Warning Event; a measurement grown to 1 MiB bears no seal: ignored, and
+#                 left alone
+#   bounded       last, with the operator restarted with --measurements-per-namespace 2: two jobs
+#                 of three trials leave the two newest measurements, the operator's deletions
+#                 each carry a UID precondition (audit log), and a tenant's unsealed ConfigMap
+#                 with the label is neither counted nor deleted
 #   node_product  the nodes' nvidia.com/gpu.product changed between runs: nothing reused; nodes of
 #                 two products: nothing looked up; the product back: everything reused
 #   operator      the operator never restarted and no reconcile threw; none of its requests was
@@ -162,6 +167,11 @@ no_launch_events() { [[ -z $(event_lines "$1" TrialLaunched) ]]; }
 # kubectl lists them, into file $1.
 save_kept() { kubectl get configmaps -n "$case_ns" -l "$measurement_label" -o json >"$1"; }
 
+# The key that seals the operator's measurements, as its Secret holds it (base64 text).
+seal_key() {
+  kubectl get secret "$e2e_measurement_key" -n "$e2e_operator_namespace" -o jsonpath='{.data.key}'
+}
+
 # A Python expression over the case's measurement ConfigMaps and jobs is true. `kept` maps the name
 # of each ConfigMap labelled autotune.io/measurement to a dict: labels, annotations, rv (its
 # resourceVersion), owners, size (of its data), identity and result (data.identity.json and
@@ -175,9 +185,9 @@ kept_satisfies() {
   local expression=$1 before=${2:-} now jobs
   now=$(mktemp -p "$work") jobs=$(mktemp -p "$work")
   save_kept "$now" && kubectl get atj -n "$case_ns" -o json >"$jobs" || return 1
-  python3 - "$case_ns" "$expression" "$now" "$jobs" "$before" <<'PY'
-import hashlib, json, re, sys
-ns, expression, now, jobs_file, before_file = sys.argv[1:6]
+  python3 - "$case_ns" "$expression" "$now" "$jobs" "$before" "$(seal_key)" <<'PY'
+import hashlib, hmac, json, re, sys
+ns, expression, now, jobs_file, before_file, seal_key = sys.argv[1:7]
 
 def parsed(text):
     try:
@@ -197,6 +207,7 @@ def entries(path):
             "owners": meta.get("ownerReferences") or [],
             "size": sum(len(k) + len(v) for k, v in data.items()),
             "identity": parsed(identity), "result": parsed(data.get("result.json")),
+            "data": data, "namespace": meta["namespace"],
             "hashed": meta["name"] == "autotune-m-" + digest}
     return kept
 
@@ -219,9 +230,19 @@ def environment(identity):
     text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
+# The operator's seal, made again from the key in its Secret: HMAC-SHA256 over the namespace, the
+# name, the three annotations it writes and the data, as compact JSON.
+def sealed(k):
+    a = k["annotations"]
+    text = json.dumps([k["namespace"], k["name"], a.get("autotune.io/measured-by", ""),
+                       a.get("autotune.io/measured-by-uid", ""), a.get("autotune.io/trial-name", ""),
+                       k["data"]], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    seal = hmac.new(seal_key.encode(), text.encode(), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(seal, a.get("autotune.io/seal", ""))
+
 def sound(k):
     identity, result = k["identity"], k["result"]
-    return (k["labels"].get("autotune.io/measurement") == "v1" and k["hashed"]
+    return (k["labels"].get("autotune.io/measurement") == "v2" and k["hashed"] and sealed(k)
             and not k["owners"] and isinstance(identity, dict) and isinstance(result, dict)
             and identity.get("namespace") == ns
             and k["labels"].get("autotune.io/environment") == environment(identity)
@@ -235,7 +256,7 @@ if not eval("(" + expression + ")"):
         print(f"{k['name']} v={k['labels'].get('autotune.io/measurement')} rv={k['rv']}",
               f"by={k['annotations'].get('autotune.io/measured-by')}",
               f"trial={k['annotations'].get('autotune.io/trial-name')} size={k['size']}",
-              f"sound={bool(sound(k))}")
+              f"sealed={sealed(k)} sound={bool(sound(k))}")
     sys.exit(1)
 PY
 }
@@ -519,11 +540,12 @@ trial_of() {
     -o jsonpath='{.metadata.annotations.autotune\.io/trial-name}'
 }
 
-# The published search measured; four of its six measurements spoilt, each its own way; the same
-# manifest again.
+# Six trials measured; four measurements edited as anyone who may write ConfigMaps in the namespace
+# could: a result that is not JSON, a forged result far better than any measured (throughput
+# 9000), the label at another version, the identity of another trial. Then the same manifest.
 case_bad_cache() {
   begin_case bad-cache
-  local kept name spoilt=() trials=() pid
+  local kept name spoilt=() trials=() pid before=$work/bad-cache-before.json forged
   pid=$(operator_pid)
   check "the published search is created" create_job first "${published[@]}" || return 0
   check "it Succeeds at $published_best within 180s" succeeds_at_best first 180 || return 0
@@ -534,33 +556,41 @@ case_bad_cache() {
   for name in "${spoilt[@]}"; do
     trials+=("$(trial_of "$name")")
   done
+  forged='{"name": "'"${trials[1]}"'", "space": "z1", "outcome": "Succeeded", "value": 9000,
+    "metrics": {"throughput": 9000}, "startTime": "2026-01-01T00:00:00Z", "durationSeconds": 1}'
   check "${kept[0]}: result.json is made not JSON" set_data "${kept[0]}" result.json 'not {json' &&
-    check "${kept[1]}: result.json is made JSON that is not a result" \
-      set_data "${kept[1]}" result.json '{"outcome": 7}' &&
+    check "${kept[1]}: result.json is forged: Succeeded at throughput 9000" \
+      set_data "${kept[1]}" result.json "$forged" &&
     check "${kept[2]}: its label is made $measurement_label=v0" \
       kubectl label --overwrite configmap "${kept[2]}" -n "$case_ns" "$measurement_label=v0" &&
     check "${kept[3]}: identity.json is made that of ${kept[4]}" \
-      set_data "${kept[3]}" identity.json "$(data_of "${kept[4]}" identity.json)" || return 0
+      set_data "${kept[3]}" identity.json "$(data_of "${kept[4]}" identity.json)" &&
+    check "the edited measurements are saved" save_kept "$before" || return 0
   check "the same manifest is created as job again" create_job again "${published[@]}" || return 0
-  check "it Succeeds at $published_best within 180s" succeeds_at_best again 180 || return 0
+  check "it Succeeds at $published_best within 180s, not at the forged 9000" \
+    succeeds_at_best again 180 || return 0
   expect "it launched exactly the 4 trials of the spoilt measurements, reusing the 2 others" \
     launched_exactly again "${trials[@]}"
-  expect "a MeasurementIgnored Warning: ${kept[0]}, not JSON" warned_with again \
-    MeasurementIgnored "ConfigMap ${kept[0]} (trial ${trials[0]})" "data.result.json is not a JSON"
-  expect "a MeasurementIgnored Warning: ${kept[1]}, not a result" warned_with again \
-    MeasurementIgnored "ConfigMap ${kept[1]} (trial ${trials[1]})" "data.result.json: "
+  expect "a MeasurementIgnored Warning: ${kept[0]}, edited, bears no seal" warned_with again \
+    MeasurementIgnored "ConfigMap ${kept[0]} (trial ${trials[0]})" "bears no seal"
+  expect "a MeasurementIgnored Warning: ${kept[1]}, forged, bears no seal" warned_with again \
+    MeasurementIgnored "ConfigMap ${kept[1]} (trial ${trials[1]})" "bears no seal"
   expect "a MeasurementIgnored Warning: ${kept[2]}, label v0" warned_with again \
-    MeasurementIgnored "ConfigMap ${kept[2]} (trial ${trials[2]})" "\"v0\", not v1"
-  expect "a MeasurementIgnored Warning: ${kept[3]}, another identity" warned_with again \
-    MeasurementIgnored "ConfigMap ${kept[3]} (trial ${trials[3]})" \
-    "data.identity.json is not the identity its name stands for"
+    MeasurementIgnored "ConfigMap ${kept[2]} (trial ${trials[2]})" "\"v0\", not v2"
+  expect "a MeasurementIgnored Warning: ${kept[3]}, another identity, bears no seal" warned_with \
+    again MeasurementIgnored "ConfigMap ${kept[3]} (trial ${trials[3]})" "bears no seal"
   expect "exactly 4 MeasurementIgnored Events about it" \
     test "$(event_lines again MeasurementIgnored | wc -l)" -eq 4
-  expect "the spoilt measurements are sound again, measured by again; the others untouched" \
-    kept_satisfies "len(kept) == 6 and all(sound(k) for k in kept.values())
-      and sorted(by('again')) == sorted('${trials[*]}'.split())
-      and sorted(k['name'] for k in by('again').values()) == sorted('${spoilt[*]}'.split())
-      and all(k['result'] == results('again')[t] for t, k in by('again').items())"
+  for name in "${kept[0]}" "${kept[1]}" "${kept[3]}"; do
+    expect "a MeasurementNotKept Warning says $name, unsealed, is left alone" warned_with again \
+      MeasurementNotKept "ConfigMap $name exists and bears no seal" "it is left alone"
+  done
+  expect "the unsealed ones are as they were edited; ${kept[2]}, still sealed, is sound again" \
+    kept_satisfies "len(kept) == 6
+      and all(kept[n]['rv'] == before[n]['rv'] for n in ['${kept[0]}', '${kept[1]}', '${kept[3]}'])
+      and not any(sealed(kept[n]) for n in ['${kept[0]}', '${kept[1]}', '${kept[3]}'])
+      and sound(kept['${kept[2]}']) and sorted(by('again')) == ['${trials[2]}']
+      and sound(kept['${kept[4]}']) and sound(kept['${kept[5]}'])" "$before"
   expect "the operator is still process $pid" same_operator "$pid"
   end_case
 }
@@ -596,10 +626,9 @@ case_not_ours() {
       -o jsonpath='{.metadata.resourceVersion} {.metadata.labels.autotune\.io/measurement}')" \
     = "$foreign_rv "
   expect "a MeasurementIgnored Warning names $huge" warned_with again MeasurementIgnored \
-    "ConfigMap $huge (trial $(trial_of "$huge"))" "bytes, more than a measurement's 256 KiB"
-  expect "$huge is a sound measurement again, of a few KiB, measured by again" kept_satisfies \
-    "sound(kept['$huge']) and kept['$huge']['size'] < 8192
-      and sorted(k['name'] for k in by('again').values()) == ['$huge']"
+    "ConfigMap $huge (trial $(trial_of "$huge"))" "bears no seal"
+  expect "$huge is left alone, as edited, and nothing is measured by again" kept_satisfies \
+    "not sealed(kept['$huge']) and kept['$huge']['size'] > 1000000 and not by('again')"
   expect "the operator is still process $pid" same_operator "$pid"
   end_case
 }
@@ -667,7 +696,7 @@ scrape_checks() {
   shift
   port=$(grep '"msg":"starting"' "$E2E_OPERATOR_LOG" | tail -1 |
     sed -n 's/.*"metricsPort":\([0-9]*\).*/\1/p')
-  curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" >"$scrape" || return 1
+  e2e_scrape "$port" >"$scrape" || return 1
   problems=$(promtool check metrics <"$scrape" 2>&1) || { echo "$problems"; return 1; }
   [[ -z $problems ]] || { echo "$problems"; return 1; }
   for family in "$@"; do
@@ -692,13 +721,60 @@ case_operator() {
   expect "a scrape of /metrics passes promtool check metrics" scrape_checks "$work/scrape.txt"
 }
 
+# The ConfigMaps the operator deleted in the case's namespace (successful deletes in the audit
+# log), sorted, one a line.
+configmaps_deleted() {
+  python3 - "$E2E_AUDIT_LOG" "$case_ns" <<'PY'
+import json, sys
+log, namespace = sys.argv[1:3]
+names = sorted(
+    event["objectRef"]["name"] for event in map(json.loads, open(log, encoding="utf-8"))
+    if event["verb"] == "delete" and event.get("objectRef", {}).get("resource") == "configmaps"
+    and event["objectRef"].get("namespace") == namespace
+    and event.get("responseStatus", {}).get("code") == 200)
+print("\n".join(names))
+PY
+}
+
+bounded_flags="--workers 4 --qps 50 --burst 100 --measurements-per-namespace 2"
+restart_bounded() { e2e_stop_operator && E2E_OPERATOR_FLAGS=$bounded_flags e2e_start_operator; }
+
+# A tenant's ConfigMap $1 with the measurement label and the shape of a measurement, unsealed.
+create_tenant_measurement() {
+  kubectl create configmap "$1" -n "$case_ns" --from-literal=identity.json='{}' \
+    --from-literal=result.json='{"outcome": "OOM", "startTime": "2020-01-01T00:00:00Z"}' &&
+    kubectl label configmap "$1" -n "$case_ns" "$measurement_label=v2" >/dev/null
+}
+
+# Last, as it restarts the operator: a bound of two measurements a namespace.
+case_bounded() {
+  begin_case bounded
+  local tenant=autotune-m-0000000000000000000000000000000000000000 tenant_rv
+  check "the operator is restarted with --measurements-per-namespace 2" restart_bounded || return 0
+  check "a tenant's unsealed ConfigMap $tenant with the label is created" \
+    create_tenant_measurement "$tenant" || return 0
+  tenant_rv=$(kubectl get configmap "$tenant" -n "$case_ns" -o jsonpath='{.metadata.resourceVersion}')
+  check "a job of three trials is created" create_job first "${small[@]}" &&
+    check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
+  check "a job of three trials of ZeRO stage 2 is created" \
+    create_job second strategy=grid stages='[2]' micro='[1, 2, 3]' early=0 startup=1 &&
+    check "it Succeeds within 180s" ends_in second Succeeded 180 || return 0
+  expect "the two newest measurements are kept, both of second, sealed; the tenant's is as it was" \
+    kept_satisfies "len(kept) == 3 and kept['$tenant']['rv'] == '$tenant_rv'
+      and not sealed(kept['$tenant']) and len(by('second')) == 2 and not by('first')
+      and all(sound(k) for k in by('second').values())"
+  expect "the operator deleted exactly the four older measurements, not the tenant's" \
+    test "$(configmaps_deleted | wc -l) $(configmaps_deleted | grep -c "$tenant")" = "4 0"
+  end_case
+}
+
 # --- the run -------------------------------------------------------------------------------------
 
 e2e_test_up
 operator_at_start=$(operator_pid)
 
 for group in ${AUTOTUNE_E2E_REUSE_CASES:-rerun+widened+isolation+disabled+bad_cache+not_ours+recreated \
-  node_product operator no_secrets_in_logs}; do
+  node_product operator bounded no_secrets_in_logs}; do
   run_group "$group"
 done
 

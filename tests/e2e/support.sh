@@ -415,7 +415,7 @@ operator_metric() {
   port=$(grep '"msg":"starting"' "$E2E_OPERATOR_LOG" | tail -1 |
     sed -n 's/.*"metricsPort":\([0-9]*\).*/\1/p')
   [[ -n $port ]] || { echo "the operator logged no metrics port"; return 1; }
-  curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" |
+  e2e_scrape "$port" |
     awk -v prefix="$1" 'index($0, prefix) == 1 { sum += $NF } END { print sum + 0 }'
 }
 

@@ -40,6 +40,7 @@ struct JobOptions {
   std::string childrenFile;
   // The trainer's whole command as YAML (no args), instead of trial-sim's.
   std::string command;
+  std::string numParameters = "774000000";
 };
 
 struct Finished {
@@ -102,8 +103,8 @@ class LocalRun : public ::testing::Test {
                         << "    gradient_accumulation_steps: 1\n"
                         << "    fp16: {enabled: true}\n"
                         << "    zero_optimization: {stage: " << options.stages << "}\n"
-                        << "  model: {numParameters: 774000000, "
-                           "activationMemoryPerSample: 9600000000}\n"
+                        << "  model: {numParameters: " << options.numParameters
+                        << ", activationMemoryPerSample: 9600000000}\n"
                         << "  resources: {gpusPerTrial: 16, nodesPerTrial: "
                         << options.nodesPerTrial << ", gpuMemory: 32Gi}\n"
                         << "  parallelism: " << options.parallelism << "\n"
@@ -353,6 +354,23 @@ TEST_F(LocalRun, AConfigThatDoesNotFitIsOOM) {
   EXPECT_EQ(outcomeOf(recorded(), "z3_gas1_tmbspg2"), "OOM");
   EXPECT_NE(readText(results() / "results/z3_gas1_tmbspg2/stderr.log").find("out of memory"),
             std::string::npos);
+}
+
+// 70 billion parameters on trials of 16 GPUs of 32 GiB: nothing runs, the run says why and what
+// would fit, and its report is drawn all the same.
+TEST_F(LocalRun, ASearchWhereNothingFitsLaunchesNothingAndSaysWhyInItsReport) {
+  JobOptions options;
+  options.numParameters = "70000000000";
+  const Finished finished = run(runArguments(writeJob(options), results()));
+  EXPECT_EQ(finished.exitCode, 1);
+  EXPECT_NE(finished.out.find("Search failed: nothing fits: no ZeRO stage"), std::string::npos)
+      << finished.out;
+  EXPECT_NE(finished.out.find("What would fit: "), std::string::npos) << finished.out;
+  EXPECT_FALSE(fs::exists(launchLog())) << "no trial launched";
+  EXPECT_NE(readText(results() / "summary.txt").find("nothing fits"), std::string::npos);
+  EXPECT_FALSE(fs::exists(results() / "ds_config_optimal.json"));
+  EXPECT_NE(finished.out.find("Report: "), std::string::npos) << finished.out;
+  EXPECT_NE(readText(results() / "report.html").find("nothing fits"), std::string::npos);
 }
 
 TEST_F(LocalRun, ATrialOverItsTimeoutIsStoppedAndTimedOut) {

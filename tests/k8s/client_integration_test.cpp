@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "k8s/access_review.h"
 #include "k8s/client.h"
 #include "k8s/resources.h"
 #include "support/control_plane.h"
@@ -207,6 +208,66 @@ TEST_F(Client, AUserWithoutRightsIsForbidden) {
   ASSERT_FALSE(forbidden);
   EXPECT_EQ(forbidden.error().kind, ErrorKind::kForbidden) << describe(forbidden.error());
   EXPECT_EQ(forbidden.error().httpStatus, 403);
+}
+
+const Resource kServiceAccounts{"", "v1", "serviceaccounts", true};
+const Resource kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
+const Resource kClusterRoleBindings{"rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                                    false};
+
+// A token of ServiceAccount `name` of namespace `ns`, made by the API server (TokenRequest).
+std::string tokenOf(const k8s::Client& client, const std::string& ns, const std::string& name) {
+  if (!client.create(
+          kServiceAccounts, ns,
+          {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", name}}}})) {
+    return "";
+  }
+  // The token subresource, reached as a resource path of its own.
+  const Resource tokens{"", "v1", "serviceaccounts/" + name + "/token", true};
+  const auto requested = client.create(tokens, ns,
+                                       {{"apiVersion", "authentication.k8s.io/v1"},
+                                        {"kind", "TokenRequest"},
+                                        {"spec", {{"expirationSeconds", 600}}}});
+  return requested ? requested->at("status").value("token", "") : "";
+}
+
+TEST_F(Client, AccessToAnEndpointIsWhatTheApiServerSaysOfTheBearersToken) {
+  const std::string reader = tokenOf(client(), ns(), "reader");
+  const std::string stranger = tokenOf(client(), ns(), "stranger");
+  ASSERT_FALSE(reader.empty());
+  ASSERT_FALSE(stranger.empty());
+  const std::string role = "metrics-reader-" + ns();
+  ASSERT_TRUE(
+      client().create(kClusterRoles, "",
+                      {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                       {"kind", "ClusterRole"},
+                       {"metadata", {{"name", role}}},
+                       {"rules", {{{"nonResourceURLs", {"/metrics"}}, {"verbs", {"get"}}}}}}));
+  ASSERT_TRUE(client().create(
+      kClusterRoleBindings, "",
+      {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+       {"kind", "ClusterRoleBinding"},
+       {"metadata", {{"name", role}}},
+       {"roleRef",
+        {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", role}}},
+       {"subjects", {{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns()}}}}}));
+
+  // The authorizer hears of the binding through its own watch: ask until it has.
+  Result<Verdict> verdict = Verdict::kForbidden;
+  for (int attempt = 0; attempt < 100 && verdict && *verdict != Verdict::kAllowed; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    verdict = AccessReviewer(client(), "/metrics", "get").review(reader);
+  }
+  ASSERT_TRUE(verdict) << describe(verdict.error());
+  EXPECT_EQ(*verdict, Verdict::kAllowed);
+
+  AccessReviewer reviewer(client(), "/metrics", "get");
+  EXPECT_EQ(reviewer.review(stranger), Verdict::kForbidden);
+  EXPECT_EQ(reviewer.review("made.up.token"), Verdict::kUnauthenticated);
+  EXPECT_EQ(AccessReviewer(client(), "/debug/pprof/", "get").review(reader), Verdict::kForbidden)
+      << "the right is to that path alone";
+  client().remove(kClusterRoleBindings, "", role);
+  client().remove(kClusterRoles, "", role);
 }
 
 const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "customresourcedefinitions",

@@ -122,6 +122,60 @@ TEST(Engine, Gpt2LargeSearchScreensEveryFeasibleStageInOrder) {
   EXPECT_EQ(run.launched.front(), "z0_gas1_tmbspg2");
 }
 
+// Parameters too many for 8 GPUs of 16 GiB: no stage fits, the engine says so at once with what
+// would, and the advice holds.
+TEST(Engine, ASearchWhereNothingFitsFailsAtOnceSayingWhatWould) {
+  api::Spec spec = specFor(gpt2Large());
+  spec.model.numParameters = 70'000'000'000;
+  spec.resources.gpusPerTrial = 8;
+  spec.resources.gpuMemory = api::Quantity::fromValue(16LL << 30);
+  EngineInput input;
+  input.spec = spec;
+  input.freeSlots = 4;
+  Decision decision = decide(input);
+  EXPECT_EQ(decision.state, Decision::State::kFailed);
+  EXPECT_TRUE(decision.launch.empty());
+  for (const std::string_view text :
+       {"nothing fits: no ZeRO stage of the search leaves room for a micro-batch of 1 in 16.00 GiB",
+        "stage 0 needs ", "stage 3 needs ", "x)", "a smaller model"}) {
+    EXPECT_NE(decision.message.find(text), std::string::npos) << text << " in " << decision.message;
+  }
+  constexpr std::string_view kMoreGpus = "ZeRO stage 3 on spec.resources.gpusPerTrial: ";
+  const auto advised = decision.message.find(kMoreGpus);
+  ASSERT_NE(advised, std::string::npos) << decision.message;
+  const int gpus = std::stoi(decision.message.substr(advised + kMoreGpus.size()));
+  spec.deepspeedConfig["zero_optimization"]["stage"] = 3;
+  spec.resources.gpusPerTrial = gpus;
+  input.spec = spec;
+  EXPECT_EQ(decide(input).state, Decision::State::kContinue) << "on " << gpus << " GPUs a trial";
+  spec.resources.gpusPerTrial = gpus / 2;
+  input.spec = spec;
+  EXPECT_EQ(decide(input).state, Decision::State::kFailed) << "the fewest GPUs that fit";
+
+  // 13 billion: offloading the optimizer is enough.
+  spec = specFor(gpt2Large());
+  spec.model.numParameters = 13'000'000'000;
+  spec.model.activationMemoryPerSample = 1'000'000'000;
+  spec.resources.gpusPerTrial = 8;
+  spec.resources.gpuMemory = api::Quantity::fromValue(16LL << 30);
+  input.spec = spec;
+  decision = decide(input);
+  EXPECT_EQ(decision.state, Decision::State::kFailed);
+  EXPECT_NE(decision.message.find("ZeRO stage 3 with zero_optimization.offload_optimizer: "
+                                  "{device: cpu} and an optimizer section needs "),
+            std::string::npos)
+      << decision.message;
+  spec.deepspeedConfig["zero_optimization"] = {{"stage", 3},
+                                               {"offload_optimizer", {{"device", "cpu"}}}};
+  spec.deepspeedConfig["optimizer"] = {{"type", "AdamW"}, {"params", {{"lr", 0.0001}}}};
+  input.spec = spec;
+  decision = decide(input);
+  EXPECT_EQ(decision.state, Decision::State::kContinue) << decision.message;
+  for (const auto& pruned : decision.pruned) {
+    ADD_FAILURE() << pruned.name << ": " << pruned.reason;
+  }
+}
+
 TEST(Engine, LatencyIsMinimisedNotMaximised) {
   api::Spec spec = specFor(gpt2Large());
   spec.search.metric = api::Metric::kLatency;

@@ -348,23 +348,35 @@ TEST(BestTrial, NoBaselineMeansNoSpeedup) {
 
 // --- optimalConfig ------------------------------------------------------------------------------
 
-TEST(OptimalConfig, DropsTheAutotuningSectionAndKeepsTheTrainBatchConsistent) {
+// The tuned config travels to a training job on any number of GPUs: DeepSpeed derives the
+// global batch there, unless the user fixed it.
+TEST(OptimalConfig, DropsTheAutotuningSectionAndLeavesTheTrainBatchToDeepSpeed) {
   Spec spec = allStagesSpec(json::array(), 8);
   spec.deepspeedConfig["autotuning"] = {{"enabled", true}};
   const TuningSpace space = describeSpace(spec);
   Trial best = makeFastTrial(space, 2, 4, 3);
   best.config["autotuning"] = {{"enabled", true}};
-  const json config = optimalConfig(best);
+  ASSERT_EQ(best.config["train_batch_size"], 4 * 3 * 8) << "what the trial itself ran with";
+  const json config = optimalConfig(best, spec);
   EXPECT_FALSE(config.contains("autotuning"));
   EXPECT_EQ(config["train_micro_batch_size_per_gpu"], 4);
   EXPECT_EQ(config["gradient_accumulation_steps"], 3);
-  EXPECT_EQ(config["train_batch_size"], 4 * 3 * 8);
+  EXPECT_FALSE(config.contains("train_batch_size"));
   EXPECT_EQ(config["zero_optimization"]["stage"], 2);
+}
+
+TEST(OptimalConfig, KeepsATrainBatchTheUserFixed) {
+  Spec spec = allStagesSpec(json::array(), 8);
+  spec.deepspeedConfig["train_batch_size"] = 96;
+  spec.deepspeedConfig["train_micro_batch_size_per_gpu"] = "auto";
+  const TuningSpace space = describeSpace(spec);
+  const json config = optimalConfig(makeFastTrial(space, 2, 4, 3), spec);
+  EXPECT_EQ(config["train_batch_size"], 96);
 }
 
 TEST(OptimalConfig, OfTheProfilingTrialHasNoProfilingRequest) {
   const Spec spec = allStagesSpec(json::array());
-  EXPECT_FALSE(optimalConfig(makeProfileTrial(describeSpace(spec))).contains("autotuning"));
+  EXPECT_FALSE(optimalConfig(makeProfileTrial(describeSpace(spec)), spec).contains("autotuning"));
 }
 
 }  // namespace

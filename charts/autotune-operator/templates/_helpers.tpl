@@ -96,10 +96,11 @@ log of a whole run. AutotuneJobs are read through a watch and written through th
   verbs: ["get", "list", "watch", "create", "delete"]
 # The output ConfigMap with the best DeepSpeed config: created, then read and applied only when
 # this job wrote it. Measurements kept for reuse (labelled autotune.io/measurement): watched,
-# created, and applied over a measurement of the same identity.
+# created, applied over one of the same identity that the operator sealed, and deleted past
+# measurements.perNamespace (only those it sealed, each by UID).
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "list", "watch", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
