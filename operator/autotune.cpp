@@ -234,14 +234,8 @@ void printMemory(const AutotuneJob& job, const tuning::TuningSpace& space) {
   std::cout << "\n";
 }
 
-// Whether the search can start: when it cannot, says why instead of listing trials.
-bool printTrials(const AutotuneJob& job) {
+void printFirstTrials(const AutotuneJob& job, const tuning::Decision& first) {
   const Spec& spec = job.spec;
-  const tuning::Decision first = tuning::decide(firstQuestion(job, spec.parallelism));
-  if (first.state == tuning::Decision::State::kFailed) {
-    std::cout << "The search cannot start: " << first.message << "\n";
-    return false;
-  }
   std::cout << "First trials (" << first.launch.size() << " at once):\n";
   for (const auto& trial : first.launch) {
     std::cout << "  " << trial.name << "  (pod " << tuning::podName(job.name(), trial.name)
@@ -261,11 +255,23 @@ bool printTrials(const AutotuneJob& job) {
                  "micro-batch, then gives stages\nthat came close one probe at the same memory "
                  "use.\n";
   }
+}
+
+// Whether the search can start: when it cannot, says why instead of listing trials.
+bool printTrials(const AutotuneJob& job) {
+  const Spec& spec = job.spec;
+  const tuning::Decision first = tuning::decide(firstQuestion(job, spec.parallelism));
+  const bool starts = first.state != tuning::Decision::State::kFailed;
+  if (!starts) {
+    std::cout << "The search cannot start: " << first.message << "\n";
+  } else {
+    printFirstTrials(job, first);
+  }
   std::cout << "\nPruned (" << first.pruned.size() << "):\n";
   for (const auto& pruned : first.pruned) {
     std::cout << "  " << pruned.name << ": " << pruned.reason << "\n";
   }
-  return true;
+  return starts;
 }
 
 int planJob(const std::string& path) {

@@ -43,13 +43,14 @@ constexpr Spellings<Phase, 5> kPhases{{
     {Phase::kFailed, "Failed"},
 }};
 
-constexpr Spellings<Outcome, 6> kOutcomes{{
+constexpr Spellings<Outcome, 7> kOutcomes{{
     {Outcome::kSucceeded, "Succeeded"},
     {Outcome::kMetricsUnavailable, "MetricsUnavailable"},
     {Outcome::kOOM, "OOM"},
     {Outcome::kFailed, "Failed"},
     {Outcome::kTimedOut, "TimedOut"},
     {Outcome::kUnschedulable, "Unschedulable"},
+    {Outcome::kConfigNotApplied, "ConfigNotApplied"},
 }};
 
 template <typename Enum, std::size_t N>

@@ -29,7 +29,17 @@ enum class Reuse { kEnabled, kDisabled };
 enum class Phase { kPending, kProfiling, kRunning, kSucceeded, kFailed };
 
 // How a finished trial ended (the trial protocol's classification).
-enum class Outcome { kSucceeded, kMetricsUnavailable, kOOM, kFailed, kTimedOut, kUnschedulable };
+// kConfigNotApplied: the trial ran, but not the config it was given (its script passed other
+// batch sizes, or overrode them): no measurement of that config.
+enum class Outcome {
+  kSucceeded,
+  kMetricsUnavailable,
+  kOOM,
+  kFailed,
+  kTimedOut,
+  kUnschedulable,
+  kConfigNotApplied
+};
 
 // What the user knows of the model; anything missing is measured by a profiling trial.
 struct ModelInfo {

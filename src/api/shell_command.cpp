@@ -29,10 +29,14 @@ bool isWordCharacter(char c) { return c != ' ' && c != '\t' && c != '\n' && c !=
 std::optional<std::size_t> shellScriptIndex(const std::vector<std::string>& argv) {
   std::size_t at = 0;
   if (!argv.empty() && baseName(argv[0]) == "env") {
-    // env's own options and NAME=VALUE settings come before the program.
+    // env's own options and NAME=VALUE settings come before the program; -u NAME and -C DIR
+    // take the next word.
     for (at = 1;
          at < argv.size() && (argv[at].starts_with('-') || argv[at].find('=') != std::string::npos);
          ++at) {
+      if (argv[at] == "-u" || argv[at] == "-C" || argv[at] == "--unset" || argv[at] == "--chdir") {
+        ++at;
+      }
     }
   }
   if (at >= argv.size() || !isShell(argv[at])) {

@@ -398,7 +398,8 @@ std::optional<TrialResult> resultOf(const TrialRunState& state, const api::Spec&
       return tuning::recordExit(
           state.trialName, state.space, state.exit, spec.search.metric, profiling,
           formatTime(started),
-          state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
+          state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0,
+          tuning::askedGlobalBatch(spec, state.trialName));
     }
     case Phase::kLost:
       if (shouldRelaunch(state)) {

@@ -204,9 +204,9 @@ class LocalRun {
                                   tuning::kTerminationMessageBytes);
       exit.metrics = readFile(it->paths.protocol.metrics);
       const double seconds = std::chrono::duration<double>(Clock::now() - it->started).count();
-      const tuning::RecordedExit recorded =
-          tuning::recordExit(it->trial.name, it->trial.space, exit, job_.spec.search.metric,
-                             it->trial.profile, it->startTime, seconds);
+      const tuning::RecordedExit recorded = tuning::recordExit(
+          it->trial.name, it->trial.space, exit, job_.spec.search.metric, it->trial.profile,
+          it->startTime, seconds, tuning::askedGlobalBatch(job_.spec, it->trial.name));
       finish(recorded.record, it->launchIndex, recorded.measured);
       it = running_.erase(it);
     }

@@ -222,6 +222,7 @@ Mark markOf(api::Outcome outcome) {
     case api::Outcome::kFailed:
     case api::Outcome::kMetricsUnavailable:
     case api::Outcome::kUnschedulable:
+    case api::Outcome::kConfigNotApplied:
       return Mark::kFailed;
   }
   return Mark::kFailed;

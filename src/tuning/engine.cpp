@@ -16,7 +16,27 @@ std::uint64_t seedOf(std::int64_t userSeed, const std::string& jobUid) {
 
 bool countsAsFailure(api::Outcome outcome) {
   return outcome == api::Outcome::kFailed || outcome == api::Outcome::kMetricsUnavailable ||
-         outcome == api::Outcome::kTimedOut;
+         outcome == api::Outcome::kTimedOut || outcome == api::Outcome::kConfigNotApplied;
+}
+
+// Trials that ran another config than they were given say the command does not apply it: a second
+// one ends the search rather than measuring on.
+constexpr int kConfigNotAppliedToFail = 2;
+
+std::optional<std::string> configNotApplied(const std::vector<api::TrialRecord>& finished) {
+  const api::TrialRecord* last = nullptr;
+  int count = 0;
+  for (const auto& record : finished) {
+    if (record.outcome == api::Outcome::kConfigNotApplied) {
+      last = &record;
+      ++count;
+    }
+  }
+  if (count < kConfigNotAppliedToFail) {
+    return std::nullopt;
+  }
+  return std::to_string(count) + " trials did not run the config they were given (the last, " +
+         last->name + ": " + last->reason + ")";
 }
 
 // What is known of the model: the user's numbers first, else what the profiling trial measured.
@@ -182,6 +202,12 @@ Decision decide(const EngineInput& input) {
   decision.pruned = std::move(proposal.pruned);
   selectBest(context, decision);
 
+  if (auto notApplied = configNotApplied(input.finished)) {
+    decision.message = std::move(*notApplied);
+    decision.state =
+        context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
+    return decision;
+  }
   const int failures = static_cast<int>(std::count_if(
       input.finished.begin(), input.finished.end(),
       [](const api::TrialRecord& record) { return countsAsFailure(record.outcome); }));
@@ -222,6 +248,10 @@ Decision decide(const EngineInput& input) {
   decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
   if (!decision.best) {
     decision.message = "no trial succeeded: " + decision.message;
+  }
+  if (!decision.best && input.finished.empty() && !decision.pruned.empty()) {
+    decision.message = "nothing to run: every configuration of the search is pruned (" +
+                       decision.pruned.front().name + ": " + decision.pruned.front().reason + ")";
   }
   if (!decision.best && context.model && context.gpuMemoryBytes) {
     if (auto why = nothingFits(context.space, *context.model, *context.gpuMemoryBytes)) {

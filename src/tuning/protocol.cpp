@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <limits>
 #include <utility>
@@ -176,6 +178,49 @@ void setFlag(std::vector<std::string>& argv, const std::string& flag, const std:
   argv.push_back(value);
 }
 
+// The line of Hugging Face's refusal of a config its Trainer flags contradict ("- ds
+// train_micro_batch_size_per_gpu=14 vs hf per_device_train_batch_size=1"), if the message holds
+// that refusal.
+std::optional<std::string> trainerMismatch(std::string_view message) {
+  constexpr std::string_view kRefusal = "mismatch TrainingArguments values";
+  constexpr std::string_view kLine = "- ds ";
+  if (message.find(kRefusal) == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string_view first = "a DeepSpeed value";
+  if (const auto line = message.find(kLine); line != std::string_view::npos) {
+    first = message.substr(line + kLine.size());
+    first = first.substr(0, first.find('\n'));
+  }
+  return "the Trainer's flags contradict the trial's config (" + std::string(first) +
+         "): map the flag in spec.argMappings, and let the command pass it";
+}
+
+// Why metrics of a success show another global batch than the trial asked for, if they do: the
+// engine writes throughput as train_batch_size × 10^6 / latency.
+std::optional<std::string> ranAnotherBatch(const std::map<std::string, double>& metrics,
+                                           int asked) {
+  const auto throughput = metrics.find("throughput");
+  const auto latency = metrics.find("latency");
+  if (throughput == metrics.end() || latency == metrics.end() || !(latency->second > 0)) {
+    return std::nullopt;
+  }
+  const double ran = throughput->second * latency->second / 1e6;
+  // Both numbers are rounded in the metrics file. Only a whole number of samples is a batch the
+  // engine ran: metrics a script wrote in units of its own imply none, and tell nothing.
+  const double whole = std::round(ran);
+  const bool aBatch = std::isfinite(ran) && whole >= 1 && std::abs(ran - whole) <= 0.01 * whole;
+  if (!aBatch || std::abs(ran - asked) <= std::max(0.5, 0.01 * asked)) {
+    return std::nullopt;
+  }
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%.0f", ran);
+  return "the engine ran a global batch of " + std::string(text.data()) +
+         " (throughput x latency), not the " + std::to_string(asked) +
+         " the trial's config asks (micro-batch x gradient accumulation x data-parallel ranks): "
+         "the command does not pass the trial's config, or the script overrides its batch sizes";
+}
+
 // How the trial ended, with a reason of any length.
 Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool profilingTrial) {
   if (exit.timedOut) {
@@ -192,6 +237,9 @@ Classification classifyUnbounded(const TrialExit& exit, api::Metric metric, bool
   }
   if (mentionsOutOfMemory(exit.message)) {
     return ended(api::Outcome::kOOM, tail(exit.message, kReasonBytes));
+  }
+  if (auto mismatch = trainerMismatch(exit.message)) {
+    return ended(api::Outcome::kConfigNotApplied, *mismatch);
   }
   std::string reason = exit.signal ? "killed by signal " + std::to_string(*exit.signal)
                                    : "exited " + std::to_string(exit.exitCode.value_or(-1));
@@ -252,10 +300,45 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
   return classified;
 }
 
+std::optional<int> askedGlobalBatch(const api::Spec& spec, std::string_view trialName) {
+  const auto number = [&](std::string_view prefix) -> std::optional<int> {
+    for (std::size_t at = trialName.find(prefix); at != std::string_view::npos;
+         at = trialName.find(prefix, at + 1)) {
+      if (at != 0 && trialName[at - 1] != '_') {
+        continue;
+      }
+      int value = 0;
+      const char* begin = trialName.data() + at + prefix.size();
+      const char* end = trialName.data() + trialName.size();
+      const auto [stop, error] = std::from_chars(begin, end, value);
+      if (error == std::errc() && stop != begin && (stop == end || *stop == '_') && value > 0) {
+        return value;
+      }
+    }
+    return std::nullopt;
+  };
+  const auto micro = number("tmbspg");
+  const auto accumulation = number("gas");
+  const api::Resources& resources = spec.resources;
+  if (!micro || !accumulation || resources.modelParallelSize < 1 ||
+      resources.gpusPerTrial < resources.modelParallelSize) {
+    return std::nullopt;
+  }
+  const std::int64_t batch =
+      std::int64_t{*micro} * *accumulation * (resources.gpusPerTrial / resources.modelParallelSize);
+  return batch > std::numeric_limits<int>::max() ? std::nullopt
+                                                 : std::optional<int>(static_cast<int>(batch));
+}
+
 RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
                         api::Metric metric, bool profilingTrial, std::string_view startTime,
-                        double seconds) {
+                        double seconds, std::optional<int> askedBatch) {
   Classification classified = classify(exit, metric, profilingTrial);
+  if (classified.outcome == api::Outcome::kSucceeded && askedBatch) {
+    if (auto ran = ranAnotherBatch(classified.metrics, *askedBatch)) {
+      classified = ended(api::Outcome::kConfigNotApplied, boundedReason(*ran));
+    }
+  }
   api::TrialRecord record{std::string(name),
                           std::string(space),
                           classified.outcome,

@@ -95,12 +95,19 @@ struct RecordedExit {
   std::optional<api::MeasuredModel> measured;
 };
 
+// The global batch a trial asks DeepSpeed's engine to run: micro-batch × gradient accumulation
+// (read from its name, z1_gas2_tmbspg4) × the data-parallel ranks of `spec`. Nothing for the
+// profiling trial, or a name cut short.
+std::optional<int> askedGlobalBatch(const api::Spec& spec, std::string_view trialName);
+
 // Exit, classification, record: how every runner records a trial whose process ended. The record
 // is classify(exit)'s outcome, value, reason and metrics, under the trial's name and space, with
-// when it started (RFC 3339) and for how many seconds it ran.
+// when it started (RFC 3339) and for how many seconds it ran. A success whose metrics show that
+// the engine ran another global batch than `askedBatch` (DeepSpeed writes throughput as
+// train_batch_size × 10^6 / latency) measured another config: ConfigNotApplied.
 RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
                         api::Metric metric, bool profilingTrial, std::string_view startTime,
-                        double seconds);
+                        double seconds, std::optional<int> askedBatch);
 
 // Whether a message carries a CUDA / PyTorch out-of-memory error.
 bool mentionsOutOfMemory(std::string_view message);

@@ -7,7 +7,6 @@
 
 #include "api/codec.h"
 #include "api/deepspeed_keys.h"
-#include "api/tuning_syntax.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
 
@@ -223,9 +222,9 @@ std::string gpuHoursLine(const api::GpuHours& hours) {
   };
   std::vector<std::string> parts;
   std::map<std::string, double> rest = hours.usedByOutcome;
-  for (const auto outcome :
-       {api::Outcome::kSucceeded, api::Outcome::kMetricsUnavailable, api::Outcome::kOOM,
-        api::Outcome::kFailed, api::Outcome::kTimedOut, api::Outcome::kUnschedulable}) {
+  for (const auto outcome : {api::Outcome::kSucceeded, api::Outcome::kMetricsUnavailable,
+                             api::Outcome::kOOM, api::Outcome::kFailed, api::Outcome::kTimedOut,
+                             api::Outcome::kUnschedulable, api::Outcome::kConfigNotApplied}) {
     const auto found = rest.find(std::string(api::toString(outcome)));
     if (found != rest.end()) {
       parts.push_back(found->first + " " + figure(found->second));
@@ -263,9 +262,10 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
 nlohmann::json optimalConfig(const Trial& best, const api::Spec& spec) {
   nlohmann::json config = best.config;
   config.erase(api::kAutotuningKey);
-  // DeepSpeed derives the global batch from the other two and the GPUs it runs on; a fixed one
-  // would hold the config to the trial's GPU count.
-  if (!api::tuningSyntaxOf(spec.deepspeedConfig).trainBatch.fixed) {
+  // DeepSpeed derives the global batch from the other two and the GPUs it runs on: the one the
+  // trial was given would hold the config to the trial's GPU count. The user's own value, a
+  // fixed batch or "auto", stays.
+  if (!spec.deepspeedConfig.contains(api::kTrainBatchKey)) {
     config.erase(api::kTrainBatchKey);
   }
   return config;

@@ -42,8 +42,9 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
                          std::optional<double> baseline, const api::Resources& resources);
 
 // The best trial's DeepSpeed config as the real training job should use it: without the
-// autotuning section, and without train_batch_size unless `spec` fixes it, so that DeepSpeed
-// derives it from the micro-batch, the accumulation and the GPUs the training job runs on.
+// autotuning section, and without train_batch_size unless `spec` gives one (a number or "auto"),
+// so that DeepSpeed derives it from the micro-batch, the accumulation and the GPUs the training
+// job runs on.
 nlohmann::json optimalConfig(const Trial& best, const api::Spec& spec);
 
 // An RFC 7386 JSON merge patch that turns `from` into `to`: only the keys that differ, objects

@@ -19,6 +19,10 @@ TEST(ShellScriptIndex, FindsTheScriptOfAShellGivenDashC) {
   EXPECT_EQ(shellScriptIndex(Argv{"/bin/sh", "-ec", "python train.py", "train"}), 2U);
   EXPECT_EQ(shellScriptIndex(Argv{"/usr/bin/env", "bash", "-lc", "python train.py"}), 3U);
   EXPECT_EQ(shellScriptIndex(Argv{"env", "-i", "A=1", "zsh", "-c", "x"}), 5U);
+  EXPECT_EQ(shellScriptIndex(Argv{"env", "-u", "HOME", "bash", "-c", "x"}), 5U)
+      << "-u takes the name it unsets";
+  EXPECT_EQ(shellScriptIndex(Argv{"env", "-C", "/workspace", "--unset", "TMP", "sh", "-c", "x"}),
+            7U);
   EXPECT_EQ(shellScriptIndex(Argv{"bash", "-o", "pipefail", "-c", "x"}), 4U);
   EXPECT_EQ(shellScriptIndex(Argv{"bash", "-c", "--", "x"}), 3U);
 }

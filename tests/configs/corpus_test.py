@@ -50,7 +50,8 @@ DIR/results/<trial>/ds_config.json (a pruned trial never has one) and ds_config_
      1e9 == 1000000000; booleans are not numbers);
   5. every knob holds one of its candidates, zero_optimization.stage one of the stages asked for;
   6. ds_config_optimal.json has no `autotuning` key and is the config of one of the trials (less
-     the protocol's `autotuning` section);
+     the protocol's `autotuning` section, and less train_batch_size when the job gives none:
+     DeepSpeed derives it where the tuned config runs);
   7. cmd.txt and cmd_optimal.txt pass each mapped flag (spec.argMappings, else the autotuning
      section's arg_mappings) the value of its key in that config; a mapping whose key names no
      config key, as DeepSpeed's own `"gradient_accumulation_steps "` with its trailing space, is
@@ -816,7 +817,13 @@ def run_file(job, autotune, trial_sim_dir, scratch):
             if isinstance(optimal, dict) and AUTOTUNING in optimal:
                 checks.fail(where, AUTOTUNING, "must not be in the optimal config")
             checks.config(where, optimal, profiling=False)
-            stripped = {name: {k: v for k, v in c.items() if k != AUTOTUNING}
+            # Without a train_batch_size of the job's own, DeepSpeed derives it where the tuned
+            # config runs: the optimal config leaves out the one each trial was given.
+            derived = TRAIN not in job.config
+            if derived and isinstance(optimal, dict) and TRAIN in optimal:
+                checks.fail(where, TRAIN, "the job gives none: it is DeepSpeed's to derive")
+            dropped = {AUTOTUNING, TRAIN} if derived else {AUTOTUNING}
+            stripped = {name: {k: v for k, v in c.items() if k not in dropped}
                         for name, c in trials.items()
                         if name != PROFILE_TRIAL and isinstance(c, dict)}
             if not any(same(optimal, c) for c in stripped.values()):

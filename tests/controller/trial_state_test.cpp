@@ -41,8 +41,10 @@ constexpr std::string_view kCreated = "2026-11-22T12:00:00Z";
 constexpr std::string_view kStarted = "2026-11-22T12:00:04Z";
 constexpr std::string_view kContainerStarted = "2026-11-22T12:00:05Z";
 constexpr std::string_view kContainerFinished = "2026-11-22T12:03:25Z";
+// DeepSpeed's metrics of z1_gas1_tmbspg3 on 16 GPUs: throughput x latency is 10^6 x its global
+// batch of 48.
 constexpr std::string_view kMetrics =
-    R"({"throughput": 87.3, "latency": 5865000.0, "FLOPS_per_gpu": 1.2e13})";
+    R"({"throughput": 87.3, "latency": 549828.2, "FLOPS_per_gpu": 1.2e13})";
 constexpr std::string_view kCudaOutOfMemory =
     "Traceback (most recent call last):\n"
     "  File \"run_clm.py\", line 212, in <module>\n"
@@ -412,6 +414,18 @@ TEST(ObserveTrialPod, AContainerWhoseStatusTheKubeletLostIsLost) {
 }
 
 // --- deadlines and conclusions -------------------------------------------------------------------
+
+// The same trial's container measured a global batch of 512: not the trial's config.
+TEST(ConcludeTrial, MetricsOfAnotherGlobalBatchAreConfigNotApplied) {
+  const auto conclusion = resultOf(
+      observed(terminatedPod(0, "Completed", R"({"throughput": 87.3, "latency": 5865000.0})")),
+      job().spec, at(kContainerFinished));
+  ASSERT_TRUE(conclusion.has_value());
+  EXPECT_EQ(conclusion->record.outcome, Outcome::kConfigNotApplied);
+  EXPECT_NE(conclusion->record.reason.find("a global batch of 512"), std::string::npos)
+      << conclusion->record.reason;
+  EXPECT_NE(conclusion->record.reason.find("not the 48"), std::string::npos);
+}
 
 TEST(ConcludeTrial, SucceededWithTheMetricItsContainerWrote) {
   const auto conclusion = resultOf(observed(terminatedPod(0, "Completed", kMetrics)), job().spec,

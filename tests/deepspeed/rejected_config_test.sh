@@ -30,8 +30,11 @@ offload='{"train_micro_batch_size_per_gpu": 2,
   "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}'
 sed -e 's|overlap_comm: sometimes|offload_optimizer: {device: cpu}|' -e 's|stage: 1|stage: 2|' \
   -e '/^    optimizer:/,/^        lr:/d' job.yaml >offload.yaml
-"$autotune" plan offload.yaml >plan.txt
-grep -q "z2_gas1_tmbspg[0-9]*: offload_optimizer needs DeepSpeed's own optimizer" plan.txt || {
+# Its only configuration pruned, the search cannot start: plan says why and exits 1.
+plan_status=0
+"$autotune" plan offload.yaml >plan.txt || plan_status=$?
+((plan_status == 1)) && grep -q "^The search cannot start: nothing to run" plan.txt &&
+  grep -q "z2_gas1_tmbspg[0-9]*: offload_optimizer needs DeepSpeed's own optimizer" plan.txt || {
   cat plan.txt >&2
   echo "the offload with a client optimizer was not pruned" >&2
   exit 1

@@ -176,6 +176,37 @@ TEST(Engine, ASearchWhereNothingFitsFailsAtOnceSayingWhatWould) {
   }
 }
 
+// A trial that ran another config than it was given measured nothing; a second one says the
+// command does not apply the configs at all, and the search ends rather than mislead.
+TEST(Engine, ASecondTrialThatDidNotRunItsConfigEndsTheSearch) {
+  EngineInput input;
+  input.spec = specFor(gpt2Large());
+  input.freeSlots = 1;
+  const auto notApplied = [](const std::string& name) {
+    api::TrialRecord record;
+    record.name = name;
+    record.space = name.substr(0, 2);
+    record.outcome = api::Outcome::kConfigNotApplied;
+    record.reason = "the engine ran a global batch of 16, not the 32 the trial's config asks";
+    return record;
+  };
+  const Decision first = decide(input);
+  ASSERT_FALSE(first.launch.empty());
+  input.finished.push_back(notApplied(first.launch.front().name));
+  const Decision second = decide(input);
+  EXPECT_EQ(second.state, Decision::State::kContinue) << "one may be the script's accident";
+  ASSERT_FALSE(second.launch.empty());
+  EXPECT_FALSE(second.best.has_value());
+  input.finished.push_back(notApplied(second.launch.front().name));
+  const Decision third = decide(input);
+  EXPECT_EQ(third.state, Decision::State::kFailed);
+  EXPECT_NE(
+      third.message.find("2 trials did not run the config they were given (the last, " +
+                         second.launch.front().name + ": the engine ran a global batch of 16"),
+      std::string::npos)
+      << third.message;
+}
+
 TEST(Engine, LatencyIsMinimisedNotMaximised) {
   api::Spec spec = specFor(gpt2Large());
   spec.search.metric = api::Metric::kLatency;

@@ -25,6 +25,7 @@ using autotune::api::Spec;
 using autotune::api::TrialRecord;
 using autotune::testing::contains;
 using autotune::testing::fastTrial;
+using autotune::tuning::askedGlobalBatch;
 using autotune::tuning::Classification;
 using autotune::tuning::classify;
 using autotune::tuning::describeSpace;
@@ -300,8 +301,9 @@ TEST(Classify, AProfilingTrialReadsModelInfoNotTheSearchMetric) {
 // --- recordExit ---------------------------------------------------------------------------------
 
 TEST(RecordExit, ARecordHoldsTheClassificationUnderTheTrialsNameAndTimes) {
-  const auto recorded = recordExit("z1_gas1_tmbspg3", "z1", succeededWith(kMetrics),
-                                   Metric::kThroughput, false, "2026-01-02T03:04:05.678Z", 42.5);
+  const auto recorded =
+      recordExit("z1_gas1_tmbspg3", "z1", succeededWith(kMetrics), Metric::kThroughput, false,
+                 "2026-01-02T03:04:05.678Z", 42.5, std::nullopt);
   const std::map<std::string, double> metrics{
       {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
   EXPECT_EQ(recorded.record, (TrialRecord{"z1_gas1_tmbspg3", "z1", Outcome::kSucceeded, 87.3, "",
@@ -310,8 +312,9 @@ TEST(RecordExit, ARecordHoldsTheClassificationUnderTheTrialsNameAndTimes) {
 }
 
 TEST(RecordExit, AFailedTrialKeepsItsReasonAndNoMetrics) {
-  const auto recorded = recordExit("z1_gas1_tmbspg3", "z1", exitedWith(1, "ValueError: bad\n"),
-                                   Metric::kThroughput, false, "2026-01-02T03:04:05Z", 1);
+  const auto recorded =
+      recordExit("z1_gas1_tmbspg3", "z1", exitedWith(1, "ValueError: bad\n"), Metric::kThroughput,
+                 false, "2026-01-02T03:04:05Z", 1, std::nullopt);
   EXPECT_EQ(recorded.record.outcome, Outcome::kFailed);
   EXPECT_EQ(recorded.record.reason, "exited 1: ValueError: bad");
   EXPECT_EQ(recorded.record.value, std::nullopt);
@@ -319,12 +322,64 @@ TEST(RecordExit, AFailedTrialKeepsItsReasonAndNoMetrics) {
 }
 
 TEST(RecordExit, AProfilingTrialHandsOverTheMeasuredModel) {
-  const auto recorded = recordExit("profile_model_info", "profile_model_info",
-                                   succeededWith(R"({"num_params": 774000000})"),
-                                   Metric::kThroughput, true, "2026-01-02T03:04:05Z", 1);
+  const auto recorded = recordExit(
+      "profile_model_info", "profile_model_info", succeededWith(R"({"num_params": 774000000})"),
+      Metric::kThroughput, true, "2026-01-02T03:04:05Z", 1, std::nullopt);
   EXPECT_EQ(recorded.record.outcome, Outcome::kSucceeded);
   ASSERT_TRUE(recorded.measured.has_value());
   EXPECT_EQ(recorded.measured->numParameters, 774000000);
+}
+
+// kMetrics are those of a global batch of 512: 87.3 samples/s over 5.865 s a step.
+TEST(RecordExit, ASuccessThatRanAnotherGlobalBatchIsConfigNotApplied) {
+  const auto asked = [](int batch) {
+    return recordExit("z1_gas1_tmbspg32", "z1", succeededWith(kMetrics), Metric::kThroughput, false,
+                      "2026-01-02T03:04:05Z", 1, batch);
+  };
+  EXPECT_EQ(asked(512).record.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(asked(510).record.outcome, Outcome::kSucceeded) << "within rounding";
+  const auto other = asked(224);
+  EXPECT_EQ(other.record.outcome, Outcome::kConfigNotApplied);
+  EXPECT_EQ(other.record.value, std::nullopt) << "no measurement of the trial's config";
+  EXPECT_NE(other.record.reason.find("the engine ran a global batch of 512"), std::string::npos)
+      << other.record.reason;
+  EXPECT_NE(other.record.reason.find("not the 224"), std::string::npos);
+  EXPECT_LE(other.record.reason.size(), 256U);
+  EXPECT_EQ(recordExit("z1_gas1_tmbspg32", "z1", succeededWith(R"({"throughput": 87.3})"),
+                       Metric::kThroughput, false, "2026-01-02T03:04:05Z", 1, 224)
+                .record.outcome,
+            Outcome::kSucceeded)
+      << "without a latency nothing can be told";
+}
+
+TEST(Classify, HuggingFacesRefusalOfAContradictedConfigIsConfigNotApplied) {
+  const auto result =
+      classifyFast(exitedWith(1,
+                              "Traceback (most recent call last):\n"
+                              "ValueError: Please correct the following DeepSpeed config values "
+                              "that mismatch TrainingArguments values:\n"
+                              "- ds train_micro_batch_size_per_gpu=14 vs hf "
+                              "per_device_train_batch_size=1\n"
+                              "The easiest method is to set these DeepSpeed config values to "
+                              "'auto'.\n"));
+  EXPECT_EQ(result.outcome, Outcome::kConfigNotApplied);
+  EXPECT_NE(result.reason.find("train_micro_batch_size_per_gpu=14 vs hf "
+                               "per_device_train_batch_size=1"),
+            std::string::npos)
+      << result.reason;
+  EXPECT_NE(result.reason.find("spec.argMappings"), std::string::npos);
+}
+
+TEST(AskedGlobalBatch, IsMicroBatchTimesAccumulationTimesDataParallelRanks) {
+  Spec spec = specWithArgs(json::array(), 16);
+  EXPECT_EQ(askedGlobalBatch(spec, "z1_gas2_tmbspg4"), 128);
+  EXPECT_EQ(askedGlobalBatch(spec, "z1_rbs5.0e+08_gas1_tmbspg11"), 176);
+  EXPECT_EQ(askedGlobalBatch(spec, "z3_tmbspg4_gas2"), 128) << "gas after tmbspg";
+  EXPECT_EQ(askedGlobalBatch(spec, "profile_model_info"), std::nullopt);
+  EXPECT_EQ(askedGlobalBatch(spec, "z1_abs1.0e+09_gas1_tmbspg3~0123456789abcdef"), std::nullopt)
+      << "a name cut short";
+  spec.resources.modelParallelSize = 4;
+  EXPECT_EQ(askedGlobalBatch(spec, "z1_gas2_tmbspg4"), 32);
 }
 
 // --- launchConfig -------------------------------------------------------------------------------

@@ -365,13 +365,16 @@ TEST(OptimalConfig, DropsTheAutotuningSectionAndLeavesTheTrainBatchToDeepSpeed) 
   EXPECT_EQ(config["zero_optimization"]["stage"], 2);
 }
 
-TEST(OptimalConfig, KeepsATrainBatchTheUserFixed) {
+TEST(OptimalConfig, KeepsATrainBatchTheUserGave) {
   Spec spec = allStagesSpec(json::array(), 8);
   spec.deepspeedConfig["train_batch_size"] = 96;
   spec.deepspeedConfig["train_micro_batch_size_per_gpu"] = "auto";
-  const TuningSpace space = describeSpace(spec);
-  const json config = optimalConfig(makeFastTrial(space, 2, 4, 3), spec);
-  EXPECT_EQ(config["train_batch_size"], 96);
+  EXPECT_EQ(optimalConfig(makeFastTrial(describeSpace(spec), 2, 4, 3), spec)["train_batch_size"],
+            96);
+  spec.deepspeedConfig["train_batch_size"] = "auto";
+  EXPECT_EQ(optimalConfig(makeFastTrial(describeSpace(spec), 2, 4, 3), spec)["train_batch_size"],
+            "auto")
+      << "for the script to fill";
 }
 
 TEST(OptimalConfig, OfTheProfilingTrialHasNoProfilingRequest) {

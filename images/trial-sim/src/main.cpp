@@ -188,7 +188,12 @@ tl::expected<Trained, std::string> train(const Options& options, const Profile& 
   if (!handedOver) {
     return tl::unexpected(handedOver.error());
   }
-  auto config = autotune::trialsim::checkConfig(*handedOver, parallelism);
+  nlohmann::json given = *handedOver;
+  if (options.runMicroBatch && given.is_object()) {
+    given["train_micro_batch_size_per_gpu"] = *options.runMicroBatch;
+    given.erase("train_batch_size");
+  }
+  auto config = autotune::trialsim::checkConfig(given, parallelism);
   if (!config) {
     return tl::unexpected(config.error());
   }

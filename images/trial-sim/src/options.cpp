@@ -110,6 +110,8 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
     options.failWith = value;
   } else if (flag == "--oom-rank") {
     return assign(options.outOfMemoryRank, nonNegativeInteger(flag, value));
+  } else if (flag == "--run-micro-batch") {
+    return assign(options.runMicroBatch, positiveInteger(flag, value));
   } else if (flag == "--rendezvous-timeout") {
     const auto parsed = seconds(flag, value);
     if (!parsed) {
@@ -124,7 +126,7 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
 }
 
 bool takesValue(std::string_view flag) {
-  constexpr std::array<std::string_view, 13> kValueFlags = {"--deepspeed_config",
+  constexpr std::array<std::string_view, 14> kValueFlags = {"--deepspeed_config",
                                                             "--num_gpus",
                                                             "--model_parallel_size",
                                                             "--per_device_train_batch_size",
@@ -136,6 +138,7 @@ bool takesValue(std::string_view flag) {
                                                             "--profile-file",
                                                             "--fail-with",
                                                             "--oom-rank",
+                                                            "--run-micro-batch",
                                                             "--rendezvous-timeout"};
   return std::ranges::find(kValueFlags, flag) != kValueFlags.end();
 }
@@ -326,6 +329,8 @@ profiled steps to autotuning.metric_path, or fails with PyTorch's out-of-memory 
                           (else $AUTOTUNE_SIM_OOM_RANK); in a multi-node launch rank 0 then fails
                           too, without writing results, as a real job does when a peer dies
   --rendezvous-timeout S  how long multi-node ranks wait for each other (default 300)
+  --run-micro-batch N     act as a script that sets its own micro-batch: DeepSpeed runs N samples
+                          a GPU whatever the config says (its train_batch_size then follows)
   --help                  this text
 
 Multi-node: with AUTOTUNE_NUM_NODES=N > 1 this process is node AUTOTUNE_NODE_RANK of N. Rank 0

@@ -28,6 +28,8 @@ struct Options {
   std::optional<std::string> failWith;  // act as a broken script with this error
   bool garbageMetrics = false;          // write a metrics file that is not JSON
   std::optional<int> outOfMemoryRank;   // --oom-rank: this node rank runs out of memory
+  // --run-micro-batch: a script that sets its own micro-batch, whatever the config says.
+  std::optional<int> runMicroBatch;
   std::chrono::milliseconds rendezvousTimeout{300'000};  // --rendezvous-timeout
   bool help = false;
   TrainerArguments trainer;  // --per_device_train_batch_size, --gradient_accumulation_steps,
