@@ -1,7 +1,6 @@
 #include "report/chart.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <set>
 
@@ -12,28 +11,6 @@
 
 namespace autotune::report {
 namespace {
-
-// A positive whole number spelled out in full, as the trial names write them.
-std::optional<int> positiveNumber(std::string_view text) {
-  int value = 0;
-  const auto parsed = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() || value <= 0) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-std::vector<std::string_view> words(std::string_view name) {
-  std::vector<std::string_view> parts;
-  while (true) {
-    const auto underscore = name.find('_');
-    parts.push_back(name.substr(0, underscore));
-    if (underscore == std::string_view::npos) {
-      return parts;
-    }
-    name.remove_prefix(underscore + 1);
-  }
-}
 
 // What the job says about its trials: it rebuilds the search's own view of them.
 struct JobKnowledge {
@@ -226,34 +203,6 @@ Mark markOf(api::Outcome outcome) {
       return Mark::kFailed;
   }
   return Mark::kFailed;
-}
-
-std::optional<Coordinates> coordinatesFromName(std::string_view trialName) {
-  const std::vector<std::string_view> parts = words(trialName);
-  if (!parts.front().starts_with("z")) {
-    return std::nullopt;
-  }
-  const std::string_view stageDigits = parts.front().substr(1);
-  int stage = 0;
-  const auto parsed =
-      std::from_chars(stageDigits.data(), stageDigits.data() + stageDigits.size(), stage);
-  if (stageDigits.empty() || parsed.ec != std::errc() ||
-      parsed.ptr != stageDigits.data() + stageDigits.size()) {
-    return std::nullopt;
-  }
-  Coordinates at{stage, 0, 1};
-  for (const auto part : parts) {
-    if (part.starts_with("tmbspg")) {
-      at.microBatch = positiveNumber(part.substr(std::string_view("tmbspg").size())).value_or(0);
-    } else if (part.starts_with("gas")) {
-      at.gradientAccumulation =
-          positiveNumber(part.substr(std::string_view("gas").size())).value_or(1);
-    }
-  }
-  if (at.microBatch == 0) {
-    return std::nullopt;
-  }
-  return at;
 }
 
 api::Metric metricOf(const SearchResults& results, const std::optional<api::AutotuneJob>& job) {

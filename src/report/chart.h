@@ -9,6 +9,7 @@
 
 #include "api/job.h"
 #include "report/search_results.h"
+#include "tuning/naming.h"
 
 namespace autotune::report {
 
@@ -22,17 +23,10 @@ enum class Mark {
 
 Mark markOf(api::Outcome outcome);
 
-// Where a trial stands on the chart, read from its name (z1_gas1_tmbspg3,
-// z1_rbs5.0e+07_gas1_tmbspg11) or, for names the search shortened, from the job's trials.
-struct Coordinates {
-  int stage = 0;
-  int microBatch = 0;
-  int gradientAccumulation = 1;
-
-  bool operator==(const Coordinates&) const = default;
-};
-
-std::optional<Coordinates> coordinatesFromName(std::string_view trialName);
+// Where a trial stands on the chart, read from its name (tuning::coordinatesFromName) or, for
+// names the search shortened, from the job's trials.
+using tuning::Coordinates;
+using tuning::coordinatesFromName;
 
 struct ChartPoint {
   std::string trial;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,6 +26,18 @@ std::string formatValue(const nlohmann::json& value);
 
 // The fast-mode name: z<stage>_gas<gas>_tmbspg<micro-batch>.
 std::string fastTrialName(int stage, int gradientAccumulation, int microBatch);
+
+// What a trial's name says of it (z1_gas1_tmbspg3, z1_rbs5.0e+07_gas1_tmbspg11): its ZeRO stage,
+// micro-batch and gradient accumulation (1 where the name gives none). Nothing for a name of no
+// such trial (profile_model_info) or one cut short.
+struct Coordinates {
+  int stage = 0;
+  int microBatch = 0;
+  int gradientAccumulation = 1;
+
+  bool operator==(const Coordinates&) const = default;
+};
+std::optional<Coordinates> coordinatesFromName(std::string_view trialName);
 
 // The name of a trial that also tunes other keys. `knobs` must already be in naming order
 // (orderForNaming). DeepSpeed places gas after tmbspg when the user's config lacks the key.

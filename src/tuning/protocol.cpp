@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +14,7 @@
 #include "api/placeholders.h"
 #include "api/shell_command.h"
 #include "api/text.h"
+#include "tuning/naming.h"
 #include "tuning/trial_metrics.h"
 
 namespace autotune::tuning {
@@ -301,31 +301,14 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
 }
 
 std::optional<int> askedGlobalBatch(const api::Spec& spec, std::string_view trialName) {
-  const auto number = [&](std::string_view prefix) -> std::optional<int> {
-    for (std::size_t at = trialName.find(prefix); at != std::string_view::npos;
-         at = trialName.find(prefix, at + 1)) {
-      if (at != 0 && trialName[at - 1] != '_') {
-        continue;
-      }
-      int value = 0;
-      const char* begin = trialName.data() + at + prefix.size();
-      const char* end = trialName.data() + trialName.size();
-      const auto [stop, error] = std::from_chars(begin, end, value);
-      if (error == std::errc() && stop != begin && (stop == end || *stop == '_') && value > 0) {
-        return value;
-      }
-    }
-    return std::nullopt;
-  };
-  const auto micro = number("tmbspg");
-  const auto accumulation = number("gas");
+  const auto named = coordinatesFromName(trialName);
   const api::Resources& resources = spec.resources;
-  if (!micro || !accumulation || resources.modelParallelSize < 1 ||
+  if (!named || resources.modelParallelSize < 1 ||
       resources.gpusPerTrial < resources.modelParallelSize) {
     return std::nullopt;
   }
-  const std::int64_t batch =
-      std::int64_t{*micro} * *accumulation * (resources.gpusPerTrial / resources.modelParallelSize);
+  const std::int64_t batch = std::int64_t{named->microBatch} * named->gradientAccumulation *
+                             (resources.gpusPerTrial / resources.modelParallelSize);
   return batch > std::numeric_limits<int>::max() ? std::nullopt
                                                  : std::optional<int>(static_cast<int>(batch));
 }

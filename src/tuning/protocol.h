@@ -96,7 +96,7 @@ struct RecordedExit {
 };
 
 // The global batch a trial asks DeepSpeed's engine to run: micro-batch × gradient accumulation
-// (read from its name, z1_gas2_tmbspg4) × the data-parallel ranks of `spec`. Nothing for the
+// (read from its name: coordinatesFromName) × the data-parallel ranks of `spec`. Nothing for the
 // profiling trial, or a name cut short.
 std::optional<int> askedGlobalBatch(const api::Spec& spec, std::string_view trialName);
 
