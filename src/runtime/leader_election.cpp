@@ -89,6 +89,7 @@ bool LeaderElector::run(const std::stop_token& stop,
     attempt = clock_.now();
   }
   if (stop.stop_requested()) {
+    release();  // the stop may have come while the winning write was in flight
     return false;
   }
   // When the last successful renewal started, written by the renewer, read by the watch below.
@@ -130,9 +131,9 @@ bool LeaderElector::run(const std::stop_token& stop,
 }
 
 void LeaderElector::release() {
-  if (!leading_.exchange(false)) {
-    return;
-  }
+  // Decided on the lease as it is now, not on leading_: the last renewal may have failed for a
+  // moment while the lease is still ours.
+  leading_ = false;
   auto lease = client_.get(k8s::kLeases, options_.ns, options_.name);
   if (!lease || (*lease)["spec"].value("holderIdentity", "") != options_.identity) {
     return;

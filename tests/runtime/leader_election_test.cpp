@@ -135,6 +135,43 @@ TEST_F(Election, ReleaseClearsTheHolderSoAStandbyNeedNotWait) {
   EXPECT_EQ(lastBody()["spec"]["leaseDurationSeconds"], 1);
 }
 
+// The scripted server, where the stop arrives while the write that wins the lease is in flight,
+// as a SIGTERM can right after the standby's takeover is committed.
+class StopOnWinningWrite : public FakeTransport {
+ public:
+  explicit StopOnWinningWrite(std::stop_source& stop) : stop_(stop) {}
+  tl::expected<k8s::HttpResponse, std::string> send(const k8s::HttpRequest& request) override {
+    if (request.method == "POST") {
+      stop_.request_stop();
+    }
+    return FakeTransport::send(request);
+  }
+
+ private:
+  std::stop_source& stop_;
+};
+
+TEST(ElectionStop, AStopDuringTheWinningWriteStillReleasesTheLease) {
+  std::stop_source stop;
+  auto transport = std::make_shared<StopOnWinningWrite>(stop);
+  transport->respond(404, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+  transport->respond(201, lease("replica-a", "2026-01-01T00:00:00.000000Z"));
+  transport->respond(200, lease("replica-a", "2026-01-01T00:00:00.000000Z"));
+  transport->respond(200, lease("", "2026-01-01T00:00:01.000000Z"));
+  k8s::RequestPolicy noRetries;
+  noRetries.maxRetries = 0;
+  const k8s::Client client(transport, noRetries);
+  FakeClock clock;
+  LeaderElector elector(client, {"ops", "autotune", "replica-a"}, clock);
+  bool led = false;
+  EXPECT_FALSE(elector.run(stop.get_token(), [&led](const std::stop_token&) { led = true; }));
+  EXPECT_FALSE(led);
+  ASSERT_EQ(transport->sent().size(), 4U);
+  EXPECT_EQ(transport->sent().back().method, "PUT");
+  EXPECT_EQ(json::parse(transport->sent().back().body)["spec"]["holderIdentity"], "");
+  EXPECT_FALSE(elector.isLeader());
+}
+
 // An API server that answers the lease's first two requests (not found, then created) and then
 // holds every request open until released, as a stalled connection would.
 class StallingTransport : public k8s::Transport {
