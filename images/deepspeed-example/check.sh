@@ -13,8 +13,9 @@ build_dir=$1
 image_dir=$(cd "$(dirname "$0")" && pwd)
 
 # The bytecode goes to the build folder, not beside the source.
-PYTHONPYCACHEPREFIX=$build_dir/pycache python3 -m py_compile "$image_dir/train.py"
-echo "deepspeed-example: train.py compiles"
+PYTHONPYCACHEPREFIX=$build_dir/pycache python3 -m py_compile "$image_dir/train.py" \
+  "$image_dir/autotune_effective.py"
+echo "deepspeed-example: train.py and autotune_effective.py compile"
 
 if [[ -x $build_dir/bin/autotune ]]; then
   "$build_dir/bin/autotune" plan "$image_dir/autotunejob.yaml" >/dev/null

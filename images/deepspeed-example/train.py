@@ -7,6 +7,7 @@ An ordinary training script: nothing in it knows about autotuning. Launched as
 it trains --model_name_or_path on a text data set, cut into blocks of --block_size tokens. When the
 DeepSpeed config enables its `autotuning` section (as every trial's config does), DeepSpeed's engine
 itself measures the profiled steps, writes the metrics file and ends the process; see README.md.
+Its one line for the autotuner, report_effective_values, adds what the engine really ran.
 """
 
 import json
@@ -16,6 +17,7 @@ from itertools import chain
 from typing import Optional
 
 import datasets
+from autotune_effective import report_effective_values
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -109,6 +111,8 @@ def main():
         train_dataset=train_dataset,
         data_collator=default_data_collator,
     )
+    # The Trainer makes the DeepSpeed engine inside train(): model_wrapped, read at exit.
+    report_effective_values(lambda: getattr(trainer, "model_wrapped", None))
     trainer.train()
     trainer.save_model()
 

@@ -138,6 +138,7 @@ static void describe(auto& field, Either<TrialRecord> auto& record) {
   field("durationSeconds", record.durationSeconds);
   field("metrics", record.metrics, Write::kUnlessEmpty);
   field("reusedFrom", record.reusedFrom, Write::kUnlessEmpty);
+  field("configVerified", record.configVerified);
 }
 
 static void describe(auto& field, Either<GpuHours> auto& hours) {

@@ -191,6 +191,9 @@ struct TrialRecord {
   // The measurement ConfigMap this result was taken from, when the trial did not run for this
   // job: an earlier one measured the same thing.
   std::string reusedFrom;
+  // For a success: whether the trial reported the values its engine ran and each agreed with its
+  // config (tuning/effective_values.h). False: measured, but what it ran was not checked.
+  std::optional<bool> configVerified;
 
   bool operator==(const TrialRecord&) const = default;
 };

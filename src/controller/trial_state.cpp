@@ -152,15 +152,8 @@ double secondsBetween(Timestamp from, Timestamp to) {
 
 api::TrialRecord recordOf(const TrialRunState& state, api::Outcome outcome, std::string_view reason,
                           Timestamp start, double seconds) {
-  return {state.trialName,
-          state.space,
-          outcome,
-          std::nullopt,
-          tuning::boundedReason(reason),
-          formatTime(start),
-          seconds,
-          {},
-          ""};
+  return {state.trialName,   state.space, outcome, std::nullopt, tuning::boundedReason(reason),
+          formatTime(start), seconds,     {},      "",           std::nullopt};
 }
 
 }  // namespace
@@ -396,10 +389,8 @@ std::optional<TrialResult> resultOf(const TrialRunState& state, const api::Spec&
     case Phase::kFinished: {
       const bool profiling = state.trialName == tuning::kProfileTrialName;
       return tuning::recordExit(
-          state.trialName, state.space, state.exit, spec.search.metric, profiling,
-          formatTime(started),
-          state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0,
-          tuning::askedGlobalBatch(spec, state.trialName));
+          state.trialName, state.space, state.exit, spec, profiling, formatTime(started),
+          state.containerFinished ? secondsBetween(started, *state.containerFinished) : 0);
     }
     case Phase::kLost:
       if (shouldRelaunch(state)) {

@@ -178,9 +178,17 @@ class LocalRun {
   }
 
   void failToStart(const tuning::Trial& trial, int launchIndex, const std::string& reason) {
-    finish(
-        {trial.name, trial.space, api::Outcome::kFailed, std::nullopt, reason, utcNow(), 0, {}, ""},
-        launchIndex, std::nullopt);
+    finish({trial.name,
+            trial.space,
+            api::Outcome::kFailed,
+            std::nullopt,
+            reason,
+            utcNow(),
+            0,
+            {},
+            "",
+            std::nullopt},
+           launchIndex, std::nullopt);
   }
 
   bool reapFinished() {
@@ -204,9 +212,9 @@ class LocalRun {
                                   tuning::kTerminationMessageBytes);
       exit.metrics = readFile(it->paths.protocol.metrics);
       const double seconds = std::chrono::duration<double>(Clock::now() - it->started).count();
-      const tuning::RecordedExit recorded = tuning::recordExit(
-          it->trial.name, it->trial.space, exit, job_.spec.search.metric, it->trial.profile,
-          it->startTime, seconds, tuning::askedGlobalBatch(job_.spec, it->trial.name));
+      const tuning::RecordedExit recorded =
+          tuning::recordExit(it->trial.name, it->trial.space, exit, job_.spec, it->trial.profile,
+                             it->startTime, seconds);
       finish(recorded.record, it->launchIndex, recorded.measured);
       it = running_.erase(it);
     }

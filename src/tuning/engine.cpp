@@ -1,6 +1,7 @@
 #include "tuning/engine.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "tuning/naming.h"
 #include "tuning/nothing_fits.h"
@@ -23,20 +24,37 @@ bool countsAsFailure(api::Outcome outcome) {
 // one ends the search rather than measuring on.
 constexpr int kConfigNotAppliedToFail = 2;
 
-std::optional<std::string> configNotApplied(const std::vector<api::TrialRecord>& finished) {
-  const api::TrialRecord* last = nullptr;
+// "NAME: REASON" of the last finished trial whose outcome `matches`, and how many matched.
+struct LastMatch {
   int count = 0;
+  std::string named;
+};
+LastMatch lastOf(const std::vector<api::TrialRecord>& finished,
+                 const std::function<bool(api::Outcome)>& matches) {
+  LastMatch last;
   for (const auto& record : finished) {
-    if (record.outcome == api::Outcome::kConfigNotApplied) {
-      last = &record;
-      ++count;
+    if (matches(record.outcome)) {
+      ++last.count;
+      last.named = record.name + ": " + record.reason;
     }
   }
-  if (count < kConfigNotAppliedToFail) {
+  return last;
+}
+
+std::optional<std::string> configNotApplied(const std::vector<api::TrialRecord>& finished) {
+  const LastMatch notApplied = lastOf(
+      finished, [](api::Outcome outcome) { return outcome == api::Outcome::kConfigNotApplied; });
+  if (notApplied.count < kConfigNotAppliedToFail) {
     return std::nullopt;
   }
-  return std::to_string(count) + " trials did not run the config they were given (the last, " +
-         last->name + ": " + last->reason + ")";
+  return std::to_string(notApplied.count) +
+         " trials did not run the config they were given (the last, " + notApplied.named + ")";
+}
+
+// Whether the best trial's result says its config was measured without being checked.
+bool bestUnverified(const std::vector<api::TrialRecord>& finished, const std::string& best) {
+  const auto record = std::ranges::find(finished, best, &api::TrialRecord::name);
+  return record != finished.end() && record->configVerified == false;
 }
 
 // What is known of the model: the user's numbers first, else what the profiling trial measured.
@@ -208,12 +226,11 @@ Decision decide(const EngineInput& input) {
         context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
     return decision;
   }
-  const int failures = static_cast<int>(std::count_if(
-      input.finished.begin(), input.finished.end(),
-      [](const api::TrialRecord& record) { return countsAsFailure(record.outcome); }));
-  if (failures >= input.spec.maxFailedTrials) {
-    decision.message = std::to_string(failures) + " trials failed (spec.maxFailedTrials is " +
-                       std::to_string(input.spec.maxFailedTrials) + ")";
+  const LastMatch failures = lastOf(input.finished, countsAsFailure);
+  if (failures.count >= input.spec.maxFailedTrials) {
+    decision.message = std::to_string(failures.count) + " trials failed (spec.maxFailedTrials is " +
+                       std::to_string(input.spec.maxFailedTrials) + "; the last, " +
+                       failures.named + ")";
     decision.state =
         context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
     return decision;
@@ -246,8 +263,17 @@ Decision decide(const EngineInput& input) {
   }
   decision.message = proposal.stopReason.empty() ? "search complete" : proposal.stopReason;
   decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
+  if (decision.best && bestUnverified(input.finished, decision.best->name)) {
+    decision.message += "; the best trial did not report what its engine ran (configVerified: "
+                        "false), so only its global batch was checked: docs/trial-protocol.md";
+  }
   if (!decision.best) {
     decision.message = "no trial succeeded: " + decision.message;
+    const LastMatch ended = lastOf(
+        input.finished, [](api::Outcome outcome) { return outcome != api::Outcome::kSucceeded; });
+    if (ended.count > 0) {
+      decision.message += " (the last, " + ended.named + ")";
+    }
   }
   if (!decision.best && input.finished.empty() && !decision.pruned.empty()) {
     decision.message = "nothing to run: every configuration of the search is pruned (" +

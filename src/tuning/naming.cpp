@@ -262,6 +262,10 @@ std::string fastTrialName(int stage, int gradientAccumulation, int microBatch) {
          std::to_string(microBatch);
 }
 
+std::string knobWord(const std::string& path, const nlohmann::json& value) {
+  return acronym(lastKey(path)) + formatValue(value);
+}
+
 std::string knobTrialName(int stage, const std::vector<KnobValue>& knobs, int gradientAccumulation,
                           int microBatch, bool userConfigHasGradientAccumulation) {
   std::string name = "z" + std::to_string(stage) + "_";
@@ -272,7 +276,7 @@ std::string knobTrialName(int stage, const std::vector<KnobValue>& knobs, int gr
       name += std::string(*offload) + "_";
     }
     openOffload = offload;
-    name += acronym(lastKey(path)) + formatValue(value) + "_";
+    name += knobWord(path, value) + "_";
   }
   const std::string gas = "gas" + std::to_string(gradientAccumulation);
   const std::string mbs = "tmbspg" + std::to_string(microBatch);

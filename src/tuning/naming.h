@@ -24,6 +24,10 @@ std::string acronym(std::string_view key);
 // prints them.
 std::string formatValue(const nlohmann::json& value);
 
+// How a trial's name spells one tuned key's value: acronym of its last key, then formatValue
+// (zero_optimization.reduce_bucket_size = 5e7 -> rbs5.0e+07).
+std::string knobWord(const std::string& path, const nlohmann::json& value);
+
 // The fast-mode name: z<stage>_gas<gas>_tmbspg<micro-batch>.
 std::string fastTrialName(int stage, int gradientAccumulation, int microBatch);
 

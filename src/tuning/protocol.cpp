@@ -14,6 +14,7 @@
 #include "api/placeholders.h"
 #include "api/shell_command.h"
 #include "api/text.h"
+#include "tuning/effective_values.h"
 #include "tuning/naming.h"
 #include "tuning/trial_metrics.h"
 
@@ -96,28 +97,8 @@ Classification exitedCleanly(const TrialExit& exit, api::Metric metric, bool pro
   Classification succeeded = ended(api::Outcome::kSucceeded, "");
   succeeded.value = *value;
   succeeded.metrics = file.values();
+  succeeded.effective = file.effective();
   return succeeded;
-}
-
-// The value at a dotted path of nested objects ("zero_optimization.stage"), if there is one. Keys
-// are compared whole, so a key holding "~" or "/" is found like any other.
-const nlohmann::json* atDottedPath(const nlohmann::json& config, std::string_view path) {
-  const nlohmann::json* node = &config;
-  while (true) {
-    const std::size_t dot = path.find('.');
-    if (!node->is_object()) {
-      return nullptr;
-    }
-    const auto found = node->find(path.substr(0, dot));
-    if (found == node->end()) {
-      return nullptr;
-    }
-    node = &*found;
-    if (dot == std::string_view::npos) {
-      return node;
-    }
-    path.remove_prefix(dot + 1);
-  }
 }
 
 // The value of a config key given as a dotted path, or else the first key of that name found
@@ -217,8 +198,8 @@ std::optional<std::string> ranAnotherBatch(const std::map<std::string, double>& 
   std::snprintf(text.data(), text.size(), "%.0f", ran);
   return "the engine ran a global batch of " + std::string(text.data()) +
          " (throughput x latency), not the " + std::to_string(asked) +
-         " the trial's config asks (micro-batch x gradient accumulation x data-parallel ranks): "
-         "the command does not pass the trial's config, or the script overrides its batch sizes";
+         " the trial's config asks (micro-batch x gradient accumulation x data-parallel ranks): " +
+         std::string(kNotAppliedAdvice);
 }
 
 // How the trial ended, with a reason of any length.
@@ -314,12 +295,23 @@ std::optional<int> askedGlobalBatch(const api::Spec& spec, std::string_view tria
 }
 
 RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
-                        api::Metric metric, bool profilingTrial, std::string_view startTime,
-                        double seconds, std::optional<int> askedBatch) {
-  Classification classified = classify(exit, metric, profilingTrial);
-  if (classified.outcome == api::Outcome::kSucceeded && askedBatch) {
-    if (auto ran = ranAnotherBatch(classified.metrics, *askedBatch)) {
-      classified = ended(api::Outcome::kConfigNotApplied, boundedReason(*ran));
+                        const api::Spec& spec, bool profilingTrial, std::string_view startTime,
+                        double seconds) {
+  Classification classified = classify(exit, spec.search.metric, profilingTrial);
+  std::optional<bool> verified;
+  if (classified.outcome == api::Outcome::kSucceeded && !profilingTrial) {
+    const auto asked = askedGlobalBatch(spec, name);
+    std::optional<std::string> notApplied =
+        asked ? ranAnotherBatch(classified.metrics, *asked) : std::nullopt;
+    EffectiveCheck check;
+    if (!notApplied && classified.effective) {
+      check = checkEffective(spec, name, *classified.effective);
+      notApplied = check.contradiction;
+    }
+    if (notApplied) {
+      classified = ended(api::Outcome::kConfigNotApplied, boundedReason(*notApplied));
+    } else {
+      verified = check.checked > 0;
     }
   }
   api::TrialRecord record{std::string(name),
@@ -330,7 +322,8 @@ RecordedExit recordExit(std::string_view name, std::string_view space, const Tri
                           std::string(startTime),
                           seconds,
                           std::move(classified.metrics),
-                          ""};
+                          "",
+                          verified};
   return {std::move(record), classified.measured};
 }
 

@@ -84,6 +84,8 @@ struct Classification {
   // Every metric of its metrics file, for a trial that succeeded (a profiling trial's file holds
   // the model's size instead).
   std::map<std::string, double> metrics;
+  // What a trial that succeeded reports it ran (tuning/effective_values.h), if it does.
+  std::optional<nlohmann::json> effective;
 };
 
 // How the trial ended; its metrics file, if it wrote one, is read once here.
@@ -100,14 +102,16 @@ struct RecordedExit {
 // profiling trial, or a name cut short.
 std::optional<int> askedGlobalBatch(const api::Spec& spec, std::string_view trialName);
 
-// Exit, classification, record: how every runner records a trial whose process ended. The record
-// is classify(exit)'s outcome, value, reason and metrics, under the trial's name and space, with
-// when it started (RFC 3339) and for how many seconds it ran. A success whose metrics show that
-// the engine ran another global batch than `askedBatch` (DeepSpeed writes throughput as
-// train_batch_size × 10^6 / latency) measured another config: ConfigNotApplied.
+// Exit, classification, record: how every runner records a trial of `spec` whose process ended.
+// The record is classify(exit)'s outcome, value, reason and metrics, under the trial's name and
+// space, with when it started (RFC 3339) and for how many seconds it ran. A success that ran
+// another config than asked measured nothing of it: ConfigNotApplied. Its metrics may show that
+// (DeepSpeed writes throughput as train_batch_size × 10^6 / latency against askedGlobalBatch),
+// and so may its effective values (checkEffective). A success whose effective values were checked
+// and all agree is configVerified; one that reported none is measured all the same, unverified.
 RecordedExit recordExit(std::string_view name, std::string_view space, const TrialExit& exit,
-                        api::Metric metric, bool profilingTrial, std::string_view startTime,
-                        double seconds, std::optional<int> askedBatch);
+                        const api::Spec& spec, bool profilingTrial, std::string_view startTime,
+                        double seconds);
 
 // Whether a message carries a CUDA / PyTorch out-of-memory error.
 bool mentionsOutOfMemory(std::string_view message);

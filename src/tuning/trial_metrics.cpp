@@ -3,6 +3,8 @@
 #include <array>
 #include <cmath>
 
+#include "tuning/effective_values.h"
+
 namespace autotune::tuning {
 
 std::string_view metricsFileKey(api::Metric metric) {
@@ -46,6 +48,17 @@ std::map<std::string, double> MetricsFile::values() const {
     }
   }
   return found;
+}
+
+std::optional<nlohmann::json> MetricsFile::effective() const {
+  if (!parsed_.is_object()) {
+    return std::nullopt;
+  }
+  const auto found = parsed_.find(kEffectiveKey);
+  if (found == parsed_.end() || !found->is_object()) {
+    return std::nullopt;
+  }
+  return *found;
 }
 
 std::map<std::string, double> readMetrics(std::string_view metricsFile) {

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
@@ -28,6 +29,9 @@ class MetricsFile {
   // Every metric the file holds as a positive finite number, by spec.search.metric's names
   // (throughput, latency, flops); nothing for a file that is not a JSON object.
   std::map<std::string, double> values() const;
+
+  // The "effective" object of the file (tuning/effective_values.h), if it holds one.
+  std::optional<nlohmann::json> effective() const;
 
  private:
   nlohmann::json parsed_;  // discarded when the text is no JSON

@@ -97,7 +97,8 @@ LaunchedTrials thousandTrials() {
                                          "2026-11-24T10:11:12.345Z",
                                          1234.5678901234,
                                          {},
-                                         ""});
+                                         "",
+                                         std::nullopt});
   }
   search.job.status.spaces =
       tuning::summarizeSpaces(search.job.status.results, api::Metric::kThroughput);

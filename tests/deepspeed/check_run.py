@@ -5,8 +5,9 @@
 STAGES are the ZeRO stages searched, e.g. 0,1,2.
 
 Every number the search recorded must be the one DeepSpeed's engine wrote: the profiled model
-size in model_info_path, and each trial's throughput, latency and FLOPS in its metric_path. Exits 1
-with every finding on standard error.
+size in model_info_path, and each trial's throughput, latency and FLOPS in its metric_path, where
+the script added what the engine ran ("effective"), which the search verified. Exits 1 with every
+finding on standard error.
 """
 
 import json
@@ -25,7 +26,8 @@ def expect(condition, finding):
 
 def expect_deepspeed_metrics(name, record, written):
     """The trial's record holds what DeepSpeed's engine wrote to its metric_path."""
-    expect(set(written) == METRIC_KEYS, f"{name}: DeepSpeed wrote keys {sorted(written)}")
+    expect(set(written) == METRIC_KEYS | {"effective"},
+           f"{name}: DeepSpeed and the script wrote keys {sorted(written)}")
     expect(written.get("rank") == 0, f"{name}: the metrics are not rank 0's")
     recorded = record.get("metrics", {})
     for key, source in (("throughput", "throughput"), ("latency", "latency"),
@@ -44,6 +46,14 @@ def check_measured_trial(results, record, ranks):
     expect(name.endswith(f"_tmbspg{micro_batch}"), f"{name}: its config says {micro_batch}")
     expect(config["train_batch_size"] == micro_batch * ranks,
            f"{name}: train_batch_size {config['train_batch_size']} for {ranks} ranks")
+    ran = {
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": config["gradient_accumulation_steps"],
+        "zero_optimization.stage": config["zero_optimization"]["stage"],
+        "dp_world_size": ranks,
+    }
+    expect(written.get("effective") == ran, f"{name}: the engine ran {written.get('effective')}")
+    expect(record.get("configVerified") is True, f"{name}: its config was not verified")
 
 
 def main():

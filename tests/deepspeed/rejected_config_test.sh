@@ -3,6 +3,8 @@
 # must end Failed with DeepSpeed's own message in its reason. One the engine knows DeepSpeed
 # rejects (offload_optimizer with the script's own optimizer) is pruned before any launch, and
 # DeepSpeed, given that config directly, must indeed refuse it: the rule holds for the real engine.
+# And a script that overrides the config's ZeRO stage (tiny_lm.py --zero-stage 0) runs the batch it
+# was asked, so only the values it reports its engine ran show it: each trial is ConfigNotApplied.
 # Usage: rejected_config_test.sh AUTOTUNE WORK_DIR
 set -euo pipefail
 autotune=$1 work=$2
@@ -50,3 +52,21 @@ grep -q "ZeRO-Offload with a client provided optimizer" offload.log || {
   exit 1
 }
 echo "rejected_config_test: pruned, and DeepSpeed refuses it too"
+
+sed -e '/overlap_comm: sometimes/d' \
+  -e 's|train_micro_batch_size_per_gpu: \[2\]|train_micro_batch_size_per_gpu: [1, 2]|' \
+  -e 's|ds_config.json\]|ds_config.json, --zero-stage, "0"]|' job.yaml >overridden.yaml
+status=0
+"$autotune" run overridden.yaml --gpus 0 --results overridden >overridden.log 2>&1 || status=$?
+python3 - "$status" <<'PY'
+import json, sys
+status = int(sys.argv[1])
+trials = json.load(open("overridden/results.json"))["trials"]
+assert status == 1, f"autotune run exited {status}, not 1 (search failed)"
+assert len(trials) == 2, trials
+ran = "the engine ran zero_optimization.stage = 0, not the 1 the trial's config asks"
+for trial in trials:
+    assert trial["outcome"] == "ConfigNotApplied", trial
+    assert trial["reason"].startswith(ran), trial["reason"]
+print("rejected_config_test: a script's own ZeRO stage caught:", trials[0]["reason"][:80])
+PY

@@ -719,6 +719,41 @@ spec:
 POD
 }
 
+# A suspended batch Job, its template asking for 16 GPUs, and a headless Service in namespace $1,
+# named $2 and labelled as trials of job $3 are: what any team may write.
+labelled_job_and_service() {
+  local ns=$1 name=$2 job=$3
+  kubectl apply -f - <<OBJECTS
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $name, namespace: $ns, labels: {autotune.io/job: $job}}
+spec:
+  suspend: true
+  template:
+    metadata: {labels: {autotune.io/job: $job}}
+    spec:
+      restartPolicy: Never
+      containers:
+        - {name: main, image: busybox, command: [sleep, "60"],
+           resources: {limits: {nvidia.com/gpu: 16}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $name, namespace: $ns, labels: {autotune.io/job: $job}}
+spec:
+  clusterIP: None
+  selector: {autotune.io/job: $job}
+OBJECTS
+}
+
+# The uids of the Jobs and Services labelled autotune.io/job in namespaces $@.
+labelled_uids() {
+  local ns
+  for ns in "$@"; do
+    uids_of "$ns" jobs,services -l autotune.io/job || return 1
+  done
+}
+
 # A Job of the team's own, suspended so it runs nothing: what a forged Pod names as its controller.
 suspended_job() {
   kubectl apply -f - <<JOB
@@ -824,13 +859,14 @@ PY
 }
 
 # Another team's namespace holds two Pods labelled for a job, each asking for a whole node's GPUs
-# and never placed (one gated, one for a scheduler nobody runs): they hold no GPU, so a job here
-# launches at once and Succeeds at its best. Once it has ended, a Pod made here with its label, the
-# annotations of a multi-node trial's Pod and a controller reference to this team's suspended Job
-# is told of with a Warning Event and ignored: neither it nor that Job is deleted.
+# and never placed (one gated, one for a scheduler nobody runs), and both namespaces a batch Job
+# and a Service labelled as the job's trials: they hold no GPU, so a job here launches at once and
+# Succeeds at its best, and they are left as they are. Once it has ended, a Pod made here with its
+# label, the annotations of a multi-node trial's Pod and a controller reference to this team's
+# suspended Job is told of with a Warning Event and ignored: neither it nor that Job is deleted.
 case_tenants() {
   begin_case tenants
-  local job=mine other=$case_ns-team-b ghosts etl forged
+  local job=mine other=$case_ns-team-b ghosts etl forged labelled
   check "another team's namespace is created" kubectl create namespace "$other" || return 0
   check "it holds a gated Pod labelled autotune.io/job=ghost, asking for 16 GPUs" \
     labelled_pod "$other" ghost-gated ghost gated || return 0
@@ -842,6 +878,11 @@ case_tenants() {
     tenant_measurements "$other" 20 || return 0
   check "their uids are read" eval 'forged=$(uids_of "$other" configmaps -l autotune.io/measurement)' ||
     return 0
+  check "each namespace holds a Job and a Service labelled as trials of $job" eval \
+    'labelled_job_and_service "$other" mine-trial "$job" &&
+     labelled_job_and_service "$case_ns" mine-trial "$job"' || return 0
+  check "their four uids are read" eval 'labelled=$(labelled_uids "$other" "$case_ns") &&
+    (($(wc -w <<<"$labelled") == 4))' || return 0
   check "a job of two trials, 16 GPUs each, is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
   expect "both its trials launch within 30s: the labelled Pods hold no GPU" \
@@ -859,6 +900,8 @@ case_tenants() {
   expect "the forged Pod is still there" kubectl get pod forged-rank -n "$case_ns"
   expect "the other team's Pods are still there, the same objects" \
     eval '[[ $(uids_of "$other" pods ghost-gated ghost-unplaced) == "$ghosts" ]]'
+  expect "the labelled Jobs and Services are still there, the same objects" \
+    eval '[[ $(labelled_uids "$other" "$case_ns") == "$labelled" ]]'
   expect "the other team's measurement ConfigMaps are still there, the same objects" \
     eval '[[ $(uids_of "$other" configmaps -l autotune.io/measurement) == "$forged" ]]'
   expect "the operator deleted nothing it had not created (the audit log)" \

@@ -18,6 +18,9 @@
 #                  goes on once the queue exists; its afterTuning Job is admitted from that queue
 #   restart        the operator killed with SIGKILL while trials wait for admission: nothing is
 #                  created twice and the job Succeeds once the quota is free
+#   unpullable     a trial whose image cannot be pulled, under Kueue's waitForPodsReady (30s, as
+#                  scripts/kueue configures it): each PodsReadyTimeout eviction spends an attempt,
+#                  the trial fails after three and the job says why, instead of relaunching for ever
 # Cases joined by + run side by side (each in a subshell, its output printed once it ends). At the
 # end, the chart's RBAC with kueue.enabled is held to the audit log (the operator listed and
 # watched Workloads and LocalQueues), and no log holds a secret.
@@ -454,6 +457,47 @@ case_restart() {
   end_case
 }
 
+# Trial Pods created in the case's namespace: successful creates in the API server's audit log.
+pods_created() {
+  python3 - "$E2E_AUDIT_LOG" "$case_ns" <<'PY'
+import json, sys
+print(sum(1 for line in open(sys.argv[1], encoding="utf-8")
+          for event in [json.loads(line)]
+          if event["verb"] == "create" and event.get("objectRef", {}).get("resource") == "pods"
+          and not event["objectRef"].get("subresource")
+          and event["objectRef"].get("namespace") == sys.argv[2]
+          and event.get("responseStatus", {}).get("code") == 201))
+PY
+}
+
+# ClusterQueue unpullable of 16 GPUs; a job of one trial whose image comes from a registry that
+# does not resolve (the node simulator's registry.invalid). Kueue admits the trial, its container
+# waits in ErrImagePull, and waitForPodsReady evicts it after 30s: a loss, not a preemption.
+case_unpullable() {
+  begin_kueue_case unpullable
+  local job=unpullable trial=z1_gas1_tmbspg2 image=registry.invalid/team/trainer:1
+  check "ClusterQueue unpullable of 16 GPUs, LocalQueue team" \
+    team_queue "$case_ns" unpullable 16 || return 0
+  check "a job of one trial, image $image, is created in LocalQueue team" create_job "$job" \
+    gpus=8 queue=team strategy=grid stages='[1]' micro='[2]' early=0 image="$image" || return 0
+  expect "while it waits, the job says its trial's container cannot start, in the kubelet's words" \
+    eventually 60 job_satisfies "$job" \
+    "cond('Running').get('reason') == 'ContainerCannotStart'
+     and 'ErrImagePull: failed to pull and unpack image \"$image\"' in status.get('message', '')"
+  check "the job ends Failed within 300s" ends_in "$job" Failed 300 || return 0
+  local lost="lost on 3 attempts, last: WorkloadEvictedDueToPodsReadyTimeout"
+  expect "its trial is Failed after three attempts, the last evicted for PodsReadyTimeout" \
+    job_satisfies "$job" \
+    "outcomes == {'$trial': 'Failed'} and reasons['$trial'].startswith('$lost')"
+  expect "the job's message names the trial and why it failed" job_satisfies "$job" \
+    "status['message'].startswith('no trial succeeded: search complete (the last, $trial: $lost')"
+  expect "each attempt after the first is a TrialRelaunched Event naming the eviction" \
+    relaunched_because "Trial $trial was lost (WorkloadEvictedDueToPodsReadyTimeout" 2
+  expect "three Pods were created for it, no more (audit log)" eval '(($(pods_created) == 3))'
+  expect "no trial Pod remains" eventually 60 no_trial_pods "$job"
+  end_case
+}
+
 # The Kueue rights of the chart (kueue.enabled) were used: rights-used.txt, from case_rights_used.
 case_kueue_rights_used() {
   local right
@@ -470,8 +514,8 @@ require "ResourceFlavor $e2e_kueue_flavor_name" e2e_kueue_flavor
 require "WorkloadPriorityClasses low (100) and high (1000)" \
   eval 'e2e_kueue_priority_class low 100 && e2e_kueue_priority_class high 1000'
 
-for group in ${AUTOTUNE_E2E_KUEUE_CASES:-sharing+preemption multinode+missing_queue restart \
-  rights_used kueue_rights_used no_secrets_in_logs}; do
+for group in ${AUTOTUNE_E2E_KUEUE_CASES:-sharing+preemption multinode+missing_queue \
+  restart+unpullable rights_used kueue_rights_used no_secrets_in_logs}; do
   run_group "$group"
 done
 

@@ -132,8 +132,9 @@ most() { cut -d' ' -f"$1" "$2" | sort -n | tail -1; }
 # when empty; nodes is
 # spec.resources.nodesPerTrial; log_suffix is appended to the launch log's path; extra_env is one
 # more env entry; queue is spec.queueName, a Kueue LocalQueue, none by default; labels is the
-# template's metadata.labels, a YAML flow map); YAML flow values are written as they go into the
-# manifest. Every trial appends its name to launches/<ns>-<name>.log.
+# template's metadata.labels, a YAML flow map; image is the trial container's image); YAML flow
+# values are written as they go into the manifest. Every trial appends its name to
+# launches/<ns>-<name>.log.
 job_manifest() {
   local name=$1
   shift
@@ -141,6 +142,7 @@ job_manifest() {
   local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
   local args='[--deepspeed, /etc/autotune/ds_config.json]'
   local scheduling_timeout='' nodes=1 log_suffix='' extra_env='' queue='' labels=''
+  local image=autotune/trial-sim:0.1.0
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
   local setting
@@ -148,7 +150,7 @@ job_manifest() {
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
         startup | command | args | arg_mappings | model | after_tuning | scheduling_timeout | \
-        nodes | log_suffix | extra_env | queue | labels)
+        nodes | log_suffix | extra_env | queue | labels | image)
           local "$setting"
           ;;
       *)
@@ -193,7 +195,7 @@ spec:
     spec:
       containers:
         - name: trainer
-          image: autotune/trial-sim:0.1.0
+          image: $image
           command: $command
           args: $args
           env:

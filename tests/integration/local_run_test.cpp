@@ -143,8 +143,12 @@ class LocalRun : public ::testing::Test {
             readText(directory_ / "stderr.txt")};
   }
 
-  json recorded() const {
-    const std::string text = readText(results() / "results.json");
+  json recorded() const { return recordedIn(results()); }
+
+  Finished runNotApplying(std::vector<std::string> flags, std::string_view because);
+
+  static json recordedIn(const fs::path& folder) {
+    const std::string text = readText(folder / "results.json");
     return text.empty() ? json::object() : json::parse(text, nullptr, false);
   }
 
@@ -373,27 +377,68 @@ TEST_F(LocalRun, ASearchWhereNothingFitsLaunchesNothingAndSaysWhyInItsReport) {
   EXPECT_NE(readText(results() / "report.html").find("nothing fits"), std::string::npos);
 }
 
-// A script that sets its own micro-batch runs 2 whatever each trial asks: no trial measured its
-// own config, and the second of them ends the search, naming what ran.
-TEST_F(LocalRun, TrialsThatRunAnotherMicroBatchThanAskedAreConfigNotAppliedAndEndTheSearch) {
+// A search of two trials (stage 1, micro-batches 1 and 3) whose trial-sim takes `flags`: a script
+// that does not run what it is given. Both trials are ConfigNotApplied for `because`, the run
+// fails, and no best of another config is written.
+Finished LocalRun::runNotApplying(std::vector<std::string> flags, std::string_view because) {
   JobOptions options;
   options.stages = "1";
   options.microBatch = "[1, 3]";
-  options.simulatorFlags = {"--startup-seconds", "0.1", "--run-micro-batch", "2"};
-  const Finished finished = run(runArguments(writeJob(options), results()));
+  options.simulatorFlags = {"--startup-seconds", "0.1"};
+  options.simulatorFlags.insert(options.simulatorFlags.end(), flags.begin(), flags.end());
+  Finished finished = run(runArguments(writeJob(options), results()));
   EXPECT_EQ(finished.exitCode, 1) << finished.out;
   const json trials = recorded().value("trials", json::array());
-  ASSERT_EQ(trials.size(), 2U) << trials.dump();
+  EXPECT_EQ(trials.size(), 2U) << trials.dump();
   for (const auto& trial : trials) {
     EXPECT_EQ(trial.value("outcome", ""), "ConfigNotApplied") << trial.dump();
-    EXPECT_NE(trial.value("reason", "").find("the engine ran a global batch of 32"),
-              std::string::npos)
-        << trial.dump();
+    EXPECT_NE(trial.value("reason", "").find(because), std::string::npos) << trial.dump();
   }
+  EXPECT_FALSE(fs::exists(results() / "ds_config_optimal.json")) << "no best of another config";
+  return finished;
+}
+
+// A script that sets its own micro-batch runs 2 whatever each trial asks: no trial measured its
+// own config, and the second of them ends the search, naming what ran.
+TEST_F(LocalRun, TrialsThatRunAnotherMicroBatchThanAskedAreConfigNotAppliedAndEndTheSearch) {
+  const Finished finished =
+      runNotApplying({"--run-micro-batch", "2"}, "the engine ran a global batch of 32");
   EXPECT_NE(finished.out.find("Search failed: 2 trials did not run the config they were given"),
             std::string::npos)
       << finished.out;
-  EXPECT_FALSE(fs::exists(results() / "ds_config_optimal.json")) << "no best of another config";
+}
+
+// A script that builds its own ZeRO stage (as one taking --zero_stage does) runs the batch it
+// was asked, so its metrics alone cannot tell; the values it reports its engine ran do.
+TEST_F(LocalRun, TrialsWhoseEngineRanAnotherStageAreConfigNotAppliedByTheirEffectiveValues) {
+  runNotApplying({"--run-stage", "2"},
+                 "the engine ran zero_optimization.stage = 2, not the 1 the trial's config asks");
+}
+
+// Each success says whether what it ran was checked: trial-sim reports its engine's values as the
+// protocol asks, and a script that reports none is measured all the same, unverified.
+TEST_F(LocalRun, EverySuccessSaysWhetherItsConfigWasVerified) {
+  JobOptions options;
+  options.stages = "1";
+  options.microBatch = "[1, 3]";
+  options.simulatorFlags = {"--startup-seconds", "0.1"};
+  ASSERT_EQ(run(runArguments(writeJob(options), results())).exitCode, 0);
+  for (const auto& trial : recorded().value("trials", json::array())) {
+    EXPECT_EQ(trial.value("configVerified", json()), true) << trial.dump();
+  }
+  options.simulatorFlags = {"--startup-seconds", "0.1", "--no-effective-values"};
+  const fs::path unverified = results().parent_path() / "unverified-results";
+  const Finished finished = run(runArguments(writeJob(options), unverified));
+  ASSERT_EQ(finished.exitCode, 0) << finished.out;
+  EXPECT_NE(finished.out.find("the best trial did not report what its engine ran"),
+            std::string::npos)
+      << finished.out;
+  const json trials = recordedIn(unverified).value("trials", json::array());
+  ASSERT_EQ(trials.size(), 2U) << trials.dump();
+  for (const auto& trial : trials) {
+    EXPECT_EQ(trial.value("outcome", ""), "Succeeded") << trial.dump();
+    EXPECT_EQ(trial.value("configVerified", json()), false) << trial.dump();
+  }
 }
 
 TEST_F(LocalRun, ATrialOverItsTimeoutIsStoppedAndTimedOut) {

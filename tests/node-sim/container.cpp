@@ -557,6 +557,34 @@ void markRunning(json& status, const json& pod, const std::string& startedAt,
       containerStatuses(pod, {{"running", {{"startedAt", startedAt}}}}, true);
 }
 
+std::optional<std::string> imagePullFailure(const json& container) {
+  const std::string image = text(container, "image");
+  const std::string host = image.substr(0, image.find('/'));
+  constexpr std::string_view kReserved = ".invalid";
+  if (host.size() <= kReserved.size() || !host.ends_with(kReserved) ||
+      image.find('/') == std::string::npos) {
+    return std::nullopt;
+  }
+  return "failed to pull and unpack image \"" + image + "\": failed to resolve reference \"" +
+         image + "\": dial tcp: lookup " + host + ": no such host";
+}
+
+void markWaiting(json& status, const json& pod, const std::string& reason,
+                 const std::string& message, const std::string& since, const std::string& hostIp) {
+  status["phase"] = "Pending";
+  setHost(status, hostIp);
+  if (text(status, "startTime").empty()) {
+    status["startTime"] = since;
+  }
+  setCondition(status, "PodReadyToStartContainers", true, "", since);
+  setCondition(status, "Initialized", true, "", since);
+  setCondition(status, "ContainersReady", false, "ContainersNotReady", since);
+  setCondition(status, "Ready", false, "ContainersNotReady", since);
+  status["containerStatuses"] =
+      containerStatuses(pod, {{"waiting", {{"reason", reason}, {"message", message}}}}, false);
+  status["containerStatuses"][0].erase("containerID");  // no container was made
+}
+
 void markTerminated(json& status, const json& pod, const Outcome& outcome,
                     const std::string& hostIp) {
   status["phase"] = outcome.exitCode == 0 ? "Succeeded" : "Failed";

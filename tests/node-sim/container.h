@@ -131,6 +131,17 @@ inline std::string now() { return timestamp(std::chrono::system_clock::now()); }
 void markRunning(nlohmann::json& status, const nlohmann::json& pod, const std::string& startedAt,
                  const std::string& hostIp);
 
+// Why the first container's image cannot be pulled, when it comes from a registry under the
+// reserved .invalid domain (RFC 2606): the simulator's stand-in for a registry outage or a
+// misspelt image, in the words of containerd. Nothing for any other image, which the simulator
+// never pulls.
+std::optional<std::string> imagePullFailure(const nlohmann::json& container);
+
+// Rewrites `status` for a Pod whose first container waits to be created for `reason`
+// (ErrImagePull): phase Pending, not ready, the container waiting with `message`.
+void markWaiting(nlohmann::json& status, const nlohmann::json& pod, const std::string& reason,
+                 const std::string& message, const std::string& since, const std::string& hostIp);
+
 // Rewrites `status` for a Pod whose first container ended: phase Succeeded for exit 0, else
 // Failed, with the container's terminated state.
 void markTerminated(nlohmann::json& status, const nlohmann::json& pod, const Outcome& outcome,

@@ -270,6 +270,9 @@ Kubelet::Write Kubelet::dueWrite(const Run& run) {
   if (run.deleting) {
     return running || run.deleteConfirmed ? Write::kNone : Write::kDeletion;
   }
+  if (run.pullFailure && !run.waitingReported) {
+    return Write::kWaiting;
+  }
   if (running && !run.runningReported) {
     return Write::kRunning;
   }
@@ -288,11 +291,14 @@ void Kubelet::writeDue() {
   }
   const auto perform = [this](Run& run, Write write) {
     switch (write) {
+      case Write::kWaiting:
+        run.waitingReported = report(run, write);
+        return;
       case Write::kRunning:
-        run.runningReported = report(run, false);
+        run.runningReported = report(run, write);
         return;
       case Write::kTerminal:
-        run.terminalReported = report(run, true);
+        run.terminalReported = report(run, write);
         return;
       case Write::kDeletion:
         confirmDeletion(run);
@@ -324,6 +330,12 @@ void Kubelet::start(Run& run) const {
     run.startedAt = run.outcome->startedAt;
     logLine("pod " + name + " cannot start: " + why);
   };
+  if (auto pullFailure = imagePullFailure(container)) {
+    logLine("pod " + name + " waits: " + *pullFailure);
+    run.pullFailure = std::move(pullFailure);
+    run.startedAt = now();
+    return;
+  }
   std::error_code error;
   const std::filesystem::path scratch = run.folder / "workdir";
   std::filesystem::create_directories(scratch, error);
@@ -461,7 +473,7 @@ void Kubelet::stopProcess(Run& run) const {
   }
 }
 
-bool Kubelet::report(Run& run, bool terminal) {
+bool Kubelet::report(Run& run, Write write) {
   const std::string ns = text(metadataOf(run.pod), "namespace");
   const std::string name = text(metadataOf(run.pod), "name");
   // The Pod as last seen is most often the Pod as it is: it is read again only after a conflict.
@@ -485,8 +497,11 @@ bool Kubelet::report(Run& run, bool terminal) {
     if (!status.is_object()) {
       status = json::object();
     }
-    if (terminal) {
+    if (write == Write::kTerminal) {
       markTerminated(status, current, *run.outcome, std::string(kHostIp));
+    } else if (write == Write::kWaiting) {
+      markWaiting(status, current, "ErrImagePull", *run.pullFailure, run.startedAt,
+                  std::string(kHostIp));
     } else {
       markRunning(status, current, run.startedAt, std::string(kHostIp));
     }

@@ -61,6 +61,8 @@ class Kubelet {
     bool wantStart = false;
     std::optional<executor::ChildProcess> process;
     std::optional<Outcome> outcome;  // once the container ended (or could not start)
+    std::optional<std::string> pullFailure;  // the image cannot be pulled: it waits for ever
+    bool waitingReported = false;
     std::string startedAt;
     bool runningReported = false;
     bool terminalReported = false;
@@ -77,7 +79,7 @@ class Kubelet {
   void apply(const Seen& seen);
   void see(const nlohmann::json& pod);
   // The one API write a Pod waits for, if any.
-  enum class Write { kNone, kRunning, kTerminal, kDeletion };
+  enum class Write { kNone, kWaiting, kRunning, kTerminal, kDeletion };
 
   // Moves one Pod's process on; false once the Pod can be forgotten.
   bool step(Run& run);
@@ -93,7 +95,8 @@ class Kubelet {
   std::optional<int> jobCompletions(const nlohmann::json& pod) const;
   void reap(Run& run);
   void stopProcess(Run& run) const;
-  bool report(Run& run, bool terminal);
+  // Writes the Pod's status as `write` (kWaiting, kRunning or kTerminal) says.
+  bool report(Run& run, Write write);
   void confirmDeletion(Run& run);
   void stopAll();
 

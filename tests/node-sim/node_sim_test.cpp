@@ -390,6 +390,36 @@ TEST_F(NodeSim, DeletingARunningPodKillsItsProcessAndThePodGoes) {
   EXPECT_FALSE(processExists(pid));
 }
 
+TEST_F(NodeSim, AnImageFromAnUnreachableRegistryWaitsInErrImagePullUntilDeleted) {
+  const auto marker = folder() / (ns() + ".ran");
+  json object = pod("unpullable", node(0), "touch " + marker.string());
+  object["spec"]["containers"][0]["image"] = "registry.invalid/team/trainer:1";
+  ASSERT_TRUE(client().create(kPods, ns(), object));
+  json waiting;
+  ASSERT_TRUE(eventually([&] {
+    auto current = client().get(kPods, ns(), "unpullable");
+    if (current) {
+      waiting = (*current)["status"].value("containerStatuses", json::array());
+    }
+    return !waiting.empty() && waiting[0]["state"].contains("waiting");
+  })) << simulator()->log();
+  EXPECT_EQ(waiting[0]["state"]["waiting"]["reason"], "ErrImagePull");
+  EXPECT_NE(waiting[0]["state"]["waiting"]["message"].get<std::string>().find(
+                "lookup registry.invalid: no such host"),
+            std::string::npos);
+  EXPECT_EQ(waiting[0]["ready"], false);
+  const auto pending = client().get(kPods, ns(), "unpullable");
+  ASSERT_TRUE(pending);
+  EXPECT_EQ((*pending)["status"]["phase"], "Pending");
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran without its image";
+
+  ASSERT_TRUE(client().remove(kPods, ns(), "unpullable"));
+  EXPECT_TRUE(eventually([&] {
+    auto current = client().get(kPods, ns(), "unpullable");
+    return !current && current.error().kind == k8s::ErrorKind::kNotFound;
+  })) << simulator()->log();
+}
+
 TEST_F(NodeSim, AProcessThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   const auto pidFile = folder() / (ns() + ".pid");
   // Ignored signals stay ignored across exec, so sleep ignores SIGTERM too.

@@ -159,7 +159,8 @@ inline SearchRun drive(const api::Spec& spec, const Oracle& oracle,
     }
     // Records are kept in launch order, as status.results is, whatever order trials finish in.
     const api::TrialRecord record{
-        finished.name, finished.space, outcome.outcome, outcome.value, "", "", 0, {}, ""};
+        finished.name, finished.space, outcome.outcome, outcome.value, "", "", 0, {}, "",
+        std::nullopt};
     const auto launchIndex = [&](const std::string& name) {
       return std::find(run.launched.begin(), run.launched.end(), name) - run.launched.begin();
     };

@@ -207,6 +207,36 @@ TEST(Engine, ASecondTrialThatDidNotRunItsConfigEndsTheSearch) {
       << third.message;
 }
 
+// A search that ends without a best says why in the words of its last trial: "no trial
+// succeeded" alone leaves the user to read every result.
+TEST(Engine, ASearchEndingWithoutABestNamesItsLastTrialsReason) {
+  EngineInput input;
+  input.spec = specFor(gpt2Large());
+  input.spec.deepspeedConfig["zero_optimization"]["stage"] = 1;
+  input.spec.deepspeedConfig["train_micro_batch_size_per_gpu"] = 2;
+  input.spec.search.strategy = api::Strategy::kGrid;
+  input.spec.maxFailedTrials = 5;
+  input.freeSlots = 1;
+  const Decision first = decide(input);
+  ASSERT_EQ(first.launch.size(), 1U);
+  api::TrialRecord lost;
+  lost.name = first.launch.front().name;
+  lost.space = lost.name.substr(0, 2);
+  lost.outcome = api::Outcome::kFailed;
+  lost.reason = "lost on 3 attempts, last: WorkloadEvictedDueToPodsReadyTimeout";
+  input.finished.push_back(lost);
+  const Decision ended = decide(input);
+  EXPECT_EQ(ended.state, Decision::State::kFailed);
+  EXPECT_EQ(ended.message, "no trial succeeded: search complete (the last, " + lost.name +
+                               ": lost on 3 attempts, last: WorkloadEvictedDueToPodsReadyTimeout)");
+
+  input.spec.maxFailedTrials = 1;
+  EXPECT_EQ(decide(input).message, "1 trials failed (spec.maxFailedTrials is 1; the last, " +
+                                       lost.name +
+                                       ": lost on 3 attempts, last: "
+                                       "WorkloadEvictedDueToPodsReadyTimeout)");
+}
+
 TEST(Engine, LatencyIsMinimisedNotMaximised) {
   api::Spec spec = specFor(gpt2Large());
   spec.search.metric = api::Metric::kLatency;

@@ -33,6 +33,7 @@ using autotune::tuning::launchConfig;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::mentionsOutOfMemory;
 using autotune::tuning::protocolEnvironment;
+using autotune::tuning::RecordedExit;
 using autotune::tuning::recordExit;
 using autotune::tuning::shellJoin;
 using autotune::tuning::substitutePlaceholders;
@@ -300,56 +301,124 @@ TEST(Classify, AProfilingTrialReadsModelInfoNotTheSearchMetric) {
 
 // --- recordExit ---------------------------------------------------------------------------------
 
+// kMetrics are those of a global batch of 512: 87.3 samples/s over 5.865 s a step, as
+// z1_gas1_tmbspg32 on 16 GPUs runs.
+constexpr std::string_view kTrial = "z1_gas1_tmbspg32";
+
+RecordedExit recordOn(int gpus, std::string_view metrics, std::string_view trial = kTrial) {
+  return recordExit(trial, "z1", succeededWith(metrics), specWithArgs(json::array(), gpus), false,
+                    "2026-01-02T03:04:05Z", 1);
+}
+
+// kMetrics and what the engine of z1_gas1_tmbspg32 on 16 GPUs reports it ran, with `changed`.
+std::string withEffective(const json& changed = json::object()) {
+  json metrics = json::parse(kMetrics);
+  metrics["effective"] = {{"train_micro_batch_size_per_gpu", 32},
+                          {"gradient_accumulation_steps", 1},
+                          {"zero_optimization.stage", 1},
+                          {"dp_world_size", 16}};
+  metrics["effective"].update(changed);
+  return metrics.dump();
+}
+
 TEST(RecordExit, ARecordHoldsTheClassificationUnderTheTrialsNameAndTimes) {
   const auto recorded =
-      recordExit("z1_gas1_tmbspg3", "z1", succeededWith(kMetrics), Metric::kThroughput, false,
-                 "2026-01-02T03:04:05.678Z", 42.5, std::nullopt);
+      recordExit(kTrial, "z1", succeededWith(kMetrics), specWithArgs(json::array(), 16), false,
+                 "2026-01-02T03:04:05.678Z", 42.5);
   const std::map<std::string, double> metrics{
       {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
-  EXPECT_EQ(recorded.record, (TrialRecord{"z1_gas1_tmbspg3", "z1", Outcome::kSucceeded, 87.3, "",
-                                          "2026-01-02T03:04:05.678Z", 42.5, metrics, ""}));
+  EXPECT_EQ(recorded.record, (TrialRecord{std::string(kTrial), "z1", Outcome::kSucceeded, 87.3, "",
+                                          "2026-01-02T03:04:05.678Z", 42.5, metrics, "", false}));
   EXPECT_EQ(recorded.measured, std::nullopt);
 }
 
 TEST(RecordExit, AFailedTrialKeepsItsReasonAndNoMetrics) {
-  const auto recorded =
-      recordExit("z1_gas1_tmbspg3", "z1", exitedWith(1, "ValueError: bad\n"), Metric::kThroughput,
-                 false, "2026-01-02T03:04:05Z", 1, std::nullopt);
+  const auto recorded = recordExit(kTrial, "z1", exitedWith(1, "ValueError: bad\n"), plainSpec(),
+                                   false, "2026-01-02T03:04:05Z", 1);
   EXPECT_EQ(recorded.record.outcome, Outcome::kFailed);
   EXPECT_EQ(recorded.record.reason, "exited 1: ValueError: bad");
   EXPECT_EQ(recorded.record.value, std::nullopt);
   EXPECT_TRUE(recorded.record.metrics.empty());
+  EXPECT_EQ(recorded.record.configVerified, std::nullopt) << "nothing measured to verify";
 }
 
 TEST(RecordExit, AProfilingTrialHandsOverTheMeasuredModel) {
-  const auto recorded = recordExit(
-      "profile_model_info", "profile_model_info", succeededWith(R"({"num_params": 774000000})"),
-      Metric::kThroughput, true, "2026-01-02T03:04:05Z", 1, std::nullopt);
+  const auto recorded = recordExit("profile_model_info", "profile_model_info",
+                                   succeededWith(R"({"num_params": 774000000})"), plainSpec(), true,
+                                   "2026-01-02T03:04:05Z", 1);
   EXPECT_EQ(recorded.record.outcome, Outcome::kSucceeded);
   ASSERT_TRUE(recorded.measured.has_value());
   EXPECT_EQ(recorded.measured->numParameters, 774000000);
 }
 
-// kMetrics are those of a global batch of 512: 87.3 samples/s over 5.865 s a step.
 TEST(RecordExit, ASuccessThatRanAnotherGlobalBatchIsConfigNotApplied) {
-  const auto asked = [](int batch) {
-    return recordExit("z1_gas1_tmbspg32", "z1", succeededWith(kMetrics), Metric::kThroughput, false,
-                      "2026-01-02T03:04:05Z", 1, batch);
-  };
-  EXPECT_EQ(asked(512).record.outcome, Outcome::kSucceeded);
-  EXPECT_EQ(asked(510).record.outcome, Outcome::kSucceeded) << "within rounding";
-  const auto other = asked(224);
+  EXPECT_EQ(recordOn(16, kMetrics).record.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(recordOn(16, R"({"throughput": 87.3, "latency": 5845000.0})").record.outcome,
+            Outcome::kSucceeded)
+      << "within rounding";
+  const auto other = recordOn(7, kMetrics);
   EXPECT_EQ(other.record.outcome, Outcome::kConfigNotApplied);
   EXPECT_EQ(other.record.value, std::nullopt) << "no measurement of the trial's config";
   EXPECT_NE(other.record.reason.find("the engine ran a global batch of 512"), std::string::npos)
       << other.record.reason;
   EXPECT_NE(other.record.reason.find("not the 224"), std::string::npos);
   EXPECT_LE(other.record.reason.size(), 256U);
-  EXPECT_EQ(recordExit("z1_gas1_tmbspg32", "z1", succeededWith(R"({"throughput": 87.3})"),
-                       Metric::kThroughput, false, "2026-01-02T03:04:05Z", 1, 224)
-                .record.outcome,
-            Outcome::kSucceeded)
+  EXPECT_EQ(recordOn(7, R"({"throughput": 87.3})").record.outcome, Outcome::kSucceeded)
       << "without a latency nothing can be told";
+}
+
+TEST(RecordExit, EffectiveValuesThatAgreeVerifyTheConfigAndOneThatDiffersIsConfigNotApplied) {
+  const auto agreed = recordOn(16, withEffective());
+  EXPECT_EQ(agreed.record.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(agreed.record.configVerified, true);
+  EXPECT_EQ(recordOn(16, kMetrics).record.configVerified, false) << "reported none";
+
+  // The stage a script fixes for itself leaves the global batch as asked: only the report shows.
+  const auto otherStage = recordOn(16, withEffective({{"zero_optimization.stage", 2}}));
+  EXPECT_EQ(otherStage.record.outcome, Outcome::kConfigNotApplied);
+  EXPECT_EQ(otherStage.record.configVerified, std::nullopt);
+  EXPECT_EQ(otherStage.record.reason,
+            "the engine ran zero_optimization.stage = 2, not the 1 the trial's config asks: the "
+            "command does not pass the trial's config, or the script overrides it");
+  EXPECT_EQ(recordOn(16, withEffective({{"dp_world_size", 8}})).record.outcome,
+            Outcome::kConfigNotApplied);
+  EXPECT_EQ(recordOn(16, withEffective({{"fp16.enabled", false}})).record.reason,
+            "the engine ran fp16.enabled = false, not the true the trial's config asks: the "
+            "command does not pass the trial's config, or the script overrides it");
+
+  // Keys that say nothing of the trial are passed over: unknown, a section, a list, null.
+  const auto passedOver =
+      recordOn(16, withEffective({{"steps_per_print", 10},
+                                  {"zero_optimization.offload_param", {{"a", 1}}},
+                                  {"optimizer.params.betas", {0.9, 0.999}},
+                                  {"gradient_clipping", nullptr}}));
+  EXPECT_EQ(passedOver.record.outcome, Outcome::kSucceeded);
+  EXPECT_EQ(passedOver.record.configVerified, true);
+  const auto nothingKnown = recordOn(
+      16,
+      json{{"throughput", 87.3}, {"latency", 5865000.0}, {"effective", {{"steps_per_print", 10}}}}
+          .dump());
+  EXPECT_EQ(nothingKnown.record.configVerified, false) << "nothing checked is nothing verified";
+}
+
+TEST(RecordExit, ATunedKeyIsHeldToTheValueTheTrialsNameSpells) {
+  Spec spec = specWithArgs(json::array(), 16);
+  spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = {50000000, 500000000};
+  const std::string trial = "z1_rbs5.0e+07_gas1_tmbspg32";
+  const auto reported = [&](double bucket) {
+    json metrics = json::parse(withEffective());
+    metrics["effective"]["zero_optimization.reduce_bucket_size"] = bucket;
+    return recordExit(trial, "z1_rbs_tmbspg", succeededWith(metrics.dump()), spec, false,
+                      "2026-01-02T03:04:05Z", 1)
+        .record;
+  };
+  EXPECT_EQ(reported(5e7).configVerified, true);
+  const TrialRecord other = reported(5e8);
+  EXPECT_EQ(other.outcome, Outcome::kConfigNotApplied);
+  EXPECT_EQ(other.reason,
+            "the engine ran zero_optimization.reduce_bucket_size = 500000000.0, not what the "
+            "trial's name z1_rbs5.0e+07_gas1_tmbspg32 asks: the command does not pass the "
+            "trial's config, or the script overrides it");
 }
 
 TEST(Classify, HuggingFacesRefusalOfAContradictedConfigIsConfigNotApplied) {

@@ -155,8 +155,12 @@ int finish(const LaunchResult& result, const CheckedConfig& config, const Option
     return 0;
   }
   const auto& measurement = std::get<autotune::trialsim::Measurement>(result);
-  const std::string metrics = options.garbageMetrics ? std::string("<<< not a metrics file >>>\n")
-                                                     : toJson(measurement).dump() + "\n";
+  nlohmann::json written = toJson(measurement);
+  if (options.reportsEffectiveValues) {
+    written["effective"] = effectiveValues(config.run);
+  }
+  const std::string metrics =
+      options.garbageMetrics ? std::string("<<< not a metrics file >>>\n") : written.dump() + "\n";
   if (const auto written = writeFile(config.outputs.metricPath, metrics); !written) {
     return fail(written.error(), kExitFailed);
   }
@@ -192,6 +196,9 @@ tl::expected<Trained, std::string> train(const Options& options, const Profile& 
   if (options.runMicroBatch && given.is_object()) {
     given["train_micro_batch_size_per_gpu"] = *options.runMicroBatch;
     given.erase("train_batch_size");
+  }
+  if (options.runStage && given.is_object()) {
+    given["zero_optimization"]["stage"] = *options.runStage;
   }
   auto config = autotune::trialsim::checkConfig(given, parallelism);
   if (!config) {

@@ -112,6 +112,8 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
     return assign(options.outOfMemoryRank, nonNegativeInteger(flag, value));
   } else if (flag == "--run-micro-batch") {
     return assign(options.runMicroBatch, positiveInteger(flag, value));
+  } else if (flag == "--run-stage") {
+    return assign(options.runStage, nonNegativeInteger(flag, value));
   } else if (flag == "--rendezvous-timeout") {
     const auto parsed = seconds(flag, value);
     if (!parsed) {
@@ -126,7 +128,7 @@ tl::expected<bool, std::string> applyValueFlag(Options& options, std::string_vie
 }
 
 bool takesValue(std::string_view flag) {
-  constexpr std::array<std::string_view, 14> kValueFlags = {"--deepspeed_config",
+  constexpr std::array<std::string_view, 15> kValueFlags = {"--deepspeed_config",
                                                             "--num_gpus",
                                                             "--model_parallel_size",
                                                             "--per_device_train_batch_size",
@@ -139,6 +141,7 @@ bool takesValue(std::string_view flag) {
                                                             "--fail-with",
                                                             "--oom-rank",
                                                             "--run-micro-batch",
+                                                            "--run-stage",
                                                             "--rendezvous-timeout"};
   return std::ranges::find(kValueFlags, flag) != kValueFlags.end();
 }
@@ -166,6 +169,8 @@ tl::expected<Options, std::string> parseArguments(const std::vector<std::string>
       options.help = true;
     } else if (flag == "--garbage-metrics") {
       options.garbageMetrics = true;
+    } else if (flag == "--no-effective-values") {
+      options.reportsEffectiveValues = false;
     } else if (isTrainerSwitch(flag)) {
       // Like the Trainer's parser, take the next argument as the value when it is one.
       if (!value && index + 1 < arguments.size() && booleanWord(arguments[index + 1]).has_value()) {
@@ -331,6 +336,10 @@ profiled steps to autotuning.metric_path, or fails with PyTorch's out-of-memory 
   --rendezvous-timeout S  how long multi-node ranks wait for each other (default 300)
   --run-micro-batch N     act as a script that sets its own micro-batch: DeepSpeed runs N samples
                           a GPU whatever the config says (its train_batch_size then follows)
+  --run-stage N           act as a script that sets its own ZeRO stage: DeepSpeed runs stage N
+  --no-effective-values   act as a script that does not add to its metrics the values its
+                          engine ran ("effective"; by default it does, as docs/trial-protocol.md
+                          asks)
   --help                  this text
 
 Multi-node: with AUTOTUNE_NUM_NODES=N > 1 this process is node AUTOTUNE_NODE_RANK of N. Rank 0

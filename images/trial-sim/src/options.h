@@ -30,6 +30,10 @@ struct Options {
   std::optional<int> outOfMemoryRank;   // --oom-rank: this node rank runs out of memory
   // --run-micro-batch: a script that sets its own micro-batch, whatever the config says.
   std::optional<int> runMicroBatch;
+  // --run-stage: a script that sets its own ZeRO stage (as one taking --zero_stage does).
+  std::optional<int> runStage;
+  // --no-effective-values: a script that does not report the values its engine ran.
+  bool reportsEffectiveValues = true;
   std::chrono::milliseconds rendezvousTimeout{300'000};  // --rendezvous-timeout
   bool help = false;
   TrainerArguments trainer;  // --per_device_train_batch_size, --gradient_accumulation_steps,

@@ -70,6 +70,13 @@ nlohmann::json toJson(const Measurement& measurement) {
           {"rank", 0}};
 }
 
+nlohmann::json effectiveValues(const TrainingRun& run) {
+  return {{"train_micro_batch_size_per_gpu", run.microBatch},
+          {"gradient_accumulation_steps", run.gradientAccumulation},
+          {"zero_optimization.stage", run.stage},
+          {"dp_world_size", run.parallelism.dataParallel()}};
+}
+
 std::string outOfMemoryMessage(double capacity, double needed) {
   // The allocator holds a little more than it hands out, and the CUDA context keeps the rest. The
   // allocation that fails is one tensor: more than is free, at most a sixteenth of the GPU.

@@ -36,6 +36,9 @@ OutOfMemory outOfMemoryAnyway(const Profile& profile, const TrainingRun& run);
 nlohmann::json toJson(const ModelReport& report);
 // {"fwd", "bwd", "step", "latency", "FLOPS_per_gpu", "throughput", "rank"}, as DeepSpeed writes.
 nlohmann::json toJson(const Measurement& measurement);
+// What a trial adds to its metrics as "effective": the values DeepSpeed's engine ran `run` with,
+// as a script reads them back from it (docs/trial-protocol.md).
+nlohmann::json effectiveValues(const TrainingRun& run);
 
 // PyTorch's error for an allocation that did not fit: `needed` bytes on a GPU of `capacity`.
 std::string outOfMemoryMessage(double capacity, double needed);
