@@ -18,7 +18,7 @@ inline constexpr std::string_view kDataParallelKey = "dp_world_size";
 
 // What a runner says of a trial whose engine ran another config than asked.
 inline constexpr std::string_view kNotAppliedAdvice =
-    "the command does not pass the trial's config, or the script overrides it";
+    "the command does not pass the trial's config, or the script or DeepSpeed overrides it";
 
 // The value at a dotted path of nested objects ("zero_optimization.stage"), if there is one. Keys
 // are compared whole, so a key holding "~" or "/" is found like any other.

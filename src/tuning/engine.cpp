@@ -5,6 +5,7 @@
 
 #include "tuning/naming.h"
 #include "tuning/nothing_fits.h"
+#include "tuning/protocol.h"
 #include "tuning/strategy.h"
 
 namespace autotune::tuning {
@@ -41,14 +42,16 @@ LastMatch lastOf(const std::vector<api::TrialRecord>& finished,
   return last;
 }
 
-std::optional<std::string> configNotApplied(const std::vector<api::TrialRecord>& finished) {
-  const LastMatch notApplied = lastOf(
-      finished, [](api::Outcome outcome) { return outcome == api::Outcome::kConfigNotApplied; });
+std::optional<std::string> configNotApplied(const EngineInput& input) {
+  const LastMatch notApplied = lastOf(input.finished, [](api::Outcome outcome) {
+    return outcome == api::Outcome::kConfigNotApplied;
+  });
   if (notApplied.count < kConfigNotAppliedToFail) {
     return std::nullopt;
   }
   return std::to_string(notApplied.count) +
-         " trials did not run the config they were given (the last, " + notApplied.named + ")";
+         " trials did not run the config they were given (the last, " + notApplied.named + "); " +
+         howTheConfigIsPassed(input.spec);
 }
 
 // Whether the best trial's result says its config was measured without being checked.
@@ -220,7 +223,7 @@ Decision decide(const EngineInput& input) {
   decision.pruned = std::move(proposal.pruned);
   selectBest(context, decision);
 
-  if (auto notApplied = configNotApplied(input.finished)) {
+  if (auto notApplied = configNotApplied(input)) {
     decision.message = std::move(*notApplied);
     decision.state =
         context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
@@ -264,8 +267,9 @@ Decision decide(const EngineInput& input) {
   decision.message = proposal.stopReason.empty() ? "search complete" : proposal.stopReason;
   decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
   if (decision.best && bestUnverified(input.finished, decision.best->name)) {
-    decision.message += "; the best trial did not report what its engine ran (configVerified: "
-                        "false), so only its global batch was checked: docs/trial-protocol.md";
+    decision.message +=
+        "; the best trial did not report what its engine ran (configVerified: "
+        "false), so only its global batch was checked: docs/trial-protocol.md";
   }
   if (!decision.best) {
     decision.message = "no trial succeeded: " + decision.message;

@@ -421,6 +421,32 @@ std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jo
   return argv;
 }
 
+std::string howTheConfigIsPassed(const api::Spec& spec) {
+  const auto container = primaryContainer(spec);
+  std::vector<std::string> argv;
+  for (const auto* field : {"command", "args"}) {
+    for (const auto& word : container ? container->container.value(field, nlohmann::json::array())
+                                      : nlohmann::json::array()) {
+      argv.push_back(word.is_string() ? word.get<std::string>() : word.dump());
+    }
+  }
+  const auto flag = std::ranges::find_if(argv, [](const std::string& word) {
+    return word == "--deepspeed" || word == "--deepspeed_config";
+  });
+  std::string how = flag != argv.end() && flag + 1 != argv.end()
+                        ? "the command gets the trial's config as the file after " + *flag
+                        : "the command gets the trial's config only as $" +
+                              std::string(kConfigVariable) +
+                              " (it has no --deepspeed or --deepspeed_config)";
+  for (const auto& [key, mapped] : spec.argMappings) {
+    how.append(", ").append(key).append(" as ").append(mapped);
+  }
+  if (!spec.argMappings.empty() && api::shellScriptIndex(argv)) {
+    how += " (appended after the shell script: it must pass them on with \"$@\")";
+  }
+  return how;
+}
+
 std::string shellJoin(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& word : argv) {

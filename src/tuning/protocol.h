@@ -59,6 +59,11 @@ std::optional<PrimaryContainer> primaryContainer(const api::Spec& spec);
 std::string substitutePlaceholders(std::string_view text, const Trial& trial,
                                    std::string_view jobName);
 
+// How the template's command hands a trial its config, in words for a user whose trials did not
+// run it: the file after --deepspeed or --deepspeed_config (or only $AUTOTUNE_DS_CONFIG), and each
+// spec.argMappings flag, appended after a shell script as arguments it must pass on with "$@".
+std::string howTheConfigIsPassed(const api::Spec& spec);
+
 // A command line as one shell-quoted string.
 std::string shellJoin(const std::vector<std::string>& argv);
 

@@ -60,7 +60,7 @@ class Kubelet {
     std::filesystem::path folder;
     bool wantStart = false;
     std::optional<executor::ChildProcess> process;
-    std::optional<Outcome> outcome;  // once the container ended (or could not start)
+    std::optional<Outcome> outcome;          // once the container ended (or could not start)
     std::optional<std::string> pullFailure;  // the image cannot be pulled: it waits for ever
     bool waitingReported = false;
     std::string startedAt;

@@ -10,6 +10,7 @@
 
 #include "support/published_oracle.h"
 #include "tuning/memory_model.h"
+#include "tuning/protocol.h"
 #include "tuning/results.h"
 
 namespace autotune::tuning {
@@ -205,6 +206,7 @@ TEST(Engine, ASecondTrialThatDidNotRunItsConfigEndsTheSearch) {
                          second.launch.front().name + ": the engine ran a global batch of 16"),
       std::string::npos)
       << third.message;
+  EXPECT_TRUE(third.message.ends_with("); " + howTheConfigIsPassed(input.spec))) << third.message;
 }
 
 // A search that ends without a best says why in the words of its last trial: "no trial

@@ -29,6 +29,7 @@ using autotune::tuning::askedGlobalBatch;
 using autotune::tuning::Classification;
 using autotune::tuning::classify;
 using autotune::tuning::describeSpace;
+using autotune::tuning::howTheConfigIsPassed;
 using autotune::tuning::launchConfig;
 using autotune::tuning::makeProfileTrial;
 using autotune::tuning::mentionsOutOfMemory;
@@ -379,12 +380,12 @@ TEST(RecordExit, EffectiveValuesThatAgreeVerifyTheConfigAndOneThatDiffersIsConfi
   EXPECT_EQ(otherStage.record.configVerified, std::nullopt);
   EXPECT_EQ(otherStage.record.reason,
             "the engine ran zero_optimization.stage = 2, not the 1 the trial's config asks: the "
-            "command does not pass the trial's config, or the script overrides it");
+            "command does not pass the trial's config, or the script or DeepSpeed overrides it");
   EXPECT_EQ(recordOn(16, withEffective({{"dp_world_size", 8}})).record.outcome,
             Outcome::kConfigNotApplied);
   EXPECT_EQ(recordOn(16, withEffective({{"fp16.enabled", false}})).record.reason,
             "the engine ran fp16.enabled = false, not the true the trial's config asks: the "
-            "command does not pass the trial's config, or the script overrides it");
+            "command does not pass the trial's config, or the script or DeepSpeed overrides it");
 
   // Keys that say nothing of the trial are passed over: unknown, a section, a list, null.
   const auto passedOver =
@@ -418,7 +419,7 @@ TEST(RecordExit, ATunedKeyIsHeldToTheValueTheTrialsNameSpells) {
   EXPECT_EQ(other.reason,
             "the engine ran zero_optimization.reduce_bucket_size = 500000000.0, not what the "
             "trial's name z1_rbs5.0e+07_gas1_tmbspg32 asks: the command does not pass the "
-            "trial's config, or the script overrides it");
+            "trial's config, or the script or DeepSpeed overrides it");
 }
 
 TEST(Classify, HuggingFacesRefusalOfAContradictedConfigIsConfigNotApplied) {
@@ -678,6 +679,23 @@ TEST(TrialCommand, AShellScriptGetsTheMappedFlagsAsItsArguments) {
   spec.podTemplate["spec"]["containers"][0]["args"] = json::array();
   EXPECT_EQ(command(spec, trial).back(), "14");
   EXPECT_EQ(command(spec, trial).at(7), "autotune-trial");
+}
+
+// What a search that failed for ConfigNotApplied tells of the command: where the config goes.
+TEST(HowTheConfigIsPassed, NamesTheConfigFlagAndEachMappedFlag) {
+  Spec spec = specWithArgs({"--deepspeed", "ds_config.json"});
+  spec.argMappings = {{"train_micro_batch_size_per_gpu", "--per_device_train_batch_size"}};
+  EXPECT_EQ(howTheConfigIsPassed(spec),
+            "the command gets the trial's config as the file after --deepspeed, "
+            "train_micro_batch_size_per_gpu as --per_device_train_batch_size");
+  spec.podTemplate["spec"]["containers"][0]["command"] = {
+      "bash", "-c", R"(python train.py --deepspeed "$AUTOTUNE_DS_CONFIG" "$@")"};
+  spec.podTemplate["spec"]["containers"][0]["args"] = json::array();
+  EXPECT_EQ(howTheConfigIsPassed(spec),
+            "the command gets the trial's config only as $AUTOTUNE_DS_CONFIG (it has no "
+            "--deepspeed or --deepspeed_config), train_micro_batch_size_per_gpu as "
+            "--per_device_train_batch_size (appended after the shell script: it must pass them "
+            "on with \"$@\")");
 }
 
 // "$${" is a literal "${" for the container's shell, and ${AUTOTUNE_...} the container's own
