@@ -41,7 +41,8 @@ std::vector<std::string> wordsOf(std::string_view name) {
 }
 
 // What the trial asks of one key, and how to name it, if the key says anything of the trial:
-// nothing for a key the spec leaves to DeepSpeed or the script ("auto", absent, a section).
+// nothing for a key the spec leaves to DeepSpeed or the script ("auto", absent, a section), or a
+// tuned key whose value the trial's name does not spell (a name cut short).
 struct Asked {
   std::function<bool(const nlohmann::json&)> agrees;
   std::string text;
@@ -74,11 +75,15 @@ std::optional<Asked> askedOf(const api::Spec& spec, std::string_view trialName,
     return std::nullopt;
   }
   if (given->is_array() && !api::isValueList(key, *given)) {
+    // A tuned key: the candidate whose spelling the trial's name holds (knobTrialName).
     const std::vector<std::string> words = wordsOf(trialName);
-    return Asked{[words, key](const nlohmann::json& ran) {
-                   return std::ranges::find(words, knobWord(key, ran)) != words.end();
-                 },
-                 "what the trial's name " + std::string(trialName) + " asks"};
+    const auto candidate = std::ranges::find_if(*given, [&](const nlohmann::json& value) {
+      return std::ranges::find(words, knobWord(key, value)) != words.end();
+    });
+    if (candidate == given->end()) {
+      return std::nullopt;
+    }
+    given = &*candidate;
   }
   return Asked{[given](const nlohmann::json& ran) { return sameValue(ran, *given); },
                "the " + given->dump() + " the trial's config asks"};

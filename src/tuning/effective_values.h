@@ -31,7 +31,8 @@ struct EffectiveCheck {
 
 // The trial `trialName` of `spec` against its `effective` values. Checked: the ZeRO stage,
 // micro-batch and gradient accumulation its name gives; the data-parallel ranks of the spec; a
-// tuned key, by the word its name spells for the value run; a key the spec fixes, by its value.
+// tuned key, by the candidate its name spells; a key the spec fixes, by its value. Numbers compare
+// as numbers (1 and 1.0 agree).
 // Keys that say nothing of the trial ("auto", unknown, a list, a name cut short) are passed over.
 EffectiveCheck checkEffective(const api::Spec& spec, std::string_view trialName,
                               const nlohmann::json& effective);

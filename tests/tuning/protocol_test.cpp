@@ -402,24 +402,28 @@ TEST(RecordExit, EffectiveValuesThatAgreeVerifyTheConfigAndOneThatDiffersIsConfi
   EXPECT_EQ(nothingKnown.record.configVerified, false) << "nothing checked is nothing verified";
 }
 
-TEST(RecordExit, ATunedKeyIsHeldToTheValueTheTrialsNameSpells) {
+TEST(RecordExit, ATunedKeyIsHeldToTheCandidateTheTrialsNameSpells) {
   Spec spec = specWithArgs(json::array(), 16);
   spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = {50000000, 500000000};
-  const std::string trial = "z1_rbs5.0e+07_gas1_tmbspg32";
-  const auto reported = [&](double bucket) {
+  spec.deepspeedConfig["gradient_clipping"] = {0.5, 1};
+  const std::string trial = "z1_rbs5.0e+07_gas1_tmbspg32_gc1";
+  const auto reported = [&](const json& ran) {
     json metrics = json::parse(withEffective());
-    metrics["effective"]["zero_optimization.reduce_bucket_size"] = bucket;
+    metrics["effective"].update(ran);
     return recordExit(trial, "z1_rbs_tmbspg", succeededWith(metrics.dump()), spec, false,
                       "2026-01-02T03:04:05Z", 1)
         .record;
   };
-  EXPECT_EQ(reported(5e7).configVerified, true);
-  const TrialRecord other = reported(5e8);
+  // The engine reads numbers back as floats: 5.0e7 and 1.0 are the candidates 50000000 and 1.
+  EXPECT_EQ(reported({{"zero_optimization.reduce_bucket_size", 5e7}, {"gradient_clipping", 1.0}})
+                .configVerified,
+            true);
+  const TrialRecord other = reported({{"zero_optimization.reduce_bucket_size", 5e8}});
   EXPECT_EQ(other.outcome, Outcome::kConfigNotApplied);
   EXPECT_EQ(other.reason,
-            "the engine ran zero_optimization.reduce_bucket_size = 500000000.0, not what the "
-            "trial's name z1_rbs5.0e+07_gas1_tmbspg32 asks: the command does not pass the "
-            "trial's config, or the script or DeepSpeed overrides it");
+            "the engine ran zero_optimization.reduce_bucket_size = 500000000.0, not the 50000000 "
+            "the trial's config asks: the command does not pass the trial's config, or the script "
+            "or DeepSpeed overrides it");
 }
 
 TEST(Classify, HuggingFacesRefusalOfAContradictedConfigIsConfigNotApplied) {
