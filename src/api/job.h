@@ -68,6 +68,15 @@ struct Resources {
   int gpusPerNode() const {
     return nodesPerTrial <= 0 ? gpusPerTrial : gpusPerTrial / nodesPerTrial;
   }
+
+  // The data-parallel ranks of a trial, gpusPerTrial ÷ modelParallelSize; nothing where model
+  // parallelism does not fit in the trial's GPUs (validation refuses such a spec).
+  std::optional<int> dataParallelRanks() const {
+    if (modelParallelSize < 1 || gpusPerTrial < modelParallelSize) {
+      return std::nullopt;
+    }
+    return gpusPerTrial / modelParallelSize;
+  }
 };
 
 struct Search {

@@ -375,15 +375,14 @@ void checks::checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
 void checks::checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
   const std::optional<int> fixed = tuningSyntaxOf(spec.deepspeedConfig).trainBatch.fixed;
   const Resources& resources = spec.resources;
-  if (!fixed || resources.gpusPerTrial < 1 || resources.modelParallelSize < 1 ||
-      resources.gpusPerTrial % resources.modelParallelSize != 0) {
+  const std::optional<int> dataParallel = resources.dataParallelRanks();
+  if (!fixed || !dataParallel || resources.gpusPerTrial % resources.modelParallelSize != 0) {
     return;
   }
   const int batch = *fixed;
-  const int dataParallel = resources.gpusPerTrial / resources.modelParallelSize;
-  if (batch % dataParallel != 0) {
+  if (batch % *dataParallel != 0) {
     fail(errors, fieldPath(kConfigPath, kTrainBatchKey),
-         "must be a multiple of the data-parallel size " + std::to_string(dataParallel) +
+         "must be a multiple of the data-parallel size " + std::to_string(*dataParallel) +
              " (spec.resources.gpusPerTrial ÷ modelParallelSize)");
     return;
   }
@@ -391,7 +390,7 @@ void checks::checkFixedTrainBatch(const Spec& spec, FieldErrors& errors) {
     fail(errors, "spec.search.maxTrainBatchSize",
          "is less than the fixed train_batch_size (" + std::to_string(batch) + ")");
   }
-  checkBatchKeysReach(spec, batch / dataParallel, errors);
+  checkBatchKeysReach(spec, batch / *dataParallel, errors);
 }
 
 void checks::checkArgMappings(const Spec& spec, FieldErrors& errors) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "api/deepspeed_keys.h"
 #include "api/tuning_syntax.h"
 #include "tuning/naming.h"
 
@@ -54,21 +55,18 @@ std::optional<Asked> askedOf(const api::Spec& spec, std::string_view trialName,
     return Asked{[value](const nlohmann::json& ran) { return sameValue(ran, value); },
                  "the " + std::to_string(value) + " the trial's config asks"};
   };
-  if (key == "train_micro_batch_size_per_gpu") {
+  if (key == api::kMicroBatchKey) {
     return number(named.microBatch);
   }
-  if (key == "gradient_accumulation_steps") {
+  if (key == api::kGradientAccumulationKey) {
     return number(named.gradientAccumulation);
   }
-  if (key == "zero_optimization.stage") {
+  if (key == api::kZeroStagePath) {
     return number(named.stage);
   }
   if (key == kDataParallelKey) {
-    const auto& resources = spec.resources;
-    if (resources.modelParallelSize < 1) {
-      return std::nullopt;
-    }
-    return number(resources.gpusPerTrial / resources.modelParallelSize);
+    const auto ranks = spec.resources.dataParallelRanks();
+    return ranks ? std::optional(number(*ranks)) : std::nullopt;
   }
   const nlohmann::json* given = atDottedPath(spec.deepspeedConfig, key);
   if (given == nullptr || *given == "auto" || given->is_object()) {

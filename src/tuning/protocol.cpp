@@ -101,6 +101,26 @@ Classification exitedCleanly(const TrialExit& exit, api::Metric metric, bool pro
   return succeeded;
 }
 
+// The primary container's command and args as the template gives them; nothing without one.
+std::optional<std::vector<std::string>> templateCommand(const api::Spec& spec) {
+  const auto container = primaryContainer(spec);
+  if (!container) {
+    return std::nullopt;
+  }
+  std::vector<std::string> words;
+  for (const auto* field : {"command", "args"}) {
+    for (const auto& word : container->container.value(field, nlohmann::json::array())) {
+      words.push_back(word.is_string() ? word.get<std::string>() : word.dump());
+    }
+  }
+  return words;
+}
+
+// The flags whose value the trial's config path replaces.
+bool isConfigFlag(std::string_view word) {
+  return word == "--deepspeed" || word == "--deepspeed_config";
+}
+
 // The value of a config key given as a dotted path, or else the first key of that name found
 // anywhere in the config (as DeepSpeed's autotuner looks keys up).
 const nlohmann::json* findKey(const nlohmann::json& config, const std::string& key) {
@@ -283,13 +303,11 @@ Classification classify(const TrialExit& exit, api::Metric metric, bool profilin
 
 std::optional<int> askedGlobalBatch(const api::Spec& spec, std::string_view trialName) {
   const auto named = coordinatesFromName(trialName);
-  const api::Resources& resources = spec.resources;
-  if (!named || resources.modelParallelSize < 1 ||
-      resources.gpusPerTrial < resources.modelParallelSize) {
+  const auto ranks = spec.resources.dataParallelRanks();
+  if (!named || !ranks) {
     return std::nullopt;
   }
-  const std::int64_t batch = std::int64_t{named->microBatch} * named->gradientAccumulation *
-                             (resources.gpusPerTrial / resources.modelParallelSize);
+  const std::int64_t batch = std::int64_t{named->microBatch} * named->gradientAccumulation * *ranks;
   return batch > std::numeric_limits<int>::max() ? std::nullopt
                                                  : std::optional<int>(static_cast<int>(batch));
 }
@@ -382,18 +400,16 @@ std::string substitutePlaceholders(std::string_view text, const Trial& trial,
 
 std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jobName,
                                       const Trial& trial, std::string_view configPath) {
-  const auto container = primaryContainer(spec);
-  if (!container) {
+  auto words = templateCommand(spec);
+  if (!words) {
     return {};
   }
   std::vector<std::string> argv;
-  for (const auto* field : {"command", "args"}) {
-    for (const auto& word : container->container.value(field, nlohmann::json::array())) {
-      argv.push_back(substitutePlaceholders(word.get<std::string>(), trial, jobName));
-    }
+  for (const auto& word : *words) {
+    argv.push_back(substitutePlaceholders(word, trial, jobName));
   }
   for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
-    if (argv[i] == "--deepspeed" || argv[i] == "--deepspeed_config") {
+    if (isConfigFlag(argv[i])) {
       argv[i + 1] = configPath;
     }
   }
@@ -422,17 +438,8 @@ std::vector<std::string> trialCommand(const api::Spec& spec, std::string_view jo
 }
 
 std::string howTheConfigIsPassed(const api::Spec& spec) {
-  const auto container = primaryContainer(spec);
-  std::vector<std::string> argv;
-  for (const auto* field : {"command", "args"}) {
-    for (const auto& word : container ? container->container.value(field, nlohmann::json::array())
-                                      : nlohmann::json::array()) {
-      argv.push_back(word.is_string() ? word.get<std::string>() : word.dump());
-    }
-  }
-  const auto flag = std::ranges::find_if(argv, [](const std::string& word) {
-    return word == "--deepspeed" || word == "--deepspeed_config";
-  });
+  const std::vector<std::string> argv = templateCommand(spec).value_or(std::vector<std::string>{});
+  const auto flag = std::ranges::find_if(argv, isConfigFlag);
   std::string how = flag != argv.end() && flag + 1 != argv.end()
                         ? "the command gets the trial's config as the file after " + *flag
                         : "the command gets the trial's config only as $" +
