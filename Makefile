@@ -82,6 +82,7 @@ bench: build controlplane
 	bench/operator_overhead.sh 3
 	bench/operator_scale.sh
 	bench/handover.sh 5
+	bench/big_cluster.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

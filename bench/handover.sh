@@ -30,13 +30,29 @@ succeeded() { [[ $(kubectl get atj "$1" -n default -o jsonpath='{.status.phase}'
 for i in $(seq 1 "$jobs"); do
   kubectl patch --local -f "$source_dir/examples/gpt2-large-trial-sim.yaml" --type=merge \
     -p "{\"metadata\":{\"name\":\"handover-$i\"},
-         \"spec\":{\"output\":{\"configMapName\":\"handover-$i-optimal\"}}}" -o yaml |
+         \"spec\":{\"reuse\":\"Disabled\",
+                   \"output\":{\"configMapName\":\"handover-$i-optimal\"}}}" -o yaml |
     kubectl apply -f - >/dev/null
   sleep 1  # created one after another, each older than the next
 done
 for i in $(seq 1 "$jobs"); do
   e2e_wait 600 "job handover-$i" succeeded "handover-$i"
 done
+# Identical jobs would take each other's kept results (hence reuse: Disabled above): no job may
+# report a reused result, and every trial launched must have been a Pod the operator created.
+launched=0 reused=0
+for i in $(seq 1 "$jobs"); do
+  read -r job_launched job_reused < <(kubectl get atj "handover-$i" -n default \
+    -o jsonpath='{.status.trials.launched} {.status.trials.reused}{"\n"}')
+  launched=$((launched + job_launched)) reused=$((reused + ${job_reused:-0}))
+done
+created=$(e2e_pods_created 1 default)
+((reused == 0 && created >= launched)) || {
+  echo "the jobs report $launched trials launched and $reused reused; the operator created" \
+    "$created Pods" >&2
+  exit 1
+}
+echo "$jobs jobs, $launched trials launched, $created trial Pods created"
 
 python3 - "$E2E_STATE/node-sim.log" "$jobs" <<'PY'
 import re, statistics, sys

@@ -35,8 +35,12 @@ for run in $(seq 1 "$runs"); do
   requests_before=$(metric_sum autotune_kube_requests_total)
   writes_before=$(metric_sum autotune_kube_requests_total 'verb="PUT"')
   reconciles_before=$(metric_sum autotune_reconcile_total)
+  audit_from=$(($(e2e_audit_lines) + 1))
+  # The same job each run: without reuse: Disabled the later runs would take the first one's
+  # results and launch nothing.
   kubectl patch --local -f "$source_dir/examples/gpt2-large-trial-sim.yaml" --type=merge \
-    -p "{\"metadata\":{\"name\":\"$name\"}}" -o yaml | kubectl apply -f - >/dev/null
+    -p "{\"metadata\":{\"name\":\"$name\"},\"spec\":{\"reuse\":\"Disabled\"}}" -o yaml |
+    kubectl apply -f - >/dev/null
   e2e_wait 300 "job $name" succeeded "$name"
   # Let the last deletions and their reconciles land before counting.
   e2e_wait 60 "the trial Pods of $name to go" \
@@ -44,6 +48,7 @@ for run in $(seq 1 "$runs"); do
   requests=$(($(metric_sum autotune_kube_requests_total) - requests_before))
   writes=$(($(metric_sum autotune_kube_requests_total 'verb="PUT"') - writes_before))
   reconciles=$(($(metric_sum autotune_reconcile_total) - reconciles_before))
+  created=$(e2e_pods_created "$audit_from" default)
   kubectl get atj "$name" -n default -o json | python3 -c '
 import json, sys
 from datetime import datetime
@@ -51,14 +56,17 @@ job = json.load(sys.stdin)
 status = job["status"]
 results = status["results"]
 parallelism = job["spec"]["parallelism"]
+run, requests, writes, reconciles, created = sys.argv[1:6]
+if status["trials"].get("reused", 0) or int(created) != len(results):
+    sys.exit(f"run {run}: {len(results)} results, {status['trials'].get('reused', 0)} reused, "
+             f"{created} trial Pods created: each result must be a launched trial")
 def at(text):
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 wall = (at(status["completionTime"]) - at(job["metadata"]["creationTimestamp"])).total_seconds()
 needed = sum(r["durationSeconds"] for r in results) / parallelism
 n = len(results)
-run, requests, writes, reconciles = sys.argv[1:5]
 print(f"| {run} | {n} | {int(requests) / n:.1f} | {int(writes) / n:.1f} | "
       f"{int(reconciles) / n:.1f} | {wall / needed:.2f} |")
-' "$run" "$requests" "$writes" "$reconciles"
+' "$run" "$requests" "$writes" "$reconciles" "$created"
   kubectl delete atj "$name" -n default --wait=false >/dev/null
 done

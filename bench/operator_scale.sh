@@ -4,8 +4,10 @@
 # 1..10, parallelism 10, trial-sim with --startup-seconds 0), all created at once with one
 # `kubectl create -f`, against a baseline of the same number of the same Pods created, awaited and
 # deleted by a plain client (`kubectl create -f`, polling, `kubectl delete`) through the same
-# scheduler and node simulator, with the operator stopped. Prints the machine and one Markdown
-# table row per N, ready for BENCHMARKS.md.
+# scheduler and node simulator, with the operator stopped. Each job is its own (a variable of its
+# name in the trial's environment), so that none takes another's kept results; a run whose
+# operator created fewer trial Pods than the jobs report trials (the API server's audit log) fails.
+# Prints the machine and one Markdown table row per N, ready for BENCHMARKS.md.
 #
 # Usage: bench/operator_scale.sh [N...]   (default: 1 50 200 500 1000; binaries from build/bin)
 #
@@ -206,6 +208,9 @@ spec:
           image: autotune/trial-sim:0.1.0
           command: [trial-sim, --profile, distilbert, --startup-seconds, "0"]
           args: [--deepspeed, /etc/autotune/ds_config.json]
+          # Each job its own trials: identical jobs would take each other's kept results (reuse)
+          # and launch nothing.
+          env: [{name: BENCH_JOB, value: $name}]
 JOB
 }
 
@@ -371,8 +376,9 @@ measure() {
 
   log "N=$n: $n jobs of $trials_per_job trials (the operator restarted)"
   restart_operator
-  local pid ticks requests reconciles start end
+  local pid ticks requests reconciles start end audit_from
   pid=$(operator_pid)
+  audit_from=$(($(e2e_audit_lines) + 1))
   ticks=$(cpu_ticks "$pid")
   requests=$(metric_sum autotune_kube_requests_total)
   reconciles=$(metric_sum autotune_reconcile_total)
@@ -397,6 +403,11 @@ measure() {
   depth=$(sort -n "$state/depth" | tail -1)
   read -r _ _ _ measured < <(job_summary "autotune-bench/scale=$n")
   ((measured == trials)) || fatal "the $n jobs measured $measured trials, not $trials"
+  # What was really launched: the Pods the API server created for the operator.
+  local created
+  created=$(e2e_pods_created "$audit_from" "$namespace")
+  ((created == trials)) ||
+    fatal "the $n jobs report $measured trials measured, but the operator created $created Pods"
 
   awk -v n="$n" -v trials="$trials" -v wall="$(elapsed "$start" "$end")" -v base="$baseline" \
     -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v rss="$rss" -v requests="$requests" \
@@ -447,7 +458,9 @@ for n in "${sizes[@]}"; do
   measure "$n"
 done
 echo
-echo "Each job: a grid of 10 trials (ZeRO-1 x micro-batch 1..10, parallelism 10, 1 GPU each), each" \
+echo "Each job: a grid of 10 trials (ZeRO-1 x micro-batch 1..10, parallelism 10, 1 GPU each, its" \
+  "own BENCH_JOB variable, so that no job can reuse another's results: the run checks that the" \
+  "operator created one Pod per trial, by the API server's audit log), each" \
   "trial trial-sim with --startup-seconds 0. Wall time: the first job created (one" \
   "\`kubectl create -f\` of all N) to the last Succeeded with its trial Pods gone, polled every" \
   "0.3 s. Plain Pods: the same N x 10 Pods (the operator's trial Pods, captured from a warm-up" \

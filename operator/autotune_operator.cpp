@@ -21,12 +21,14 @@
 
 #include "api/units.h"
 #include "controller/cluster.h"
+#include "controller/event_sender.h"
 #include "controller/measurement_key.h"
 #include "controller/reconciler.h"
 #include "controller/trial_pod.h"
 #include "k8s/access_review.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
+#include "k8s/object.h"
 #include "k8s/resources.h"
 #include "observability/endpoints.h"
 #include "observability/health.h"
@@ -64,6 +66,14 @@ constexpr std::string_view kUsage =
     "  --kueue                            watch Kueue's Workloads and LocalQueues (Kueue must be\n"
     "                                     installed): a queued job's trials say why Kueue holds\n"
     "                                     them, and a missing LocalQueue is a condition\n"
+    "  --kueue-workload-selector SELECTOR the Workloads watched, by label; default "
+    "autotune.io/job\n"
+    "                                     (Kueue copies it from the trials when its configuration\n"
+    "                                     has integrations.labelKeysToCopy: [autotune.io/job]);\n"
+    "                                     empty: every Workload\n"
+    "  --node-selector SELECTOR           the Nodes watched for GPUs, by label; default\n"
+    "                                     nvidia.com/gpu.present=true (GPU feature discovery's);\n"
+    "                                     empty: every Node\n"
     "  --leader-election-namespace NS     default: $POD_NAMESPACE, else default\n"
     "  --leader-election-id NAME          the Lease's name; default autotune-operator\n"
     "  --measurement-key-secret NAME      the Secret, in the leader election namespace, that "
@@ -87,6 +97,8 @@ struct Options {
   std::string probeAddress = ":8081";
   bool leaderElect = false;
   bool kueue = false;
+  std::string workloadSelector{controller::kJobLabel};
+  std::string nodeSelector{controller::kGpuPresentSelector};
   std::string leaseNamespace;
   std::string leaseName = "autotune-operator";
   std::string measurementKeySecret = "autotune-operator-measurement-key";
@@ -170,6 +182,10 @@ std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ost
       options.metricsCertDir = *value;
     } else if (name == "--health-probe-bind-address") {
       options.probeAddress = *value;
+    } else if (name == "--kueue-workload-selector") {
+      options.workloadSelector = *value;
+    } else if (name == "--node-selector") {
+      options.nodeSelector = *value;
     } else if (name == "--leader-election-namespace") {
       options.leaseNamespace = *value;
     } else if (name == "--leader-election-id") {
@@ -232,6 +248,31 @@ k8s::Client leaseClient(k8s::ClusterConfig config, observability::Metrics& metri
   policy.maxRetries = 0;
   policy.observe = [&metrics](std::string_view verb, int code) { metrics.kubeRequest(verb, code); };
   return k8s::Client(k8s::makeHttpTransport(config), policy);
+}
+
+// The event sender's own client: outside the reconciles' rate limit, since the sender keeps a
+// budget of its own (controller::EventPacing).
+k8s::Client eventClient(const k8s::ClusterConfig& config, observability::Metrics& metrics) {
+  k8s::RequestPolicy policy;
+  policy.observe = [&metrics](std::string_view verb, int code) { metrics.kubeRequest(verb, code); };
+  return k8s::Client(k8s::makeHttpTransport(config), policy);
+}
+
+controller::EventSenderHooks eventSenderHooks(observability::Metrics& metrics,
+                                              const observability::Logger& log,
+                                              const controller::Cluster& cluster) {
+  controller::EventSenderHooks hooks;
+  // An Event about a job deleted meanwhile would be refused with its namespace, or read by no one.
+  hooks.exists = [&cluster](const json& involved) {
+    const auto job =
+        cluster.job(k8s::text(involved, "namespace") + "/" + k8s::text(involved, "name"));
+    return job && k8s::text(job->metadata, "uid") == k8s::text(involved, "uid");
+  };
+  hooks.failed = [log](const std::string& reason, const k8s::Error& error) {
+    log.warn("could not record an Event", {{"reason", reason}, {"error", k8s::describe(error)}});
+  };
+  hooks.dropped = [&metrics](std::size_t count) { metrics.eventsDropped(count); };
+  return hooks;
 }
 
 // How /metrics is served: plain, or over HTTPS to whom the API server says may get it.
@@ -335,11 +376,13 @@ observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
   return figures;
 }
 
-// Kueue's Workloads (other tenants' too: Kueue copies no label of ours onto them) and
-// LocalQueues of a namespace, or of all.
-void watchKueue(runtime::Manager& manager, const std::string& ns, controller::Cluster& cluster) {
+// Kueue's Workloads of trials (those `workloadSelector` selects; Kueue copies the label from the
+// trial when told to) and the LocalQueues of a namespace, or of all.
+void watchKueue(runtime::Manager& manager, const std::string& ns,
+                const std::string& workloadSelector, controller::Cluster& cluster) {
   manager.watch<controller::Workload>(
-      {controller::kWorkloads, ns, ""}, cluster.addWorkloads(ns),
+      {controller::kWorkloads, ns, workloadSelector, {"managedFields", "podSets"}},
+      cluster.addWorkloads(ns),
       [&cluster](const controller::Workload* before, const controller::Workload* after) {
         return cluster.jobsConcernedByWorkload(before, after);
       });
@@ -351,14 +394,13 @@ void watchKueue(runtime::Manager& manager, const std::string& ns, controller::Cl
 }
 
 // One watch of jobs, one of trial Pods and one of multi-node trials' batch Jobs per namespace (or
-// for all), and one of Nodes; each change enqueues the jobs it concerns.
-void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched, bool kueue,
-              controller::Cluster& cluster) {
+// for all), and one of the GPU Nodes; each change enqueues the jobs it concerns.
+void watchAll(runtime::Manager& manager, const Options& options, controller::Cluster& cluster) {
   const std::vector<std::string> namespaces =
-      watched.empty() ? std::vector<std::string>{""} : watched;
+      options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
   for (const auto& ns : namespaces) {
-    if (kueue) {
-      watchKueue(manager, ns, cluster);
+    if (options.kueue) {
+      watchKueue(manager, ns, options.workloadSelector, cluster);
     }
     manager.watch<controller::CachedAutotuneJob>({controller::kAutotuneJobs, ns, ""},
                                                  cluster.addAutotuneJobs(ns),
@@ -368,7 +410,10 @@ void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched
         [&cluster](const controller::Pod* before, const controller::Pod* after) {
           return cluster.jobsConcernedByPod(before, after);
         },
-        kPodBatch);
+        kPodBatch,
+        [&cluster](const controller::Pod* before, const controller::Pod* after) {
+          return cluster.jobsWokenByPod(before, after);
+        });
     manager.watch<controller::BatchJob>({k8s::kBatchJobs, ns, std::string(controller::kJobLabel)},
                                         cluster.addBatchJobs(ns), controller::jobKeysOfBatchJob);
     // Kept measurements are looked up as jobs launch trials: a change concerns no job now.
@@ -379,9 +424,9 @@ void watchAll(runtime::Manager& manager, const std::vector<std::string>& watched
           return std::vector<std::string>{};
         });
   }
-  // A Node's GPUs may let a waiting job go on, and its loss concerns the jobs with Pods on it.
+  // A Node's new GPUs may let waiting jobs go on, and its loss concerns the jobs with Pods on it.
   manager.watch<controller::Node>(
-      {k8s::kNodes, "", ""}, cluster.nodes(),
+      {k8s::kNodes, "", options.nodeSelector, {"managedFields", "images"}}, cluster.nodes(),
       [&cluster](const controller::Node* before, const controller::Node* after) {
         return cluster.jobsConcernedBy(before, after);
       });
@@ -526,9 +571,15 @@ int main(int argc, char** argv) {
               << "\n";
     return kExitFailure;
   }
-  controller::Cluster cluster({std::move(*seal), options->measurementLimits});
-  watchAll(manager, options->namespaces, options->kueue, cluster);
-  controller::Reconciler reconciler(client, cluster, reconcilerHooks(metrics));
+  controller::Cluster cluster({std::move(*seal), options->measurementLimits},
+                              options->nodeSelector);
+  watchAll(manager, *options, cluster);
+  const k8s::Client eventsClient = eventClient(*config, metrics);
+  controller::EventSender events(eventsClient, clock, {}, eventSenderHooks(metrics, log, cluster));
+  auto hooks = reconcilerHooks(metrics);
+  hooks.sendEvent = [&events](json event) { events.send(std::move(event)); };
+  controller::Reconciler reconciler(client, cluster, std::move(hooks));
+  const std::jthread eventThread([&events](const std::stop_token& stop) { events.run(stop); });
 
   // A reconcile that runs far longer than any should is a wedged worker: restart the process.
   observability::Heartbeat heartbeat(std::chrono::minutes(10));
@@ -574,6 +625,7 @@ int main(int argc, char** argv) {
            {{"namespaces", options->namespaces.empty() ? json("all") : json(options->namespaces)},
             {"leaderElect", options->leaderElect},
             {"kueue", options->kueue},
+            {"nodeSelector", options->nodeSelector},
             {"metricsPort", metricsServer ? metricsServer->port() : 0},
             {"metricsSecure", options->metricsSecure},
             {"probePort", (*probes)->port()}});

@@ -149,7 +149,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
   const std::string name = k8s::text(metadata, "name");
   const std::string trial =
       k8s::text(k8s::member(metadata, "annotations"), kMeasuredTrialAnnotation);
-  auto written = client_.create(k8s::kConfigMaps, namespace_, configMap);
+  auto written = writeKept(configMap);
   if (alreadyExists(written)) {
     auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
     if (existing) {
@@ -172,14 +172,33 @@ bool Apply::keepMeasurement(const json& unsealed) {
   return written.has_value();
 }
 
+// One request where the cache knows the name: a measurement it holds sealed is patched over at
+// the version it holds (a sealed one has exactly the data keys the measurement sets, so the merge
+// leaves nothing else), any other name created. A stale cache (a Conflict, or the ConfigMap gone)
+// falls back to the create, whose AlreadyExists the caller resolves by reading the ConfigMap.
+k8s::Result<json> Apply::writeKept(const json& configMap) {
+  const std::string name = k8s::text(k8s::metadataOf(configMap), "name");
+  if (const auto cached = cluster_.measurement(namespace_, name); cached && cached->sealed) {
+    json over = configMap;
+    over["metadata"]["resourceVersion"] = cached->resourceVersion;
+    auto patched = client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kMerge, over);
+    if (patched || (patched.error().kind != k8s::ErrorKind::kConflict &&
+                    patched.error().kind != k8s::ErrorKind::kNotFound)) {
+      return patched;
+    }
+  }
+  return client_.create(k8s::kConfigMaps, namespace_, configMap);
+}
+
 // The namespace's measurements past the operator's bound, its own only, deleted oldest first; each
 // DELETE carries the UID it was decided on.
 void Apply::forgetBeyondBound(const std::set<std::string>& justKept) {
   for (const auto& kept : cluster_.measurementsBeyondBound(namespace_, justKept)) {
     auto removed = client_.remove(k8s::kConfigMaps, namespace_, kept->name,
                                   k8s::Propagation::kBackground, std::nullopt, kept->uid);
-    if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound &&
-        removed.error().kind != k8s::ErrorKind::kConflict) {
+    if (removed || removed.error().kind == k8s::ErrorKind::kNotFound) {
+      cluster_.measurementDeleted(namespace_, kept->name);
+    } else if (removed.error().kind != k8s::ErrorKind::kConflict) {
       context_.log.warn("could not delete a measurement past the bound",
                         {{"configMap", kept->name}, {"error", k8s::describe(removed.error())}});
     }
@@ -451,8 +470,12 @@ void Apply::reportFirstLaunch(const api::AutotuneJob& job) {
 }
 
 void Apply::report(const JobEvent& reported) {
-  auto created =
-      client_.create(k8s::kEvents, namespace_, eventObject(metadata_, reported, context_.now));
+  json event = eventObject(metadata_, reported, context_.now);
+  if (hooks_.sendEvent) {
+    hooks_.sendEvent(std::move(event));
+    return;
+  }
+  auto created = client_.create(k8s::kEvents, namespace_, event);
   if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
     context_.log.warn("could not record an Event",
                       {{"reason", reported.reason}, {"error", k8s::describe(created.error())}});

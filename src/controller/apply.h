@@ -44,6 +44,9 @@ struct ReconcilerHooks {
   // How long the job waited from its creation to the launch of its first trial.
   std::function<void(std::chrono::duration<double> sinceCreation)> firstTrialLaunched;
   std::function<void(const std::string& ns, const std::string& name)> jobGone;
+  // Takes the reconcile's Events (eventObject) to post them off its path (EventSender); when
+  // empty, the reconcile posts each itself.
+  std::function<void(nlohmann::json event)> sendEvent;
 };
 
 // What carrying out a plan taught the reconcile that the plan could not know: the plan is made
@@ -100,6 +103,7 @@ class Apply {
   // and all. Anything that keeps it from being written is reported, and the job goes on.
   // Whether it was written.
   bool keepMeasurement(const nlohmann::json& unsealed);
+  k8s::Result<nlohmann::json> writeKept(const nlohmann::json& configMap);
   void forgetBeyondBound(const std::set<std::string>& justKept);
   bool writeStatus(const api::Status& status);
   // Returns false when the run was not created by this call; a name taken, or a create refused,

@@ -64,11 +64,12 @@ std::vector<std::string> jobKeysOfAutotuneJob(const CachedAutotuneJob* before,
   return {job->key};
 }
 
-Cluster::Cluster(MeasurementPolicy measurementPolicy)
+Cluster::Cluster(MeasurementPolicy measurementPolicy, std::string nodeSelector)
     : nodes_(std::make_unique<NodeStore>(
           decodeNode, [](const Node& node) { return node.name; },
           [](const Node& node) { return node.resourceVersion; })),
-      measurementPolicy_(std::move(measurementPolicy)) {
+      measurementPolicy_(std::move(measurementPolicy)),
+      nodeSelector_(std::move(nodeSelector)) {
   nodes_->listen([this](const Node* before, const Node* after) {
     if (after == nullptr) {
       gpus_.removeNode(before->name);
@@ -200,7 +201,10 @@ std::optional<TrialOwner> Cluster::ownerOf(const Pod& pod) const {
 }
 
 GpuCapacity Cluster::capacity() const {
-  return gpus_.capacity([this](const std::string& podKey) { return reservesGpus(podKey); });
+  GpuCapacity capacity =
+      gpus_.capacity([this](const std::string& podKey) { return reservesGpus(podKey); });
+  capacity.nodeSelector = nodeSelector_;
+  return capacity;
 }
 
 bool Cluster::reservesGpus(const std::string& podKey) const {
@@ -241,6 +245,12 @@ runtime::Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
                                                         const std::string& name) const {
   const auto* store = storeFor(measurements_, ns);
   return store == nullptr ? nullptr : store->get(ns + "/" + name);
+}
+
+void Cluster::measurementDeleted(const std::string& ns, const std::string& name) {
+  if (auto* store = storeFor(measurements_, ns)) {
+    store->remove(ns + "/" + name);
+  }
 }
 
 std::vector<runtime::Shared<MeasurementObject>> Cluster::measurementsBeyondBound(
@@ -353,14 +363,16 @@ std::vector<std::string> Cluster::jobsConcernedByPod(const Pod* before, const Po
   } else if (!pod->jobLabel.empty()) {
     keys.push_back(pod->ns + "/" + pod->jobLabel);
   }
+  return keys;
+}
+
+std::vector<std::string> Cluster::jobsWokenByPod(const Pod* before, const Pod* after) const {
   const bool heldGpus = before != nullptr && before->gpus > 0 && !before->finished();
   const bool letGo = after == nullptr || after->finished();
-  if (heldGpus && letGo) {
-    for (auto& key : waiting_.keys()) {
-      keys.push_back(std::move(key));
-    }
+  if (!heldGpus || !letGo) {
+    return {};
   }
-  return keys;
+  return waiting_.takers(before->gpus);
 }
 
 std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node* after) const {
@@ -369,8 +381,13 @@ std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node
     return {};
   }
   std::set<std::string> keys;
-  for (auto& key : waiting_.keys()) {
-    keys.insert(std::move(key));
+  const auto offered = [](const Node* node) {
+    return node != nullptr && node->schedulable ? node->gpus : 0;
+  };
+  if (const int more = offered(after) - offered(before); more > 0) {
+    for (auto& key : waiting_.takers(more)) {
+      keys.insert(std::move(key));
+    }
   }
   for (const auto& [ns, store] : pods_) {
     for (const auto& pod : store->byIndex(std::string(kByNode), node->name)) {

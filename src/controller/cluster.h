@@ -47,7 +47,9 @@ enum class QueueState { kNotWatched, kFound, kMissing };
 
 class Cluster {
  public:
-  explicit Cluster(MeasurementPolicy measurementPolicy = {});
+  // `nodeSelector`: the label selector of the Nodes watched (empty: all), named where no node
+  // can take a trial.
+  explicit Cluster(MeasurementPolicy measurementPolicy = {}, std::string nodeSelector = "");
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
   Cluster(Cluster&&) = delete;
@@ -86,6 +88,9 @@ class Cluster {
   std::vector<runtime::Shared<MeasurementObject>> measurementsBeyondBound(
       const std::string& ns, const std::set<std::string>& justKept) const;
   const MeasurementPolicy& measurementPolicy() const { return measurementPolicy_; }
+  // A measurement the operator deleted, or found gone: out of the cache at once, so that the
+  // reconciles before the watch reports it do not delete it again.
+  void measurementDeleted(const std::string& ns, const std::string& name);
   // The measurement ConfigMaps the job with this UID made.
   std::vector<runtime::Shared<MeasurementObject>> measurementsBy(const std::string& ns,
                                                                  const std::string& jobUid) const;
@@ -118,12 +123,16 @@ class Cluster {
   // has, while it does: its next launches were wanted since then. Not kept over a restart.
   void jobWaitsForRoom(const std::string& key, bool waits, Timestamp now);
   std::optional<Timestamp> waitingForRoomSince(const std::string& key) const;
-  // What a Node's change concerns: the jobs waiting for GPUs and those with Pods on it, unless
-  // nothing a job reads of the Node changed (a heartbeat).
+  // What a Node's change concerns: the jobs with Pods on it, and when it offers more GPUs than
+  // before, the waiting jobs they may go to (WaitingJobs::takers); nothing when nothing a job
+  // reads of the Node changed (a heartbeat).
   std::vector<std::string> jobsConcernedBy(const Node* before, const Node* after) const;
-  // What a trial Pod's change concerns: its job, and when the Pod let go of GPUs (it ended or
-  // went), every job waiting for GPUs, oldest first, so that freed GPUs are taken at once.
+  // What a trial Pod's change concerns: its job.
   std::vector<std::string> jobsConcernedByPod(const Pod* before, const Pod* after) const;
+  // Who a Pod's change wakes at once: when the Pod let go of GPUs (it ended or went), the waiting
+  // jobs they may go to, oldest first (WaitingJobs::takers), so that freed GPUs are taken without
+  // waiting for the Pod watch's batch.
+  std::vector<std::string> jobsWokenByPod(const Pod* before, const Pod* after) const;
   // What a Workload's change concerns: the job whose trial's run owns it, unless nothing a trial
   // reads of it changed.
   std::vector<std::string> jobsConcernedByWorkload(const Workload* before,
@@ -160,6 +169,7 @@ class Cluster {
   std::vector<std::pair<std::string, std::unique_ptr<MeasurementStore>>> measurements_;
   std::unique_ptr<NodeStore> nodes_;
   MeasurementPolicy measurementPolicy_;
+  std::string nodeSelector_;
   GpuLedger gpus_;
   WaitingJobs waiting_;
   NodeLookups nodeLookups_;

@@ -173,12 +173,12 @@ JobEvent bestImproved(const api::BestTrial& best, api::Metric metric) {
 
 JobEvent searchCompleted(const api::BestTrial& best, const std::string& message,
                          const std::string& configMap) {
-  return {"Completed", "Normal", "",
+  return {std::string(kCompletedReason), "Normal", "",
           "Best trial " + best.trial + "; " + message + "; ConfigMap " + configMap};
 }
 
 JobEvent searchFailed(const std::string& message) {
-  return {"SearchFailed", "Warning", "", message};
+  return {std::string(kSearchFailedReason), "Warning", "", message};
 }
 
 JobEvent trialNotMeasured(const std::string& trial, const std::string& message) {

@@ -18,6 +18,9 @@ namespace autotune::controller {
 
 // An Event's message is cut to this.
 inline constexpr std::size_t kEventMessageBytes = 1024;
+// The reasons of a job's last Event: its search ended.
+inline constexpr std::string_view kCompletedReason = "Completed";
+inline constexpr std::string_view kSearchFailedReason = "SearchFailed";
 
 struct JobEvent {
   std::string reason;

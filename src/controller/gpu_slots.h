@@ -31,6 +31,7 @@ struct NodeGpus {
 struct GpuCapacity {
   std::vector<NodeGpus> nodes;  // Ready, schedulable Nodes with GPUs, by name
   int waiting = 0;              // GPUs wanted by unbound Pods that fit on no node now
+  std::string nodeSelector;     // of the Nodes watched; empty: every Node
 
   int total() const;
   int used() const;

@@ -25,6 +25,8 @@ namespace autotune::controller {
 inline constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
 // The GPU model, as GPU feature discovery labels GPU nodes (e.g. NVIDIA-H100-80GB-HBM3).
 inline constexpr std::string_view kGpuProductLabel = "nvidia.com/gpu.product";
+// The Nodes GPU feature discovery finds GPUs on: the ones the operator watches by default.
+inline constexpr std::string_view kGpuPresentSelector = "nvidia.com/gpu.present=true";
 
 // Wall-clock time, as the API server stamps objects.
 using Timestamp = std::chrono::system_clock::time_point;

@@ -11,8 +11,9 @@ namespace {
 
 using namespace plan_steps;
 
-// How long a status write that would only move trials between pending and running waits for the
-// next write that records something, so that Pods starting cost no write each.
+// How long a status write that would only move trials between pending and running, or only reword
+// what the job is doing, waits for the next write that records something, so that Pods starting
+// cost no write each.
 constexpr auto kLiveCountsInterval = std::chrono::seconds(30);
 // How long a trial that ended waits for others of its job to end, to be recorded with them.
 constexpr auto kConclusionBatch = std::chrono::seconds(5);
@@ -261,21 +262,33 @@ std::optional<Timestamp> conclusionsDue(const Snapshot& snapshot,
   return snapshot.now < due ? std::optional(due) : std::nullopt;
 }
 
-// Whether `planned` differs from `written` only in how many trials wait and run.
-bool onlyLiveCountsChanged(const api::Status& planned, const api::Status& written) {
-  if (planned.trials == written.trials) {
+// Whether `planned` differs from `written` only in what moves while trials run: how many wait and
+// run, and the words that say what the job is doing (the message, and a condition's message under
+// the same status and reason: "trials in flight: 3").
+bool onlyLiveFiguresChanged(const api::Status& planned, const api::Status& written) {
+  if (planned == written) {
     return false;
   }
   api::Status same = planned;
   same.trials.pending = written.trials.pending;
   same.trials.running = written.trials.running;
+  same.message = written.message;
+  for (auto& condition : same.conditions) {
+    const auto before =
+        std::ranges::find(written.conditions, condition.type, &api::Condition::type);
+    if (before != written.conditions.end() && before->status == condition.status &&
+        before->reason == condition.reason) {
+      condition.message = before->message;
+    }
+  }
   return same == written;
 }
 
 // The last step: whether the status is written now. Trials that ended wait a few seconds for
 // their siblings, so that one write and one Event record them all; counts that only moved
-// between pending and running wait for the next write, or for kLiveCountsInterval after the
-// last one. Either way the written status stays, and the job looks again when the wait ends.
+// between pending and running, and messages reworded, wait for the next write, or for
+// kLiveCountsInterval after the last one. Either way the written status stays, and the job looks
+// again when the wait ends.
 Plan pace(Draft draft) {
   const Snapshot& snapshot = draft.snapshot;
   if (const auto due = conclusionsDue(snapshot, draft.decision)) {
@@ -286,7 +299,7 @@ Plan pace(Draft draft) {
     return held;
   }
   const api::Status& written = snapshot.job.status;
-  if (snapshot.statusWrittenAt && onlyLiveCountsChanged(draft.status(), written)) {
+  if (snapshot.statusWrittenAt && onlyLiveFiguresChanged(draft.status(), written)) {
     if (const auto due = *snapshot.statusWrittenAt + kLiveCountsInterval; snapshot.now < due) {
       draft.status() = written;
       draft.requeueWithin(due - snapshot.now);

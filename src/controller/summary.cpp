@@ -102,6 +102,16 @@ void summarise(Draft& draft) {
   }
 }
 
+// Which nodes the operator looks at, where it does not look at every one: a GPU node without the
+// label is the likeliest reason why none fits.
+std::string ofTheNodesWatched(const GpuCapacity& capacity) {
+  if (capacity.nodeSelector.empty()) {
+    return "";
+  }
+  return " (of the nodes labelled " + capacity.nodeSelector +
+         ", the only ones the operator watches: its --node-selector)";
+}
+
 std::string unschedulableBecause(const api::Resources& resources, const GpuCapacity& capacity) {
   const int perNode = resources.gpusPerNode();
   if (resources.nodesPerTrial > 1) {
@@ -110,7 +120,7 @@ std::string unschedulableBecause(const api::Resources& resources, const GpuCapac
     return "fewer than " + std::to_string(resources.nodesPerTrial) +
            " schedulable nodes (spec.resources.nodesPerTrial) have " + std::to_string(perNode) +
            " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial / nodesPerTrial); " +
-           std::to_string(enough) + " have";
+           std::to_string(enough) + " have" + ofTheNodesWatched(capacity);
   }
   int largest = 0;
   for (const auto& node : capacity.nodes) {
@@ -118,7 +128,7 @@ std::string unschedulableBecause(const api::Resources& resources, const GpuCapac
   }
   return "no schedulable node has " + std::to_string(resources.gpusPerTrial) +
          " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial); the largest has " +
-         std::to_string(largest);
+         std::to_string(largest) + ofTheNodesWatched(capacity);
 }
 
 std::optional<runtime::Duration> nextDeadline(const Draft& draft) {

@@ -26,12 +26,13 @@ int WaitingJobs::slotsHeldBefore(const std::string& key, const std::string& crea
   return held;
 }
 
-std::vector<std::string> WaitingJobs::keys() const {
+std::vector<std::string> WaitingJobs::takers(int gpus) const {
   const std::scoped_lock lock(mutex_);
   std::vector<std::string> keys;
-  keys.reserve(gpus_.size());
-  for (const auto& [order, gpus] : gpus_) {
-    keys.push_back(std::get<1>(order));
+  int waitedFor = 0;
+  for (auto waiting = gpus_.begin(); waiting != gpus_.end() && waitedFor < gpus; ++waiting) {
+    keys.push_back(std::get<1>(waiting->first));
+    waitedFor += waiting->second;
   }
   return keys;
 }

@@ -24,8 +24,9 @@ class WaitingJobs {
   int slotsHeldBefore(const std::string& key, const std::string& creationTimestamp,
                       int gpusPerTrial) const;
 
-  // The waiting jobs, oldest first.
-  std::vector<std::string> keys() const;
+  // The waiting jobs that `gpus` freed GPUs may go to: the oldest, up to the first with which the
+  // GPUs they wait for add up to `gpus`. The ones after them would find the GPUs held for these.
+  std::vector<std::string> takers(int gpus) const;
 
  private:
   using Order = std::tuple<std::string, std::string>;  // (creationTimestamp, key)

@@ -12,6 +12,21 @@ namespace {
 
 constexpr std::string_view kJsonContent = "application/json";
 
+// JSON text parsed without the keys `omitted` names, wherever they appear; discarded when it is
+// not JSON.
+nlohmann::json parseOmitting(std::string_view text, const OmittedKeys& omitted) {
+  if (omitted.empty()) {
+    return nlohmann::json::parse(text, nullptr, false);
+  }
+  return nlohmann::json::parse(
+      text,
+      [&omitted](int /*depth*/, nlohmann::json::parse_event_t event, const nlohmann::json& parsed) {
+        return event != nlohmann::json::parse_event_t::key ||
+               std::ranges::find(omitted, parsed.get_ref<const std::string&>()) == omitted.end();
+      },
+      false);
+}
+
 // A request body as JSON. Objects carry text from outside (a trial's log in a status message);
 // invalid UTF-8 in it is replaced rather than thrown on, so no object can fail to be sent.
 std::string serialized(const nlohmann::json& body) {
@@ -97,7 +112,8 @@ Client Client::impersonating(std::string user) const {
 }
 
 Result<nlohmann::json> Client::call(const std::string& method, const std::string& target,
-                                    const std::string& contentType, const std::string& body) const {
+                                    const std::string& contentType, const std::string& body,
+                                    const OmittedKeys& omitted) const {
   HttpRequest request{method, target, body, contentType, {}};
   if (impersonate_) {
     request.headers.emplace_back("Impersonate-User", *impersonate_);
@@ -105,7 +121,7 @@ Result<nlohmann::json> Client::call(const std::string& method, const std::string
   auto backoff = policy_.initialBackoff;
   for (int retry = 0;; ++retry) {
     policy_.throttle();
-    auto result = attempt(request);
+    auto result = attempt(request, omitted);
     if (result || !result.error().retryable() || retry >= policy_.maxRetries) {
       return result;
     }
@@ -116,7 +132,8 @@ Result<nlohmann::json> Client::call(const std::string& method, const std::string
   }
 }
 
-Result<nlohmann::json> Client::attempt(const HttpRequest& request) const {
+Result<nlohmann::json> Client::attempt(const HttpRequest& request,
+                                       const OmittedKeys& omitted) const {
   auto response = transport_->send(request);
   if (policy_.observe) {
     policy_.observe(request.method, response ? response->status : 0);
@@ -131,7 +148,7 @@ Result<nlohmann::json> Client::attempt(const HttpRequest& request) const {
                                           ? std::nullopt
                                           : std::optional<std::string_view>(retryAfter->second)));
   }
-  nlohmann::json object = nlohmann::json::parse(response->body, nullptr, false);
+  nlohmann::json object = parseOmitting(response->body, omitted);
   if (object.is_discarded()) {
     return tl::unexpected(transportError("the server answered " + request.method + " " +
                                          request.target + " with a body that is not JSON"));
@@ -153,7 +170,7 @@ Result<nlohmann::json> Client::list(const Resource& resource, const std::string&
              {"limit", options.limit > 0 ? std::to_string(options.limit) : ""},
              {"continue", options.continueToken},
              {"resourceVersion", options.resourceVersion}});
-  return call("GET", target, "", "");
+  return call("GET", target, "", "", options.omittedKeys);
 }
 
 Result<std::vector<nlohmann::json>> Client::listAll(const Resource& resource, const std::string& ns,
@@ -232,7 +249,7 @@ Result<void> Client::watch(const Resource& resource, const std::string& ns,
   }
   std::optional<Error> failure;
   const auto handleLine = [&](std::string_view line) {
-    nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json event = parseOmitting(line, options.omittedKeys);
     if (event.is_discarded() || !event.is_object()) {
       failure = transportError("a watch line is not JSON: " + std::string(line.substr(0, 200)));
       return false;

@@ -29,12 +29,17 @@ struct Resource {
   bool namespaced = true;
 };
 
+// Keys left out wherever they appear as an answer is parsed: fields its reader never reads (a
+// Node's status.images, any object's metadata.managedFields), never held even for a moment.
+using OmittedKeys = std::vector<std::string>;
+
 struct ListOptions {
   std::string labelSelector;
   std::string fieldSelector;  // e.g. spec.nodeName=node-1; what a resource supports is its own
   int limit = 0;              // 0: no limit
   std::string continueToken;
   std::string resourceVersion;
+  OmittedKeys omittedKeys;
 };
 
 struct WatchOptions {
@@ -43,6 +48,7 @@ struct WatchOptions {
   std::string fieldSelector;
   int timeoutSeconds = 300;  // the server ends the watch after this; callers randomise it
   std::stop_token stop;      // ends the watch early, with success
+  OmittedKeys omittedKeys;   // of the objects; a Status is read whole
 };
 
 // One line of a watch stream: ADDED, MODIFIED, DELETED or BOOKMARK and the object (for a bookmark,
@@ -123,9 +129,10 @@ class Client {
 
  private:
   Result<nlohmann::json> call(const std::string& method, const std::string& target,
-                              const std::string& contentType, const std::string& body) const;
+                              const std::string& contentType, const std::string& body,
+                              const OmittedKeys& omitted = {}) const;
 
-  Result<nlohmann::json> attempt(const HttpRequest& request) const;
+  Result<nlohmann::json> attempt(const HttpRequest& request, const OmittedKeys& omitted) const;
 
   std::shared_ptr<Transport> transport_;
   RequestPolicy policy_;

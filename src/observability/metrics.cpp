@@ -310,6 +310,11 @@ struct Metrics::State {
           .Name("autotune_kube_client_throttled_seconds_total")
           .Help("Time requests waited for the client's own rate limit (--qps, --burst).")
           .Register(*registry);
+  Family<Counter>& eventsDropped =
+      prometheus::BuildCounter()
+          .Name("autotune_events_dropped_total")
+          .Help("Events not posted: queued past the event sender's bound, oldest first.")
+          .Register(*registry);
   Family<Counter>& watchRestarts = prometheus::BuildCounter()
                                        .Name("autotune_watch_restarts_total")
                                        .Help("Watches started again, by resource and reason.")
@@ -328,6 +333,7 @@ struct Metrics::State {
   Histogram& pendingAll = pending.Add({}, kTrialPendingBuckets);
   Histogram& firstLaunchAll = firstLaunch.Add({}, kTrialPendingBuckets);
   Counter& throttledAll = throttled.Add({});
+  Counter& eventsDroppedAll = eventsDropped.Add({});
   Histogram& reconcileAll = reconcileDuration.Add({}, kReconcileBuckets);
   Gauge& depthAll = depth.Add({});
   Gauge& leaderAll = leader.Add({});
@@ -468,6 +474,10 @@ void Metrics::kubeRequest(std::string_view verb, int code) {
 }
 
 void Metrics::clientThrottled(Seconds waited) { state_->throttledAll.Increment(waited.count()); }
+
+void Metrics::eventsDropped(std::size_t count) {
+  state_->eventsDroppedAll.Increment(static_cast<double>(count));
+}
 
 void Metrics::watchRestarted(std::string_view resource, std::string_view reason) {
   state_->watchRestarts.Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}})

@@ -91,6 +91,8 @@ class Metrics {
   void kubeRequest(std::string_view verb, int code);
   // A request waited for the client's own rate limit (--qps, --burst).
   void clientThrottled(Seconds waited);
+  // Events the event sender dropped past its bound.
+  void eventsDropped(std::size_t count);
   void watchRestarted(std::string_view resource, std::string_view reason);
   // A watch and a reason it may restart for, shown at 0 until it does.
   void watchDeclared(std::string_view resource, std::string_view reason);

@@ -1,7 +1,5 @@
 #include "runtime/informer.h"
 
-#include <algorithm>
-#include <iterator>
 #include <set>
 #include <utility>
 
@@ -66,15 +64,20 @@ WatchPhase Watcher::list() {
   k8s::ListOptions options;
   options.labelSelector = target_.labelSelector;
   options.limit = options_.listPageSize;
-  std::vector<nlohmann::json> objects;
+  options.omittedKeys = target_.omittedKeys;
   std::string version;
+  store_.beginList();
   do {
     auto page = client_.list(target_.resource, target_.ns, options);
     if (!page) {
       return backOff(WatchPhase::kList, RestartReason::kListFailed);
     }
     if (const auto items = page->find("items"); items != page->end() && items->is_array()) {
-      std::ranges::copy_if(*items, std::back_inserter(objects), named);
+      for (const auto& item : *items) {
+        if (named(item)) {
+          store_.listed(item);
+        }
+      }
     }
     const auto& metadata = metadataOf(*page);
     if (version.empty()) {
@@ -84,7 +87,7 @@ WatchPhase Watcher::list() {
   } while (!options.continueToken.empty());
 
   // The store tells its listeners of objects that vanished while no watch was open.
-  store_.replace(objects);
+  store_.endList();
   resourceVersion_ = version;
   synced_ = true;
   return WatchPhase::kWatch;
@@ -94,6 +97,7 @@ WatchPhase Watcher::watch(const std::stop_token& stop) {
   k8s::WatchOptions options;
   options.resourceVersion = resourceVersion_;
   options.labelSelector = target_.labelSelector;
+  options.omittedKeys = target_.omittedKeys;
   options.timeoutSeconds = static_cast<int>(options_.minWatchSeconds * (1.0 + options_.random()));
   options.stop = stop;
   const auto ended = client_.watch(target_.resource, target_.ns, options,

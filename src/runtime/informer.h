@@ -26,6 +26,8 @@ struct WatchTarget {
   k8s::Resource resource;
   std::string ns;  // empty: every namespace
   std::string labelSelector;
+  // What the store never reads, left out as each list page and event is parsed.
+  k8s::OmittedKeys omittedKeys = {"managedFields"};
 };
 
 // What the watcher does next. kList and kWatch are requests to the API server; kBackoff waits
@@ -37,7 +39,9 @@ enum class RestartReason { kExpired, kGone, kDropped, kListFailed, kWatchFailed 
 std::string_view toString(RestartReason reason);
 
 struct WatcherOptions {
-  int listPageSize = 500;
+  // A page is held as JSON while it is decoded: 100 Nodes of ~16 KB are ~6 MB of it, the peak
+  // of a restart on a cluster of thousands (BENCHMARKS.md, "A big cluster").
+  int listPageSize = 100;
   int minWatchSeconds = 300;  // each watch asks the server to end it after 5 to 10 minutes
   JitteredBackoffOptions backoff;
   std::function<double()> random = JitteredBackoff::uniformRandom;

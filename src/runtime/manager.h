@@ -83,13 +83,17 @@ class Manager {
 
   // A kind to watch into `store`, whose changes enqueue the keys `keysOf` gives. With a `batch`
   // period, a key is reconciled that long after the first change, once for all the changes
-  // meanwhile (as Kubernetes' Job controller batches its Pods' updates). Call before run(); the
-  // store must outlive the manager.
+  // meanwhile (as Kubernetes' Job controller batches its Pods' updates); the keys `urgentKeysOf`
+  // gives, if any, at once. Call before run(); the store must outlive the manager.
   template <class T>
   void watch(const WatchTarget& target, Indexed<T>& store, KeyMapper<T> keysOf,
-             Duration batch = Duration::zero()) {
-    store.listen([this, keysOf = std::move(keysOf), batch](const T* before, const T* after) {
+             Duration batch = Duration::zero(), KeyMapper<T> urgentKeysOf = nullptr) {
+    store.listen([this, keysOf = std::move(keysOf), batch, urgentKeysOf = std::move(urgentKeysOf)](
+                     const T* before, const T* after) {
       enqueue(keysOf(before, after), batch);
+      if (urgentKeysOf) {
+        enqueue(urgentKeysOf(before, after), Duration::zero());
+      }
     });
     addWatcher(target, store);
   }

@@ -35,10 +35,24 @@ class Store {
   Store& operator=(Store&&) = delete;
   virtual ~Store() = default;
 
-  // A complete list: objects it lacks are gone.
-  virtual void replace(const std::vector<nlohmann::json>& objects) = 0;
+  // A complete list, a page at a time: beginList, each object of each page, then endList, when
+  // the store takes the objects listed and drops those the list lacked. Each object is decoded as
+  // it is listed, so that no more than one page is ever held as JSON. A beginList drops what an
+  // unfinished list gathered.
+  virtual void beginList() = 0;
+  virtual void listed(const nlohmann::json& object) = 0;
+  virtual void endList() = 0;
   virtual void upsert(const nlohmann::json& object) = 0;
   virtual void erase(const nlohmann::json& object) = 0;
+
+  // A complete list at once.
+  void replace(const std::vector<nlohmann::json>& objects) {
+    beginList();
+    for (const auto& object : objects) {
+      listed(object);
+    }
+    endList();
+  }
 };
 
 template <class T>
@@ -73,30 +87,33 @@ class Indexed final : public Store {
   }
   void listen(Listener listener) { listeners_.push_back(std::move(listener)); }
 
-  void replace(const std::vector<nlohmann::json>& objects) override {
+  void beginList() override { listing_.clear(); }
+
+  void listed(const nlohmann::json& object) override {
+    if (auto decoded = decodeShared(object)) {
+      listing_.insert_or_assign(key_(*decoded), std::move(decoded));
+    }
+  }
+
+  void endList() override {
     std::vector<Change> changes;
     {
       const std::unique_lock lock(mutex_);
-      std::map<std::string, Shared<T>> fresh;
-      for (const auto& object : objects) {
-        if (auto decoded = decodeShared(object)) {
-          fresh.insert_or_assign(key_(*decoded), std::move(decoded));
-        }
-      }
-      for (const auto& [key, object] : fresh) {
+      for (const auto& [key, object] : listing_) {
         changes.push_back({find(key), object});
       }
       for (const auto& [key, object] : objects_) {
-        if (!fresh.contains(key)) {
+        if (!listing_.contains(key)) {
           changes.push_back({object, nullptr});
         }
       }
       objects_.clear();
       index_.clear();
-      for (auto& [key, object] : fresh) {
+      for (auto& [key, object] : listing_) {
         place(object);
       }
     }
+    listing_.clear();
     tell(changes);
   }
 
@@ -233,6 +250,8 @@ class Indexed final : public Store {
   std::map<std::string, IndexOf> indexers_;
   std::vector<Listener> listeners_;
 
+  // What the list under way has given so far; only the watcher's thread touches it.
+  std::map<std::string, Shared<T>> listing_;
   mutable std::shared_mutex mutex_;
   std::map<std::string, Shared<T>> objects_;
   // index name -> value -> keys

@@ -175,7 +175,8 @@ kueue_grants() {
     echo "$team_a kueue.x-k8s.io workloads list,watch"
     echo "$team_a kueue.x-k8s.io localqueues list,watch"
     common_grants; }) &&
-    manifests deployment 2 -- --kueue <"$work/kueue.json" &&
+    manifests deployment 2 -- --kueue --kueue-workload-selector=autotune.io/job \
+      <"$work/kueue.json" &&
     manifests absent-flag --kueue <"$work/default.json"
 }
 expect "kueue.enabled passes --kueue and grants list and watch on workloads and localqueues" \
@@ -239,13 +240,18 @@ expect "values.schema.json rejects an unknown Pod Security profile" \
   refused profile --set admissionPolicy.profile=privileged
 
 operator_flags=(--metrics-bind-address :8080 --health-probe-bind-address :8081 --leader-elect
-  --workers 4 --qps 50 --burst 100 --log-level info)
+  --node-selector=nvidia.com/gpu.present=true --workers 4 --qps 50 --burst 100 --log-level info)
 default_deployment() {
   manifests deployment 2 -- "${operator_flags[@]}" <"$work/default.json" &&
     manifests absent-flag --namespace <"$work/default.json"
 }
 expect "the Deployment: 2 replicas, leader election, hardened, probes, POD_NAMESPACE, flags" \
   default_deployment
+every_node() {
+  render every-node --set gpuNodeSelector= &&
+    manifests deployment 2 -- --node-selector= <"$work/every-node.json"
+}
+expect "gpuNodeSelector set empty watches every Node (--node-selector=)" every_node
 expect "the namespaced Deployment passes --namespace $team_a,$team_b" \
   manifests deployment 2 -- --namespace "$team_a,$team_b" <"$work/namespaced.json"
 single_without_election() {

@@ -23,11 +23,25 @@ TEST(WaitingJobs, OnlyOlderJobsHoldSlotsAndOnlyWhileTheyWait) {
   EXPECT_EQ(waiting.slotsHeldBefore("ml/new", "2026-11-22T12:00:00Z", 8), 3);
   EXPECT_EQ(waiting.slotsHeldBefore("ml/young", "2026-11-22T11:00:00Z", 8), 2);
   EXPECT_EQ(waiting.slotsHeldBefore("ml/old", "2026-11-22T10:00:00Z", 8), 0);
-  EXPECT_EQ(waiting.keys(), (std::vector<std::string>{"ml/old", "ml/young"}));
+  EXPECT_EQ(waiting.takers(16), std::vector<std::string>{"ml/old"});
+  EXPECT_EQ(waiting.takers(17), (std::vector<std::string>{"ml/old", "ml/young"}));
 
   waiting.set("ml/old", "2026-11-22T10:00:00Z", 0);  // it waits no more
   EXPECT_EQ(waiting.slotsHeldBefore("ml/new", "2026-11-22T12:00:00Z", 8), 1);
-  EXPECT_EQ(waiting.keys(), std::vector<std::string>{"ml/young"});
+  EXPECT_EQ(waiting.takers(1), std::vector<std::string>{"ml/young"});
+}
+
+// Freed GPUs go to the oldest waiting jobs first: of a thousand waiting, only those that the GPUs
+// can reach are woken, not all of them (each would walk the waiting list: O(W^2)).
+TEST(WaitingJobs, FreedGpusWakeOnlyTheOldestJobsTheyCanServe) {
+  WaitingJobs waiting;
+  for (int job = 0; job < 1000; ++job) {
+    waiting.set("ml/job-" + std::to_string(1000 + job), "2026-11-22T10:00:00Z", 8);
+  }
+  EXPECT_EQ(waiting.takers(8), std::vector<std::string>{"ml/job-1000"});
+  EXPECT_EQ(waiting.takers(12), (std::vector<std::string>{"ml/job-1000", "ml/job-1001"}));
+  EXPECT_TRUE(waiting.takers(0).empty());
+  EXPECT_EQ(waiting.takers(8000).size(), 1000U);
 }
 
 json trialPodOf(const std::string& job, const std::string& phase) {
@@ -45,7 +59,8 @@ json trialPodOf(const std::string& job, const std::string& phase) {
       {"status", {{"phase", phase}}}};
 }
 
-// A trial that ends frees its GPUs: every waiting job is woken with its own, oldest first.
+// A trial that ends frees its GPUs: its job is told (after the Pod batch), and the oldest waiting
+// job that can take them is woken at once.
 TEST(Cluster, ATrialThatLetsGoOfItsGpusWakesTheWaitingJobs) {
   Cluster cluster;
   cluster.addPods("");
@@ -55,15 +70,22 @@ TEST(Cluster, ATrialThatLetsGoOfItsGpusWakesTheWaitingJobs) {
   old.key = "ml/old";
   old.creationTimestamp = "2026-11-22T10:00:00Z";
   cluster.jobWaits(old, 8);
+  CachedAutotuneJob young;
+  young.key = "ml/young";
+  young.creationTimestamp = "2026-11-22T11:00:00Z";
+  cluster.jobWaits(young, 8);
 
-  EXPECT_EQ(cluster.jobsConcernedByPod(nullptr, &running), std::vector<std::string>{"ml/busy"});
-  EXPECT_EQ(cluster.jobsConcernedByPod(&running, &running), std::vector<std::string>{"ml/busy"});
-  EXPECT_EQ(cluster.jobsConcernedByPod(&running, &ended),
-            (std::vector<std::string>{"ml/busy", "ml/old"}));
-  EXPECT_EQ(cluster.jobsConcernedByPod(&running, nullptr),
-            (std::vector<std::string>{"ml/busy", "ml/old"}));
+  const std::vector<std::string> busy{"ml/busy"};
+  EXPECT_EQ(cluster.jobsConcernedByPod(nullptr, &running), busy);
+  EXPECT_TRUE(cluster.jobsWokenByPod(nullptr, &running).empty());
+  EXPECT_EQ(cluster.jobsConcernedByPod(&running, &running), busy);
+  EXPECT_TRUE(cluster.jobsWokenByPod(&running, &running).empty());
+  EXPECT_EQ(cluster.jobsConcernedByPod(&running, &ended), busy);
+  EXPECT_EQ(cluster.jobsWokenByPod(&running, &ended), std::vector<std::string>{"ml/old"});
+  EXPECT_EQ(cluster.jobsWokenByPod(&running, nullptr), std::vector<std::string>{"ml/old"});
   // An ended Pod going frees nothing more.
-  EXPECT_EQ(cluster.jobsConcernedByPod(&ended, nullptr), std::vector<std::string>{"ml/busy"});
+  EXPECT_EQ(cluster.jobsConcernedByPod(&ended, nullptr), busy);
+  EXPECT_TRUE(cluster.jobsWokenByPod(&ended, nullptr).empty());
 }
 
 // An AutotuneJob `name` in namespace ml, of UID uid-<name>, whose trials take `gpus` GPUs.

@@ -14,6 +14,7 @@
 
 namespace {
 
+using autotune::controller::CachedAutotuneJob;
 using autotune::controller::Cluster;
 using autotune::controller::decodeNode;
 using autotune::controller::decodePod;
@@ -338,6 +339,16 @@ TEST(Cluster, ANodeHeartbeatConcernsNoJobButItsLossConcernsTheJobsOnIt) {
   EXPECT_EQ(cluster.jobsConcernedBy(&ready, nullptr), onIt);
   const Node other = decodeNode(gpuNode("b", 8)).value();
   EXPECT_TRUE(cluster.jobsConcernedBy(nullptr, &other).empty());
+
+  // New GPUs wake the oldest waiting job they can serve; a node that offers fewer wakes none.
+  CachedAutotuneJob waiting;
+  waiting.key = "ml/waiting";
+  waiting.creationTimestamp = "2026-11-22T10:00:00Z";
+  cluster.jobWaits(waiting, 8);
+  EXPECT_EQ(cluster.jobsConcernedBy(nullptr, &other), std::vector<std::string>{"ml/waiting"});
+  EXPECT_EQ(cluster.jobsConcernedBy(&down, &ready),
+            (std::vector<std::string>{"ml/gpt2", "ml/waiting"}));
+  EXPECT_EQ(cluster.jobsConcernedBy(&ready, &fewerGpus), onIt);
 }
 
 }  // namespace

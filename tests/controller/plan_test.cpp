@@ -152,6 +152,41 @@ TEST(Plan, TrialsThatOnlyStartedWaitForTheNextWriteOrThirtySeconds) {
   EXPECT_EQ(planned(started).status.trials.running, 2);
 }
 
+// Words that change under the same reason (a queued trial's scheduler message, "trials in flight")
+// wait alike; a new reason is written at once.
+TEST(Plan, AMessageRewordedUnderTheSameReasonWaitsLikeTheCounts) {
+  Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16, 16}));
+  const Plan launched = planned(snapshot);
+  snapshot.job.status = launched.status;
+  for (const auto& launch : launched.launches) {
+    snapshot.inFlight.push_back(running(launch.trial));
+  }
+  snapshot.statusWrittenAt = kNow - seconds(30);
+  const Plan current = planned(snapshot);
+  ASSERT_NE(conditionOf(current.status, "Running"), nullptr);
+
+  Snapshot reworded = snapshot;
+  reworded.job.status = current.status;
+  reworded.job.status.message = "an older message";
+  for (auto& condition : reworded.job.status.conditions) {
+    condition.message = "older words";
+  }
+  reworded.statusWrittenAt = kNow - seconds(5);
+  EXPECT_EQ(planned(reworded).status, reworded.job.status);
+
+  reworded.statusWrittenAt = kNow - seconds(30);
+  EXPECT_EQ(planned(reworded).status.message, current.status.message);
+
+  Snapshot otherReason = reworded;
+  otherReason.statusWrittenAt = kNow - seconds(5);
+  for (auto& condition : otherReason.job.status.conditions) {
+    if (condition.type == "Running") {
+      condition.reason = "WaitingForGPUs";
+    }
+  }
+  EXPECT_EQ(planned(otherReason).status.message, current.status.message);
+}
+
 // A trial that ended while its siblings run, and whose result launches nothing new, waits up to
 // 5 s after its container ended to be recorded with those that end meanwhile.
 TEST(Plan, ATrialThatEndedWaitsFiveSecondsForItsSiblingsWhenNothingNewWouldStart) {
@@ -218,7 +253,17 @@ TEST(Plan, AJobNoNodeCanHoldWaitsWithoutPodsAndLooksAgain) {
   EXPECT_EQ(running->status, "False");
   EXPECT_EQ(running->reason, "Unschedulable");
   EXPECT_NE(plan.status.message.find("the largest has 4"), std::string::npos);
+  EXPECT_EQ(plan.status.message.find("--node-selector"), std::string::npos);
   EXPECT_EQ(plan.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(30)));
+
+  // Where the operator watches some nodes only, the likeliest reason is named: a GPU node without
+  // the label.
+  Snapshot selected = snapshotOf(gridJob(2), nodesOf({4, 4}));
+  selected.capacity.nodeSelector = "nvidia.com/gpu.present=true";
+  EXPECT_NE(planned(selected).status.message.find(
+                "the largest has 4 (of the nodes labelled nvidia.com/gpu.present=true, the only "
+                "ones the operator watches: its --node-selector)"),
+            std::string::npos);
 }
 
 // Fewer free slots than the parallelism allows: the job launches what fits, says it waits for

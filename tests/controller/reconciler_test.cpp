@@ -77,7 +77,14 @@ class MemoryApi : public k8s::Transport {
       body["metadata"]["creationTimestamp"] = formatTime(now);
       return store(created, std::move(body));
     }
-    if (request.method == "PATCH") {  // server-side apply: the object as sent
+    if (request.method == "PATCH") {  // the object as sent; a resourceVersion is a precondition
+      const auto found = objects.find(objectPath);
+      const std::string version = body["metadata"].value("resourceVersion", "");
+      if (!version.empty() &&
+          (found == objects.end() || found->second["metadata"]["resourceVersion"] != version)) {
+        return answer(found == objects.end() ? 404 : 409,
+                      found == objects.end() ? "NotFound" : "Conflict");
+      }
       return store(objectPath, std::move(body));
     }
     const auto found = objects.find(objectPath);  // PUT
@@ -803,6 +810,49 @@ TEST_F(Reconcile, AJobCreatedAgainUnderItsNameRunsTheTrialsOfTheOneBefore) {
   reconcile();
   EXPECT_EQ(pods().size(), 1U);
   EXPECT_TRUE(job()["status"]["results"].empty()) << job()["status"].dump();
+}
+
+// A measurement kept again (reuse: Disabled measures afresh) that the cache holds sealed is
+// written over where it stands: one PATCH at the version held, without a create refused as
+// AlreadyExists and a read. A stale cache costs the create and the read, and still keeps it.
+TEST_F(Reconcile, AMeasurementTheCacheHoldsIsReplacedInOneRequest) {
+  MeasurementStore& measurements = cluster_.addMeasurements("");
+  runOneTrial(singleTrialJob());
+  std::vector<json> kept = api_->under("/api/v1/namespaces/ml/configmaps/");
+  std::erase_if(kept, [](const json& configMap) {
+    return !configMap["metadata"]["name"].get<std::string>().starts_with(kMeasurementPrefix);
+  });
+  ASSERT_EQ(kept.size(), 1U);
+  const std::string path =
+      "/api/v1/namespaces/ml/configmaps/" + kept[0]["metadata"]["name"].get<std::string>();
+  const auto measureAgain = [&](json cached, const std::string& uid) {
+    measurements.replace({std::move(cached)});
+    json again = singleTrialJob();
+    again["spec"]["reuse"] = "Disabled";
+    createAgain(std::move(again));
+    api_->objects[std::string(kJobs) + "/gpt2"]["metadata"]["uid"] = uid;
+    reconcile();
+    ASSERT_EQ(pods().size(), 1U) << job()["status"].dump();
+    api_->writes.clear();
+    api_->reads.clear();
+    finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 61.0})");
+    reconcile();
+    EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  };
+
+  measureAgain(kept[0], "uid-second");
+  EXPECT_EQ(api_->count("PATCH " + path), 1);
+  EXPECT_EQ(api_->count("POST /api/v1/namespaces/ml/configmaps"), 1) << "the output alone";
+  EXPECT_EQ(std::ranges::count(api_->reads, "GET " + path), 0);
+  EXPECT_NE(api_->objects.at(path)["data"]["result.json"].get<std::string>().find("61"),
+            std::string::npos);
+
+  json stale = api_->objects.at(path);
+  stale["metadata"]["resourceVersion"] = "1";
+  measureAgain(stale, "uid-third");
+  EXPECT_EQ(std::ranges::count(api_->reads, "GET " + path), 1);
+  EXPECT_EQ(api_->objects.at(path)["metadata"]["annotations"]["autotune.io/trial-name"],
+            kept[0]["metadata"]["annotations"]["autotune.io/trial-name"]);
 }
 
 // A measurement the API server refuses to keep (here a quota on ConfigMaps) costs the job nothing

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "controller/cluster.h"
 #include "controller/plan.h"
 #include "controller/trial_pod.h"
 
@@ -428,6 +429,30 @@ TEST(Measurements, PastTheBoundTheOldestOfTheOperatorsOwnGo) {
       beyondBound(inNamespace, {std::chrono::hours(1), 2}, {"autotune-m-not-yet-in-the-cache"});
   ASSERT_EQ(withJustKept.size(), 3U) << "what was just written counts as the newest";
   EXPECT_EQ(withJustKept[2]->name, inNamespace[3]->name);
+}
+
+// A measurement deleted past the bound leaves the cache at once: the reconciles before the watch
+// reports it do not delete it again (each a DELETE answered 404 on a busy cluster).
+TEST(Measurements, OneDeletedPastTheBoundIsNotDeletedAgain) {
+  const auto job = jobOf("ml", "gpt2");
+  Cluster cluster({kSeal, {std::chrono::hours(24), 1}});
+  std::vector<json> kept;
+  for (int i = 0; i < 2; ++i) {
+    const api::TrialRecord record =
+        recordOf("z1_gas1_tmbspg" + std::to_string(i + 1), api::Outcome::kOOM,
+                 formatTime(kReconcileTime - std::chrono::hours(2 - i)));
+    json configMap = kSeal.sealed(*measurementConfigMap(
+        identityOf("ml", job.spec, trialWith({{"train_micro_batch_size_per_gpu", i + 1}}), kOnH100),
+        record, std::nullopt, job));
+    configMap["metadata"]["namespace"] = "ml";
+    kept.push_back(configMap);
+  }
+  cluster.addMeasurements("").replace(kept);
+  const auto beyond = cluster.measurementsBeyondBound("ml", {});
+  ASSERT_EQ(beyond.size(), 1U);
+  cluster.measurementDeleted("ml", beyond[0]->name);
+  EXPECT_TRUE(cluster.measurementsBeyondBound("ml", {}).empty());
+  EXPECT_EQ(cluster.measurementsBy("ml", job.uid()).size(), 1U);
 }
 
 TEST(Measurements, TheProfilingTrialKeepsItsModel) {

@@ -265,6 +265,33 @@ TEST_F(ClientRequests, AWatchAsksForBookmarksAndHandsOverEachEvent) {
   EXPECT_GT(transport_->idleTimeouts.back(), std::chrono::seconds(120));
 }
 
+// Keys the reader never reads are left out as lists and watch events are parsed, at any depth,
+// and nothing else is.
+TEST_F(ClientRequests, OmittedKeysAreLeftOutOfListsAndWatchEvents) {
+  const json node = {{"metadata", {{"name", "gpu-0"}, {"managedFields", json::array({1, 2})}}},
+                     {"status",
+                      {{"images", json::array({{{"names", {"a", "b"}}}})},
+                       {"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+  transport_->respond(200, json{{"items", {node}}, {"metadata", json::object()}}.dump());
+  ListOptions options;
+  options.omittedKeys = {"managedFields", "images"};
+  const auto listed = client_.list(kNodes, "", options);
+  ASSERT_TRUE(listed);
+  const json expected = {{"metadata", {{"name", "gpu-0"}}},
+                         {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+  EXPECT_EQ((*listed)["items"][0], expected);
+
+  transport_->respondWithLines({json{{"type", "MODIFIED"}, {"object", node}}.dump()});
+  WatchOptions watch;
+  watch.omittedKeys = options.omittedKeys;
+  json seen;
+  ASSERT_TRUE(client_.watch(kNodes, "", watch, [&](const WatchEvent& event) {
+    seen = event.object;
+    return true;
+  }));
+  EXPECT_EQ(seen, expected);
+}
+
 // A watch line is one line: a Status in an ERROR event, as the server sends a 410.
 constexpr std::string_view kExpired =
     R"json({"type": "ERROR", "object": {"kind": "Status", "status": "Failure", "reason": )json"

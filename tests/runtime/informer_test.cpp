@@ -184,7 +184,7 @@ TEST_F(WatcherSteps, ListsEveryPageThenWatchesFromTheListsVersion) {
   EXPECT_EQ(changed_, (std::vector<std::string>{"ns/a", "ns/b"}));
   EXPECT_EQ(watcher_.resourceVersion(), "10");
   const auto requests = transport_->sent();
-  EXPECT_NE(requests[0].target.find("limit=500"), std::string::npos);
+  EXPECT_NE(requests[0].target.find("limit=100"), std::string::npos);
   EXPECT_NE(requests[0].target.find("labelSelector=app%3Dx"), std::string::npos);
   EXPECT_NE(requests[1].target.find("continue=page-2"), std::string::npos);
 
@@ -193,6 +193,30 @@ TEST_F(WatcherSteps, ListsEveryPageThenWatchesFromTheListsVersion) {
   EXPECT_NE(lastTarget().find("resourceVersion=10"), std::string::npos);
   EXPECT_NE(lastTarget().find("allowWatchBookmarks=true"), std::string::npos);
   EXPECT_NE(lastTarget().find("timeoutSeconds=450"), std::string::npos);
+}
+
+// Pages are decoded as they come, yet the store changes only once the list is complete: a list
+// that fails on a later page leaves the store as it was, and the next list starts afresh.
+TEST_F(WatcherSteps, AListThatFailsMidwayChangesNothingAndTheNextStartsAfresh) {
+  transport_->respond(200, listBody({configMap("a", "7")}, "10"));
+  step();
+  changed_.clear();
+  transport_->respondWithLines({goneEvent()});
+  EXPECT_EQ(step(), WatchPhase::kList);
+
+  transport_->respond(200, listBody({configMap("b", "20")}, "30", "page-2"));
+  transport_->respond(500, R"({"kind":"Status","code":500,"message":"etcd down"})");
+  EXPECT_EQ(step(), WatchPhase::kBackoff);
+  EXPECT_TRUE(changed_.empty());
+  EXPECT_TRUE(store_->get("ns/a"));
+  EXPECT_FALSE(store_->get("ns/b"));
+
+  step();
+  transport_->respond(200, listBody({configMap("c", "31")}, "32"));
+  EXPECT_EQ(step(), WatchPhase::kWatch);
+  EXPECT_EQ(changed_, (std::vector<std::string>{"ns/c", "ns/a"}));
+  EXPECT_EQ(store_->size(), 1U);
+  EXPECT_TRUE(store_->get("ns/c"));
 }
 
 TEST_F(WatcherSteps, AppliesEventsAndFollowsBookmarks) {
