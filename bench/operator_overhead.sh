@@ -37,10 +37,12 @@ for run in $(seq 1 "$runs"); do
   reconciles_before=$(metric_sum autotune_reconcile_total)
   audit_from=$(($(e2e_audit_lines) + 1))
   # The same job each run: without reuse: Disabled the later runs would take the first one's
-  # results and launch nothing.
+  # results and launch nothing. Each its own output ConfigMap: the one before, deleted with its job
+  # by the garbage collector, may still hold the name.
   kubectl patch --local -f "$source_dir/examples/gpt2-large-trial-sim.yaml" --type=merge \
-    -p "{\"metadata\":{\"name\":\"$name\"},\"spec\":{\"reuse\":\"Disabled\"}}" -o yaml |
-    kubectl apply -f - >/dev/null
+    -p "{\"metadata\":{\"name\":\"$name\"},
+         \"spec\":{\"reuse\":\"Disabled\",\"output\":{\"configMapName\":\"$name-optimal\"}}}" \
+    -o yaml | kubectl apply -f - >/dev/null
   e2e_wait 300 "job $name" succeeded "$name"
   # Let the last deletions and their reconciles land before counting.
   e2e_wait 60 "the trial Pods of $name to go" \

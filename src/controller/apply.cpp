@@ -193,14 +193,14 @@ k8s::Result<json> Apply::writeKept(const json& configMap) {
 // The namespace's measurements past the operator's bound, its own only, deleted oldest first; each
 // DELETE carries the UID it was decided on.
 void Apply::forgetBeyondBound(const std::set<std::string>& justKept) {
-  for (const auto& kept : cluster_.measurementsBeyondBound(namespace_, justKept)) {
+  for (auto& kept : cluster_.claimMeasurementsBeyondBound(namespace_, justKept)) {
     auto removed = client_.remove(k8s::kConfigMaps, namespace_, kept->name,
                                   k8s::Propagation::kBackground, std::nullopt, kept->uid);
-    if (removed || removed.error().kind == k8s::ErrorKind::kNotFound) {
-      cluster_.measurementDeleted(namespace_, kept->name);
-    } else if (removed.error().kind != k8s::ErrorKind::kConflict) {
+    if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound &&
+        removed.error().kind != k8s::ErrorKind::kConflict) {
       context_.log.warn("could not delete a measurement past the bound",
                         {{"configMap", kept->name}, {"error", k8s::describe(removed.error())}});
+      cluster_.measurementNotDeleted(std::move(kept));
     }
   }
 }

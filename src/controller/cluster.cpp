@@ -247,20 +247,25 @@ runtime::Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
   return store == nullptr ? nullptr : store->get(ns + "/" + name);
 }
 
-void Cluster::measurementDeleted(const std::string& ns, const std::string& name) {
-  if (auto* store = storeFor(measurements_, ns)) {
-    store->remove(ns + "/" + name);
-  }
-}
-
-std::vector<runtime::Shared<MeasurementObject>> Cluster::measurementsBeyondBound(
-    const std::string& ns, const std::set<std::string>& justKept) const {
-  const auto* store = storeFor(measurements_, ns);
+std::vector<runtime::Shared<MeasurementObject>> Cluster::claimMeasurementsBeyondBound(
+    const std::string& ns, const std::set<std::string>& justKept) {
+  auto* store = storeFor(measurements_, ns);
   if (store == nullptr) {
     return {};
   }
-  return beyondBound(store->byIndex(std::string(kByNamespace), ns), measurementPolicy_.limits,
-                     justKept);
+  const std::scoped_lock claiming(claimingMeasurements_);
+  auto claimed = beyondBound(store->byIndex(std::string(kByNamespace), ns),
+                             measurementPolicy_.limits, justKept);
+  for (const auto& measurement : claimed) {
+    store->remove(measurement->key);
+  }
+  return claimed;
+}
+
+void Cluster::measurementNotDeleted(runtime::Shared<MeasurementObject> measurement) {
+  if (auto* store = storeFor(measurements_, measurement->ns)) {
+    store->put(std::move(measurement));
+  }
 }
 
 std::vector<runtime::Shared<MeasurementObject>> Cluster::measurementsBy(

@@ -84,13 +84,14 @@ class Cluster {
   runtime::Shared<MeasurementObject> measurement(const std::string& ns,
                                                  const std::string& name) const;
   // The measurements of a namespace the operator deletes to keep within its bound, having just
-  // kept those named in `justKept` (beyondBound).
-  std::vector<runtime::Shared<MeasurementObject>> measurementsBeyondBound(
-      const std::string& ns, const std::set<std::string>& justKept) const;
+  // kept those named in `justKept` (beyondBound), taken out of the cache as they are claimed: a
+  // reconcile of another job of the namespace, at once or before the watch reports the deletes,
+  // does not claim them again (each a DELETE answered 404).
+  std::vector<runtime::Shared<MeasurementObject>> claimMeasurementsBeyondBound(
+      const std::string& ns, const std::set<std::string>& justKept);
+  // A claimed measurement whose delete failed: back in the cache, to be claimed again.
+  void measurementNotDeleted(runtime::Shared<MeasurementObject> measurement);
   const MeasurementPolicy& measurementPolicy() const { return measurementPolicy_; }
-  // A measurement the operator deleted, or found gone: out of the cache at once, so that the
-  // reconciles before the watch reports it do not delete it again.
-  void measurementDeleted(const std::string& ns, const std::string& name);
   // The measurement ConfigMaps the job with this UID made.
   std::vector<runtime::Shared<MeasurementObject>> measurementsBy(const std::string& ns,
                                                                  const std::string& jobUid) const;
@@ -175,6 +176,7 @@ class Cluster {
   NodeLookups nodeLookups_;
 
   mutable std::mutex mutex_;
+  std::mutex claimingMeasurements_;  // one claim at a time: no measurement is claimed twice
   std::map<std::string, std::string, std::less<>> phaseOf_;  // job key -> phase
   std::map<std::string, std::int64_t, std::less<>> phaseCounts_;
   std::map<std::string, Timestamp, std::less<>> statusWrittenAt_;

@@ -46,9 +46,10 @@ std::vector<json> mergedEvents(const std::vector<json>& events) {
     const std::string message = k8s::text(event, "message");
     if (!merged.empty()) {
       json& last = merged.back();
-      const std::string sofar = k8s::text(last, "message");
+      std::string sofar = k8s::text(last, "message");
       if (sofar.size() + kJoin.size() + message.size() <= kEventMessageBytes) {
-        last["message"] = sofar + std::string(kJoin) + message;
+        sofar.append(kJoin).append(message);
+        last["message"] = std::move(sofar);
         last["count"] = ++joined;
         last["lastTimestamp"] = event.value("lastTimestamp", json());
         continue;

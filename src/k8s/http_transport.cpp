@@ -27,7 +27,7 @@ std::string lowerCase(std::string text) {
 }
 
 using Body = concurrency::streams::streambuf<std::uint8_t>;
-constexpr std::size_t kChunkBytes = 64 * 1024;
+constexpr std::size_t kChunkBytes = std::size_t{64} * 1024;
 
 // The next bytes of a streamed body, appended to `into`: all that has arrived, or, when nothing
 // has, the first byte to come. False at the end of the body. cpprestsdk's read_line takes a body

@@ -205,8 +205,8 @@ TEST_F(Sender, ARefusedEventIsToldAndTheSenderGoesOn) {
 TEST(SenderRun, PostsWhatArrivesAndEndsWhenStopped) {
   auto transport = std::make_shared<FakeTransport>();
   transport->respond(201, "{}");
-  k8s::Client client(transport);
-  runtime::SystemClock clock;
+  const k8s::Client client(transport);
+  const runtime::SystemClock clock;
   EventSender sender(client, clock);
   std::jthread thread([&sender](const std::stop_token& stop) { sender.run(stop); });
   sender.send(eventOf("gpt2", "TrialLaunched", "launched"));

@@ -403,16 +403,21 @@ TEST(Measurements, AMeasurementOlderThanTrustedOrFromTheFutureIsMeasuredAgain) {
   EXPECT_NE(reused.error().find("a time still to come"), std::string::npos) << reused.error();
 }
 
+// The sealed measurement of the job's trial of micro-batch `microBatch`, started `age` ago.
+json sealedMeasurementOf(const api::AutotuneJob& job, int microBatch, std::chrono::hours age) {
+  const api::TrialRecord record = recordOf("z1_gas1_tmbspg" + std::to_string(microBatch),
+                                           api::Outcome::kOOM, formatTime(kReconcileTime - age));
+  return kSeal.sealed(*measurementConfigMap(
+      identityOf("ml", job.spec, trialWith({{"train_micro_batch_size_per_gpu", microBatch}}),
+                 kOnH100),
+      record, std::nullopt, job));
+}
+
 TEST(Measurements, PastTheBoundTheOldestOfTheOperatorsOwnGo) {
   const auto job = jobOf("ml", "gpt2");
   std::vector<KeptMeasurement> inNamespace;
   for (int i = 0; i < 5; ++i) {
-    const api::TrialRecord record =
-        recordOf("z1_gas1_tmbspg" + std::to_string(i + 1), api::Outcome::kOOM,
-                 formatTime(kReconcileTime - std::chrono::hours(10 - i)));
-    json configMap = kSeal.sealed(*measurementConfigMap(
-        identityOf("ml", job.spec, trialWith({{"train_micro_batch_size_per_gpu", i + 1}}), kOnH100),
-        record, std::nullopt, job));
+    json configMap = sealedMeasurementOf(job, i + 1, std::chrono::hours(10 - i));
     if (i == 0) {
       configMap["metadata"]["annotations"].erase(std::string(kSealAnnotation));  // a tenant's
     }
@@ -431,28 +436,23 @@ TEST(Measurements, PastTheBoundTheOldestOfTheOperatorsOwnGo) {
   EXPECT_EQ(withJustKept[2]->name, inNamespace[3]->name);
 }
 
-// A measurement deleted past the bound leaves the cache at once: the reconciles before the watch
-// reports it do not delete it again (each a DELETE answered 404 on a busy cluster).
-TEST(Measurements, OneDeletedPastTheBoundIsNotDeletedAgain) {
+// Measurements past the bound are claimed out of the cache: a reconcile of another job of the
+// namespace, at once or before the watch reports the deletes, does not delete them again (each a
+// DELETE answered 404 on a busy cluster). One whose delete failed goes back, to be claimed again.
+TEST(Measurements, OneClaimedPastTheBoundIsNotClaimedAgainUnlessItsDeleteFailed) {
   const auto job = jobOf("ml", "gpt2");
   Cluster cluster({kSeal, {std::chrono::hours(24), 1}});
-  std::vector<json> kept;
-  for (int i = 0; i < 2; ++i) {
-    const api::TrialRecord record =
-        recordOf("z1_gas1_tmbspg" + std::to_string(i + 1), api::Outcome::kOOM,
-                 formatTime(kReconcileTime - std::chrono::hours(2 - i)));
-    json configMap = kSeal.sealed(*measurementConfigMap(
-        identityOf("ml", job.spec, trialWith({{"train_micro_batch_size_per_gpu", i + 1}}), kOnH100),
-        record, std::nullopt, job));
-    configMap["metadata"]["namespace"] = "ml";
-    kept.push_back(configMap);
-  }
+  const std::vector<json> kept{sealedMeasurementOf(job, 1, std::chrono::hours(2)),
+                               sealedMeasurementOf(job, 2, std::chrono::hours(1))};
   cluster.addMeasurements("").replace(kept);
-  const auto beyond = cluster.measurementsBeyondBound("ml", {});
-  ASSERT_EQ(beyond.size(), 1U);
-  cluster.measurementDeleted("ml", beyond[0]->name);
-  EXPECT_TRUE(cluster.measurementsBeyondBound("ml", {}).empty());
+  auto claimed = cluster.claimMeasurementsBeyondBound("ml", {});
+  ASSERT_EQ(claimed.size(), 1U);
+  EXPECT_EQ(claimed[0]->name, kept[0]["metadata"]["name"]) << "the oldest";
+  EXPECT_TRUE(cluster.claimMeasurementsBeyondBound("ml", {}).empty());
   EXPECT_EQ(cluster.measurementsBy("ml", job.uid()).size(), 1U);
+
+  cluster.measurementNotDeleted(claimed[0]);
+  EXPECT_EQ(cluster.claimMeasurementsBeyondBound("ml", {}).size(), 1U);
 }
 
 TEST(Measurements, TheProfilingTrialKeepsItsModel) {
