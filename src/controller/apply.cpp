@@ -173,13 +173,14 @@ bool Apply::keepMeasurement(const json& unsealed) {
 }
 
 // One request where the cache knows the name: a measurement it holds sealed is patched over at
-// the version it holds (a sealed one has exactly the data keys the measurement sets, so the merge
-// leaves nothing else), any other name created. A stale cache (a Conflict, or the ConfigMap gone)
-// falls back to the create, whose AlreadyExists the caller resolves by reading the ConfigMap.
+// the version it holds (the seal covers its data, so it has exactly the keys the measurement sets
+// and the patch need not read them), any other name created. A stale cache (a Conflict, or the
+// ConfigMap gone) falls back to the create, whose AlreadyExists the caller resolves by reading the
+// ConfigMap.
 k8s::Result<json> Apply::writeKept(const json& configMap) {
   const std::string name = k8s::text(k8s::metadataOf(configMap), "name");
   if (const auto cached = cluster_.measurement(namespace_, name); cached && cached->sealed) {
-    json over = configMap;
+    json over = measurementOver(json::object(), configMap);
     over["metadata"]["resourceVersion"] = cached->resourceVersion;
     auto patched = client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kMerge, over);
     if (patched || (patched.error().kind != k8s::ErrorKind::kConflict &&
