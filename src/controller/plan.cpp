@@ -1,6 +1,9 @@
 #include "controller/plan.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "controller/plan_steps.h"
@@ -11,9 +14,9 @@ namespace {
 
 using namespace plan_steps;
 
-// How long a status write that would only move trials between pending and running, or only reword
-// what the job is doing, waits for the next write that records something, so that Pods starting
-// cost no write each.
+// How long a status write that would only move trials between pending and running, or only change
+// the figures in what the job is doing, waits for the next write that records something, so that
+// Pods starting cost no write each.
 constexpr auto kLiveCountsInterval = std::chrono::seconds(30);
 // How long a trial that ended waits for others of its job to end, to be recorded with them.
 constexpr auto kConclusionBatch = std::chrono::seconds(5);
@@ -262,9 +265,35 @@ std::optional<Timestamp> conclusionsDue(const Snapshot& snapshot,
   return snapshot.now < due ? std::optional(due) : std::nullopt;
 }
 
+// `text` with each number in it (a run of digits, with any dots and digits after it) read as one
+// mark, so that "trials in flight: 3" and "trials in flight: 12" read alike.
+std::string withoutFigures(std::string_view text) {
+  std::string words;
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    if (std::isdigit(static_cast<unsigned char>(text[at])) == 0) {
+      words += text[at];
+      continue;
+    }
+    words += '#';
+    while (at + 1 < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[at + 1])) != 0 || text[at + 1] == '.')) {
+      ++at;
+    }
+  }
+  return words;
+}
+
+// `planned` takes `written`'s wording where the two say the same in other figures.
+void keepWordingOfSameWords(std::string& planned, const std::string& written) {
+  if (withoutFigures(planned) == withoutFigures(written)) {
+    planned = written;
+  }
+}
+
 // Whether `planned` differs from `written` only in what moves while trials run: how many wait and
-// run, and the words that say what the job is doing (the message, and a condition's message under
-// the same status and reason: "trials in flight: 3").
+// run, and the figures in the words that say what the job is doing (the message, and a
+// condition's message under the same status and reason: "trials in flight: 3"). New words (Kueue
+// saying why a Workload waits where it had not made one) are news, and written at once.
 bool onlyLiveFiguresChanged(const api::Status& planned, const api::Status& written) {
   if (planned == written) {
     return false;
@@ -272,13 +301,13 @@ bool onlyLiveFiguresChanged(const api::Status& planned, const api::Status& writt
   api::Status same = planned;
   same.trials.pending = written.trials.pending;
   same.trials.running = written.trials.running;
-  same.message = written.message;
+  keepWordingOfSameWords(same.message, written.message);
   for (auto& condition : same.conditions) {
     const auto before =
         std::ranges::find(written.conditions, condition.type, &api::Condition::type);
     if (before != written.conditions.end() && before->status == condition.status &&
         before->reason == condition.reason) {
-      condition.message = before->message;
+      keepWordingOfSameWords(condition.message, before->message);
     }
   }
   return same == written;
@@ -286,9 +315,9 @@ bool onlyLiveFiguresChanged(const api::Status& planned, const api::Status& writt
 
 // The last step: whether the status is written now. Trials that ended wait a few seconds for
 // their siblings, so that one write and one Event record them all; counts that only moved
-// between pending and running, and messages reworded, wait for the next write, or for
-// kLiveCountsInterval after the last one. Either way the written status stays, and the job looks
-// again when the wait ends.
+// between pending and running, and messages whose figures alone changed, wait for the next write,
+// or for kLiveCountsInterval after the last one. Either way the written status stays, and the job
+// looks again when the wait ends.
 Plan pace(Draft draft) {
   const Snapshot& snapshot = draft.snapshot;
   if (const auto due = conclusionsDue(snapshot, draft.decision)) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -152,9 +153,9 @@ TEST(Plan, TrialsThatOnlyStartedWaitForTheNextWriteOrThirtySeconds) {
   EXPECT_EQ(planned(started).status.trials.running, 2);
 }
 
-// Words that change under the same reason (a queued trial's scheduler message, "trials in flight")
-// wait alike; a new reason is written at once.
-TEST(Plan, AMessageRewordedUnderTheSameReasonWaitsLikeTheCounts) {
+// Figures that change in the words under the same reason (a queued trial's scheduler message,
+// "trials in flight") wait alike; new words, or a new reason, are written at once.
+TEST(Plan, AMessageWhoseFiguresAloneChangedWaitsLikeTheCounts) {
   Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16, 16}));
   const Plan launched = planned(snapshot);
   snapshot.job.status = launched.status;
@@ -164,27 +165,51 @@ TEST(Plan, AMessageRewordedUnderTheSameReasonWaitsLikeTheCounts) {
   snapshot.statusWrittenAt = kNow - seconds(30);
   const Plan current = planned(snapshot);
   ASSERT_NE(conditionOf(current.status, "Running"), nullptr);
+  const std::string& inFlight = conditionOf(current.status, "Running")->message;
+  ASSERT_NE(inFlight.find_first_of("0123456789"), std::string::npos) << inFlight;
 
-  Snapshot reworded = snapshot;
-  reworded.job.status = current.status;
-  reworded.job.status.message = "an older message";
-  for (auto& condition : reworded.job.status.conditions) {
-    condition.message = "older words";
+  // The same words with other figures: "trials in flight: 2" written as "...: 17.5".
+  const auto otherFigures = [](const std::string& words) {
+    std::string older;
+    bool inFigure = false;
+    for (const char c : words) {
+      const bool digit = std::isdigit(static_cast<unsigned char>(c)) != 0;
+      if (digit && !inFigure) {
+        older += "17.5";
+      } else if (!digit) {
+        older += c;
+      }
+      inFigure = digit;
+    }
+    return older;
+  };
+  Snapshot refigured = snapshot;
+  refigured.job.status = current.status;
+  refigured.job.status.message = otherFigures(current.status.message);
+  for (auto& condition : refigured.job.status.conditions) {
+    condition.message = otherFigures(condition.message);
   }
+  refigured.statusWrittenAt = kNow - seconds(5);
+  EXPECT_EQ(planned(refigured).status, refigured.job.status);
+
+  refigured.statusWrittenAt = kNow - seconds(30);
+  EXPECT_EQ(conditionOf(planned(refigured).status, "Running")->message, inFlight);
+
+  Snapshot reworded = refigured;
   reworded.statusWrittenAt = kNow - seconds(5);
-  EXPECT_EQ(planned(reworded).status, reworded.job.status);
+  for (auto& condition : reworded.job.status.conditions) {
+    condition.message = "Kueue has not made its Workload yet";
+  }
+  EXPECT_EQ(conditionOf(planned(reworded).status, "Running")->message, inFlight);
 
-  reworded.statusWrittenAt = kNow - seconds(30);
-  EXPECT_EQ(planned(reworded).status.message, current.status.message);
-
-  Snapshot otherReason = reworded;
+  Snapshot otherReason = refigured;
   otherReason.statusWrittenAt = kNow - seconds(5);
   for (auto& condition : otherReason.job.status.conditions) {
     if (condition.type == "Running") {
       condition.reason = "WaitingForGPUs";
     }
   }
-  EXPECT_EQ(planned(otherReason).status.message, current.status.message);
+  EXPECT_EQ(conditionOf(planned(otherReason).status, "Running")->message, inFlight);
 }
 
 // A trial that ended while its siblings run, and whose result launches nothing new, waits up to
