@@ -13,7 +13,8 @@ constexpr std::string_view kReuseChoices = "must be one of Enabled, Disabled";
 constexpr std::string_view kPhaseChoices =
     "must be one of Pending, Profiling, Running, Succeeded, Failed";
 constexpr std::string_view kOutcomeChoices =
-    "must be one of Succeeded, MetricsUnavailable, OOM, Failed, TimedOut, Unschedulable";
+    "must be one of Succeeded, MetricsUnavailable, OOM, Failed, TimedOut, Unschedulable, "
+    "ConfigNotApplied";
 
 // Units are written as strings ("32Gi", "30m"); a plain number is also a quantity (of bytes), but
 // never a duration, whose unit must be explicit. Anything else gets the unit's own explanation.

@@ -318,14 +318,14 @@ bool withinBounds(const json& config, FieldErrors& errors) {
 // operator.
 constexpr std::size_t kMaxConfigurations = 10'000;
 
-// How many configurations the config's candidate lists make: the product of their lengths,
-// saturating past kMaxConfigurations.
+// How many configurations the config's candidate lists make in one ZeRO stage: the product of
+// their lengths, saturating past kMaxConfigurations.
 std::size_t configurations(const json& value, const std::string& keyPath) {
   const auto times = [](std::size_t count, std::size_t factor) {
     return std::min(count * std::min(factor, kMaxConfigurations + 1), kMaxConfigurations + 1);
   };
   std::size_t count = 1;
-  if (keyPath == kAutotuningKey) {
+  if (keyPath == kAutotuningKey || keyPath == kZeroStagePath) {
     return count;
   }
   if (value.is_object()) {
@@ -361,7 +361,9 @@ void checks::checkDeepSpeedConfig(const json& config, FieldErrors& errors) {
   } else if (withinBounds(config, errors)) {
     checkConfigValue(config, "", std::string(kConfigPath), errors);
     checkTunedKeysAreRead(config, errors);
-    if (configurations(config, "") > kMaxConfigurations) {
+    // Each stage searched ("all" is four) is a space of its own.
+    const std::size_t stages = tuningSyntaxOf(config).stages.size();
+    if (configurations(config, "") * stages > kMaxConfigurations) {
       fail(errors, std::string(kConfigPath),
            "its candidate lists make more than " + std::to_string(kMaxConfigurations) +
                " configurations; shorten them (\"auto\" searches the micro-batch by itself)");

@@ -612,7 +612,8 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
       {"status: {phase: Done}", "status.phase",
        "must be one of Pending, Profiling, Running, Succeeded, Failed"},
       {"status: {results: [{name: a, outcome: Crashed}]}", "status.results[0].outcome",
-       "must be one of Succeeded, MetricsUnavailable, OOM, Failed, TimedOut, Unschedulable"},
+       "must be one of Succeeded, MetricsUnavailable, OOM, Failed, TimedOut, Unschedulable, "
+       "ConfigNotApplied"},
       {"extra: 1", "extra", "unknown field"},
   };
   for (const BadInput& input : cases) {

@@ -409,7 +409,25 @@ TEST(DeepSpeedConfigBounds, CandidateListsOfMoreThan10000ConfigurationsAreRefuse
   EXPECT_THAT(errors[0].reason, ::testing::HasSubstr("more than 10000 configurations"));
 
   job.spec.deepspeedConfig["gradient_accumulation_steps"] = 1;
-  EXPECT_THAT(validate(job), IsEmpty());  // 2 offload devices x 1,000
+  EXPECT_THAT(validate(job), IsEmpty());  // 2 offload devices x 1,000, in 4 stages
+}
+
+// Every ZeRO stage searched is a space of its own: "all" counts four times, as a list of four does.
+TEST(DeepSpeedConfigBounds, EachStageSearchedCountsItsConfigurations) {
+  AutotuneJob job = validJob();
+  json many = json::array();
+  for (int value = 1; value <= 1'300; ++value) {
+    many.push_back(value);
+  }
+  job.spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = many;
+  for (const json& stages : {json("all"), json{0, 1, 2, 3}}) {
+    job.spec.deepspeedConfig["zero_optimization"]["stage"] = stages;
+    const FieldErrors errors = validate(job);  // 2 offload devices x 1,300 x 4 stages
+    ASSERT_EQ(errors.size(), 1U) << stages << ::testing::PrintToString(errors);
+    EXPECT_THAT(errors[0].reason, ::testing::HasSubstr("more than 10000 configurations"));
+  }
+  job.spec.deepspeedConfig["zero_optimization"]["stage"] = json{1, 2, 3};
+  EXPECT_THAT(validate(job), IsEmpty());  // 7,800
 }
 
 }  // namespace
