@@ -29,30 +29,38 @@ using autotune::api::AutotuneJob;
 using autotune::api::Spec;
 namespace tuning = autotune::tuning;
 
-constexpr int kExitUsage = 2;
+using autotune::cli::Flag;
+using autotune::cli::kExitUsage;
 constexpr int kExitInvalid = 2;
 // A plan that cannot start, as a search that failed.
 constexpr int kExitFailure = 1;
 
 constexpr std::string_view kUsage =
-    "usage: autotune plan FILE\n"
-    "       autotune run FILE [--gpus LIST] [--results DIR] [--resume]\n"
-    "       autotune report RESULTS [--job FILE] [--format html|svg] [-o OUT]\n"
+    "usage: autotune plan [-f] FILE\n"
+    "       autotune run [-f] FILE [--gpus LIST] [--results DIR] [--resume]\n"
+    "       autotune report RESULTS [--job FILE] [-o html|svg] [--output-file OUT]\n"
+    "       autotune --version\n"
     "\n"
-    "  plan FILE   print the memory estimate per ZeRO stage, the largest micro-batch each is\n"
-    "              expected to fit, and the trials the job's strategy would launch first\n"
-    "  run FILE    run the search with each trial a local process on its own GPUs\n"
-    "    --gpus LIST     GPUs to use, e.g. 0-15 or 0,1,2 (default: CUDA_VISIBLE_DEVICES)\n"
-    "    --results DIR   results directory (default: autotune_results); re-running on the same\n"
-    "                    directory resumes without running a finished trial again\n"
-    "    --resume        fail unless DIR already holds finished trials of this job\n"
-    "  report RESULTS  draw the search: RESULTS is a results directory of autotune run, a\n"
-    "                  results.json (autotune run's or the output ConfigMap's), or the output\n"
-    "                  ConfigMap itself (kubectl get configmap NAME -o yaml)\n"
-    "    --job FILE      the job that ran the search: its metric, the memory model's estimates\n"
-    "                    and what it pruned\n"
-    "    --format F      html (default): the whole report; svg: the chart alone\n"
-    "    -o OUT          write to OUT (default: standard output)\n";
+    "  plan    print the memory estimate per ZeRO stage, the largest micro-batch each is expected\n"
+    "          to fit, and the trials the job's strategy would launch first\n"
+    "  run     run the search with each trial a local process on its own GPUs\n"
+    "  report  draw a search's results\n"
+    "\n"
+    "FILE may be - (standard input). 'autotune VERB --help' describes a verb's flags.\n";
+
+constexpr std::string_view kRunUsage =
+    "usage: autotune run [-f] FILE [flags]\n"
+    "\n"
+    "Runs the search of the job in FILE (- for standard input) with each trial a local process on\n"
+    "its own GPUs. Re-running on the same results directory resumes without running a finished\n"
+    "trial again.\n";
+
+constexpr std::string_view kReportUsage =
+    "usage: autotune report RESULTS [flags]\n"
+    "\n"
+    "Draws a search. RESULTS is a results directory of autotune run, a results.json (autotune\n"
+    "run's or the output ConfigMap's), or the output ConfigMap itself (kubectl get configmap NAME\n"
+    "-o yaml).\n";
 
 std::string precisionName(tuning::Precision precision) {
   switch (precision) {
@@ -307,25 +315,34 @@ int run(const std::vector<std::string>& args) {
   autotune::executor::RunOptions options;
   options.toolsDirectory = ownDirectory();
   options.terminal = isatty(STDOUT_FILENO) != 0;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const bool hasValue = i + 1 < args.size();
-    if (args[i] == "--gpus" && hasValue) {
-      options.gpus = args[++i];
-    } else if (args[i] == "--results" && hasValue) {
-      options.resultsDirectory = args[++i];
-    } else if (args[i] == "--resume") {
-      options.resume = true;
-    } else if (options.jobFile.empty() && !args[i].starts_with("-")) {
-      options.jobFile = args[i];
-    } else {
-      std::cerr << "autotune run: unexpected argument \"" << args[i] << "\"\n" << kUsage;
-      return kExitUsage;
-    }
+  std::string file;
+  const std::vector<Flag> flags{
+      autotune::cli::jobFileFlag(file),
+      {"gpus", 0, "LIST", "GPUs to use, e.g. 0-15 or 0,1,2 (default: CUDA_VISIBLE_DEVICES)",
+       [&](const std::string& value) {
+         options.gpus = value;
+         return std::optional<std::string>();
+       }},
+      {"results", 0, "DIR", "the results directory (default: autotune_results)",
+       [&](const std::string& value) {
+         options.resultsDirectory = value;
+         return std::optional<std::string>();
+       }},
+      {"resume", 0, "", "fail unless DIR already holds finished trials of this job",
+       [&](const std::string& value) {
+         options.resume = value == "true";
+         return std::optional<std::string>();
+       }}};
+  const auto line = autotune::cli::parseCommandLine(args, flags);
+  if (const auto answered =
+          autotune::cli::answeredAlone(line, "autotune", "run", kRunUsage, flags)) {
+    return *answered;
   }
-  if (options.jobFile.empty()) {
-    std::cerr << kUsage;
+  auto job = autotune::cli::oneJobFile(file, line->arguments, "autotune", "run");
+  if (!job) {
     return kExitUsage;
   }
+  options.jobFile = *job;
   return autotune::executor::runLocally(options, std::cout, std::cerr);
 }
 
@@ -347,77 +364,93 @@ bool readReportJob(const std::string& path, std::optional<AutotuneJob>& job) {
   return true;
 }
 
-struct ReportOptions {
-  std::string results;
-  std::string jobFile;
-  autotune::report::Format format = autotune::report::Format::kHtml;
-  std::string output = "-";
-};
-
-std::optional<ReportOptions> reportOptions(const std::vector<std::string>& args) {
-  ReportOptions options;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const bool hasValue = i + 1 < args.size();
-    if (args[i] == "--job" && hasValue) {
-      options.jobFile = args[++i];
-    } else if (args[i] == "--format" && hasValue) {
-      const auto format = autotune::report::parseFormat(args[++i]);
-      if (!format) {
-        std::cerr << "autotune report: --format must be html or svg, not \"" << args[i] << "\"\n";
-        return std::nullopt;
-      }
-      options.format = *format;
-    } else if (args[i] == "-o" && hasValue) {
-      options.output = args[++i];
-    } else if (options.results.empty() && !args[i].starts_with("-")) {
-      options.results = args[i];
-    } else {
-      std::cerr << "autotune report: unexpected argument \"" << args[i] << "\"\n" << kUsage;
-      return std::nullopt;
-    }
-  }
-  if (options.results.empty()) {
-    std::cerr << "autotune report: RESULTS is missing\n" << kUsage;
-    return std::nullopt;
-  }
-  return options;
-}
-
 int report(const std::vector<std::string>& args) {
-  const auto options = reportOptions(args);
-  if (!options) {
+  std::string jobFile;
+  autotune::cli::ReportOutput output;
+  std::vector<Flag> flags{{"job", 0, "FILE",
+                           "the job that ran the search: its metric, the memory model's "
+                           "estimates and what it pruned",
+                           [&](const std::string& value) {
+                             jobFile = value;
+                             return std::optional<std::string>();
+                           }}};
+  for (auto& flag : autotune::cli::reportOutputFlags(output)) {
+    flags.push_back(std::move(flag));
+  }
+  const auto line = autotune::cli::parseCommandLine(args, flags);
+  if (const auto answered =
+          autotune::cli::answeredAlone(line, "autotune", "report", kReportUsage, flags)) {
+    return *answered;
+  }
+  if (line->arguments.size() != 1) {
+    std::cerr << "autotune report: "
+              << (line->arguments.empty() ? "RESULTS is missing" : "one RESULTS only")
+              << "\nSee 'autotune report --help'.\n";
     return kExitUsage;
   }
-  const auto results = autotune::report::loadResults(options->results);
+  const std::string& source = line->arguments.front();
+  const auto results = autotune::report::loadResults(source);
   if (!results) {
     std::cerr << results.error() << "\n";
     return kExitInvalid;
   }
   std::optional<AutotuneJob> job;
-  if (!options->jobFile.empty() && !readReportJob(options->jobFile, job)) {
+  if (!jobFile.empty() && !readReportJob(jobFile, job)) {
     return kExitInvalid;
   }
   if (job && !results->jobName.empty() && results->jobName != job->name()) {
-    std::cerr << "note: --job " << options->jobFile << " is job " << job->name() << ", and "
-              << options->results << " holds the results of job " << results->jobName << "\n";
+    std::cerr << "note: --job " << jobFile << " is job " << job->name() << ", and " << source
+              << " holds the results of job " << results->jobName << "\n";
   }
-  return autotune::cli::writeReport(*results, job, options->format, options->output);
+  return autotune::cli::writeReport(*results, job, output);
 }
 
 }  // namespace
 
 namespace autotune::cli {
 
-int plan(const std::string& path) { return planJob(path); }
+int planVerb(const std::vector<std::string>& args, std::string_view program) {
+  std::string file;
+  const std::vector<Flag> flags{jobFileFlag(file)};
+  const std::string usage = "usage: " + std::string(program) +
+                            " plan [-f] FILE\n"
+                            "\n"
+                            "Prints the memory estimate per ZeRO stage of the job in FILE (- for "
+                            "standard input),\nthe largest micro-batch each is expected to fit, "
+                            "and the trials the job's strategy\nwould launch first.\n";
+  const auto line = parseCommandLine(args, flags);
+  if (const auto answered = answeredAlone(line, program, "plan", usage, flags)) {
+    return *answered;
+  }
+  const auto job = oneJobFile(file, line->arguments, program, "plan");
+  return job ? planJob(*job) : kExitUsage;
+}
+
+std::vector<Flag> reportOutputFlags(ReportOutput& output) {
+  return {{"output", 'o', "FORMAT", "html (default): the whole report; svg: the chart alone",
+           [&output](const std::string& value) -> std::optional<std::string> {
+             const auto format = report::parseFormat(value);
+             if (!format) {
+               return "must be html or svg, not \"" + value + "\"";
+             }
+             output.format = *format;
+             return std::nullopt;
+           }},
+          {"output-file", 0, "FILE", "write to FILE (default: standard output)",
+           [&output](const std::string& value) {
+             output.file = value;
+             return std::optional<std::string>();
+           }}};
+}
 
 int writeReport(const report::SearchResults& results, const std::optional<api::AutotuneJob>& job,
-                report::Format format, const std::string& output) {
-  const std::string rendered = report::renderReport(results, job, format);
-  if (output == "-") {
+                const ReportOutput& output) {
+  const std::string rendered = report::renderReport(results, job, output.format);
+  if (output.file == "-") {
     std::cout << rendered;
     return std::cout.flush() ? 0 : 1;
   }
-  if (auto written = executor::writeFileAtomically(output, rendered); !written) {
+  if (auto written = executor::writeFileAtomically(output.file, rendered); !written) {
     std::cerr << written.error() << "\n";
     return 1;
   }
@@ -431,19 +464,25 @@ int main(int argc, char** argv) {
   if (argc > 0 && std::filesystem::path(argv[0]).filename() == "kubectl-autotune") {
     return autotune::cli::kubectlPlugin(args);
   }
-  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
+  const std::string verb = args.empty() ? "" : args.front();
+  const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (verb == "--help" || verb == "-h" || verb == "help") {
     std::cout << kUsage;
     return 0;
   }
-  if (args.size() == 2 && args[0] == "plan") {
-    return planJob(args[1]);
+  if (verb == "--version") {
+    std::cout << autotune::cli::versionLine("autotune");
+    return 0;
   }
-  if (!args.empty() && args[0] == "run") {
-    return run(args);
+  if (verb == "plan") {
+    return autotune::cli::planVerb(rest, "autotune");
   }
-  if (!args.empty() && args[0] == "report") {
-    return report(args);
+  if (verb == "run") {
+    return run(rest);
   }
-  std::cerr << kUsage;
+  if (verb == "report") {
+    return report(rest);
+  }
+  std::cerr << (verb.empty() ? "" : "autotune: unknown verb \"" + verb + "\"\n") << kUsage;
   return kExitUsage;
 }

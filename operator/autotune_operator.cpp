@@ -17,9 +17,11 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "api/units.h"
+#include "command_line.h"
 #include "controller/cluster.h"
 #include "controller/event_sender.h"
 #include "controller/measurement_key.h"
@@ -44,7 +46,7 @@ namespace {
 using namespace autotune;
 using nlohmann::json;
 
-constexpr int kExitUsage = 2;
+using cli::kExitUsage;
 constexpr int kExitFailure = 1;
 // Trials launched together change their Pods together: a job's Pod changes within this period are
 // reconciled once, so they cost one status write rather than one each.
@@ -52,41 +54,10 @@ constexpr auto kPodBatch = std::chrono::milliseconds(500);
 
 constexpr std::string_view kUsage =
     "usage: autotune-operator [flags]\n"
-    "  --kubeconfig FILE                  default: $KUBECONFIG, else the in-cluster service "
-    "account\n"
-    "  --namespace NS[,NS...]             namespaces to watch (repeatable); default: all\n"
-    "  --metrics-bind-address ADDR        default :8080 (0 turns metrics off)\n"
-    "  --metrics-secure[=false]           /metrics over HTTPS, for bearer tokens whose user may\n"
-    "                                     get the non-resource URL /metrics (TokenReview and\n"
-    "                                     SubjectAccessReview); default true, false: plain HTTP\n"
-    "  --metrics-cert-dir DIR             tls.key and tls.crt to serve; default: a self-signed\n"
-    "                                     certificate made at start\n"
-    "  --health-probe-bind-address ADDR   default :8081\n"
-    "  --leader-elect                     run one active replica, elected on a Lease\n"
-    "  --kueue                            watch Kueue's Workloads and LocalQueues (Kueue must be\n"
-    "                                     installed): a queued job's trials say why Kueue holds\n"
-    "                                     them, and a missing LocalQueue is a condition\n"
-    "  --kueue-workload-selector SELECTOR the Workloads watched, by label; default "
-    "autotune.io/job\n"
-    "                                     (Kueue copies it from the trials when its configuration\n"
-    "                                     has integrations.labelKeysToCopy: [autotune.io/job]);\n"
-    "                                     empty: every Workload\n"
-    "  --node-selector SELECTOR           the Nodes watched for GPUs, by label; default\n"
-    "                                     nvidia.com/gpu.present=true (GPU feature discovery's);\n"
-    "                                     empty: every Node\n"
-    "  --leader-election-namespace NS     default: $POD_NAMESPACE, else default\n"
-    "  --leader-election-id NAME          the Lease's name; default autotune-operator\n"
-    "  --measurement-key-secret NAME      the Secret, in the leader election namespace, that "
-    "holds\n"
-    "                                     the key sealing kept measurements (made when missing);\n"
-    "                                     default autotune-operator-measurement-key\n"
-    "  --measurement-max-age DURATION     kept measurements older than this are measured again;\n"
-    "                                     default 720h\n"
-    "  --measurements-per-namespace N     kept measurements past this, the oldest, are deleted;\n"
-    "                                     default 1000\n"
-    "  --workers N                        concurrent reconciles; default 2\n"
-    "  --qps Q --burst B                  client-side API rate limit; default 20 and 30\n"
-    "  --log-level LEVEL                  debug, info, warn or error; default info\n";
+    "\n"
+    "Watches AutotuneJobs, their trial Pods and the GPU Nodes, and runs each job's search.\n"
+    "\n"
+    "Flags:\n";
 
 struct Options {
   std::string kubeconfig;
@@ -127,103 +98,120 @@ std::vector<std::string> splitList(const std::string& text) {
   return parts;
 }
 
-// Flags as `--name value` or `--name=value`; every mistake is named.
+// A flag's setter that stores the value as given.
+cli::Flag text(std::string name, std::string valueName, std::string help, std::string& target) {
+  return {std::move(name), 0, std::move(valueName), std::move(help),
+          [&target](const std::string& value) {
+            target = value;
+            return std::optional<std::string>();
+          }};
+}
+
+cli::Flag toggle(std::string name, std::string help, bool& target) {
+  return {std::move(name), 0, "", std::move(help), [&target](const std::string& value) {
+            target = value == "true";
+            return std::optional<std::string>();
+          }};
+}
+
+template <typename Number>
+cli::Flag positive(std::string name, std::string valueName, std::string help, Number& target) {
+  return {std::move(name), 0, std::move(valueName), std::move(help),
+          [&target](const std::string& value) -> std::optional<std::string> {
+            // Read signed, so that "-1" is refused rather than wrapped round into an unsigned.
+            using Read = std::conditional_t<std::is_floating_point_v<Number>, double, long long>;
+            std::istringstream parse(value);
+            Read number{};
+            if (!(parse >> number) || !parse.eof() || number <= 0) {
+              return "\"" + value + "\" is not a positive number";
+            }
+            target = static_cast<Number>(number);
+            return std::nullopt;
+          }};
+}
+
+std::vector<cli::Flag> operatorFlags(Options& options) {
+  auto& limits = options.measurementLimits;
+  return {text("kubeconfig", "FILE",
+               "default: $KUBECONFIG (its files merged), else the in-cluster service account",
+               options.kubeconfig),
+          {"namespace", 0, "NS[,NS...]", "namespaces to watch (repeatable); default: all",
+           [&options](const std::string& value) {
+             for (auto& ns : splitList(value)) {
+               options.namespaces.push_back(std::move(ns));
+             }
+             return std::optional<std::string>();
+           }},
+          text("metrics-bind-address", "ADDR", "default :8080 (0 turns metrics off)",
+               options.metricsAddress),
+          toggle("metrics-secure",
+                 "/metrics over HTTPS, for bearer tokens whose user may get the non-resource "
+                 "URL /metrics (TokenReview and SubjectAccessReview); default true, false: "
+                 "plain HTTP",
+                 options.metricsSecure),
+          text("metrics-cert-dir", "DIR",
+               "tls.key and tls.crt to serve; default: a self-signed certificate made at start",
+               options.metricsCertDir),
+          text("health-probe-bind-address", "ADDR", "default :8081", options.probeAddress),
+          toggle("leader-elect", "run one active replica, elected on a Lease", options.leaderElect),
+          toggle("kueue",
+                 "watch Kueue's Workloads and LocalQueues (Kueue must be installed): a queued "
+                 "job's trials say why Kueue holds them, and a missing LocalQueue is a condition",
+                 options.kueue),
+          text("kueue-workload-selector", "SELECTOR",
+               "the Workloads watched, by label; default autotune.io/job (Kueue copies it "
+               "from the trials when its configuration has integrations.labelKeysToCopy: "
+               "[autotune.io/job]); empty: every Workload",
+               options.workloadSelector),
+          text("node-selector", "SELECTOR",
+               "the Nodes watched for GPUs, by label; default nvidia.com/gpu.present=true "
+               "(GPU feature discovery's); empty: every Node",
+               options.nodeSelector),
+          text("leader-election-namespace", "NS", "default: $POD_NAMESPACE, else default",
+               options.leaseNamespace),
+          text("leader-election-id", "NAME", "the Lease's name; default autotune-operator",
+               options.leaseName),
+          text("measurement-key-secret", "NAME",
+               "the Secret, in the leader election namespace, that holds the key sealing "
+               "kept measurements (made when missing); default "
+               "autotune-operator-measurement-key",
+               options.measurementKeySecret),
+          {"measurement-max-age", 0, "DURATION",
+           "kept measurements older than this are measured again; default 720h",
+           [&limits](const std::string& value) -> std::optional<std::string> {
+             const auto age = api::Duration::parse(value);
+             if (!age || age->seconds() < 1) {
+               return "\"" + value + "\" is not a duration such as 720h";
+             }
+             limits.maxAge = std::chrono::seconds(static_cast<std::int64_t>(age->seconds()));
+             return std::nullopt;
+           }},
+          positive("measurements-per-namespace", "N",
+                   "kept measurements past this, the oldest, are deleted; default 1000",
+                   limits.perNamespace),
+          positive("workers", "N", "concurrent reconciles; default 2", options.workers),
+          positive("qps", "Q", "client-side API rate limit, requests a second; default 20",
+                   options.qps),
+          positive("burst", "B", "client-side API rate limit, burst; default 30", options.burst),
+          text("log-level", "LEVEL", "debug, info, warn or error; default info", options.logLevel)};
+}
+
+// Flags as `--name value` or `--name=value`; every mistake is named. --help and --version print
+// and exit at once.
 std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ostream& err) {
   Options options;
-  options.kubeconfig = environment("KUBECONFIG");
   options.leaseNamespace = environment("POD_NAMESPACE");
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::optional<std::string> value;
-    if (const auto equals = name.find('='); equals != std::string::npos) {
-      value = name.substr(equals + 1);
-      name = name.substr(0, equals);
-    }
-    if (name == "--leader-elect") {
-      options.leaderElect = !value || *value == "true";
-      continue;
-    }
-    if (name == "--kueue") {
-      options.kueue = !value || *value == "true";
-      continue;
-    }
-    if (name == "--metrics-secure") {
-      options.metricsSecure = !value || *value == "true";
-      continue;
-    }
-    if (name == "--help" || name == "-h") {
-      std::cout << kUsage;
-      std::exit(0);  // NOLINT(concurrency-mt-unsafe): before any thread starts
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        err << name << ": needs a value\n" << kUsage;
-        return std::nullopt;
-      }
-      value = args[++i];
-    }
-    const auto number = [&](auto& target) {
-      std::istringstream parse(*value);
-      if (!(parse >> target) || !parse.eof() || target <= 0) {
-        err << name << ": \"" << *value << "\" is not a positive number\n";
-        return false;
-      }
-      return true;
-    };
-    if (name == "--kubeconfig") {
-      options.kubeconfig = *value;
-    } else if (name == "--namespace") {
-      for (auto& ns : splitList(*value)) {
-        options.namespaces.push_back(std::move(ns));
-      }
-    } else if (name == "--metrics-bind-address") {
-      options.metricsAddress = *value;
-    } else if (name == "--metrics-cert-dir") {
-      options.metricsCertDir = *value;
-    } else if (name == "--health-probe-bind-address") {
-      options.probeAddress = *value;
-    } else if (name == "--kueue-workload-selector") {
-      options.workloadSelector = *value;
-    } else if (name == "--node-selector") {
-      options.nodeSelector = *value;
-    } else if (name == "--leader-election-namespace") {
-      options.leaseNamespace = *value;
-    } else if (name == "--leader-election-id") {
-      options.leaseName = *value;
-    } else if (name == "--measurement-key-secret") {
-      options.measurementKeySecret = *value;
-    } else if (name == "--measurement-max-age") {
-      const auto age = api::Duration::parse(*value);
-      if (!age || age->seconds() < 1) {
-        err << name << ": \"" << *value << "\" is not a duration such as 720h\n";
-        return std::nullopt;
-      }
-      options.measurementLimits.maxAge =
-          std::chrono::seconds(static_cast<std::int64_t>(age->seconds()));
-    } else if (name == "--measurements-per-namespace") {
-      int bound = 0;
-      if (!number(bound)) {
-        return std::nullopt;
-      }
-      options.measurementLimits.perNamespace = static_cast<std::size_t>(bound);
-    } else if (name == "--workers") {
-      if (!number(options.workers)) {
-        return std::nullopt;
-      }
-    } else if (name == "--qps") {
-      if (!number(options.qps)) {
-        return std::nullopt;
-      }
-    } else if (name == "--burst") {
-      if (!number(options.burst)) {
-        return std::nullopt;
-      }
-    } else if (name == "--log-level") {
-      options.logLevel = *value;
-    } else {
-      err << name << ": unknown flag\n" << kUsage;
-      return std::nullopt;
-    }
+  const std::vector<cli::Flag> flags = operatorFlags(options);
+  const auto line = cli::parseCommandLine(args, flags);
+  if (line && (line->help || line->version)) {
+    std::cout << (line->help ? std::string(kUsage) + cli::describeFlags(flags)
+                             : cli::versionLine("autotune-operator"));
+    std::exit(0);  // NOLINT(concurrency-mt-unsafe): before any thread starts
+  }
+  if (!line || !line->arguments.empty()) {
+    err << (line ? "unexpected argument \"" + line->arguments.front() + "\"" : line.error())
+        << "\nSee 'autotune-operator --help'.\n";
+    return std::nullopt;
   }
   if (options.leaseNamespace.empty()) {
     options.leaseNamespace = "default";
@@ -231,9 +219,13 @@ std::optional<Options> parseFlags(const std::vector<std::string>& args, std::ost
   return options;
 }
 
+// --kubeconfig, else $KUBECONFIG's files merged as kubectl merges them, else the Pod's own
+// service account.
 k8s::Result<k8s::ClusterConfig> clusterConfig(const Options& options) {
-  auto config =
-      options.kubeconfig.empty() ? k8s::inClusterConfig() : k8s::loadKubeconfig(options.kubeconfig);
+  auto config = !options.kubeconfig.empty() ? k8s::loadKubeconfig(options.kubeconfig)
+                : !environment("KUBECONFIG").empty()
+                    ? k8s::loadKubeconfigs(k8s::defaultKubeconfigFiles())
+                    : k8s::inClusterConfig();
   if (config) {
     config->userAgent = "autotune-operator/" AUTOTUNE_VERSION;
   }

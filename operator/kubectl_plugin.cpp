@@ -1,12 +1,11 @@
 // kubectl-autotune: the autotune program as a kubectl plugin (kubectl finds kubectl-autotune on
 // the PATH and runs it for `kubectl autotune ...`). It reads the cluster of the current kubeconfig
 // context, as kubectl would:
-//   kubectl autotune report JOB [-n NS] [-o OUT] [--format html|svg]   the search drawn
+//   kubectl autotune report JOB [-n NS] [-o html|svg] [--output-file OUT]   the search drawn
 //   kubectl autotune best JOB [-n NS]     the tuned ds_config.json, from the output ConfigMap
-//   kubectl autotune plan -f FILE         what the job would run, as `autotune plan FILE`
+//   kubectl autotune plan [-f] FILE       what the job would run, as `autotune plan`
 // --kubeconfig FILE and --context NAME choose another kubeconfig or context, as kubectl's do.
 
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -26,112 +25,46 @@ namespace autotune::cli {
 namespace {
 
 constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
+constexpr std::string_view kProgram = "kubectl autotune";
 
 const k8s::Resource kAutotuneJobs{std::string(api::kGroup), std::string(api::kVersion),
                                   "autotunejobs", true};
 
 constexpr std::string_view kUsage =
-    "usage: kubectl autotune report JOB [-n NS] [-o OUT] [--format html|svg]\n"
+    "usage: kubectl autotune report JOB [-n NS] [-o html|svg] [--output-file OUT]\n"
     "       kubectl autotune best JOB [-n NS]\n"
-    "       kubectl autotune plan -f FILE\n"
+    "       kubectl autotune plan [-f] FILE\n"
+    "       kubectl autotune --version\n"
     "\n"
-    "  report JOB  draw the AutotuneJob's search (see autotune report): from its output\n"
-    "              ConfigMap once it has one, else from its status\n"
-    "  best JOB    print the tuned ds_config.json of the job's output ConfigMap\n"
-    "  plan -f F   print what the job in file F would run (see autotune plan)\n"
-    "  -n NS       the namespace (default: the kubeconfig context's, else default)\n"
-    "  --kubeconfig FILE, --context NAME   as kubectl's (default: $KUBECONFIG, else\n"
-    "              ~/.kube/config, and its current context)\n";
+    "  report  draw the AutotuneJob's search (see autotune report): from its output ConfigMap\n"
+    "          once it has one, else from its status\n"
+    "  best    print the tuned ds_config.json of the job's output ConfigMap\n"
+    "  plan    print what the job in FILE (- for standard input) would run (see autotune plan)\n"
+    "\n"
+    "The cluster is the current kubeconfig context's ($KUBECONFIG's files merged, else\n"
+    "~/.kube/config), as kubectl's. 'kubectl autotune VERB --help' describes a verb's flags.\n";
 
-struct PluginOptions {
-  std::string command;
-  std::string job;   // report, best
-  std::string file;  // plan -f
-  std::string namespaceName;
-  std::string output = "-";
-  report::Format format = report::Format::kHtml;
+// Which cluster, as kubectl is told.
+struct ClusterChoice {
   std::string kubeconfig;
   std::string context;
+  std::string namespaceName;
 };
 
-// Takes one flag and its value; false when args[i] is none of the plugin's flags.
-bool takeFlag(const std::vector<std::string>& args, std::size_t& i, PluginOptions& options,
-              bool& valid) {
-  const std::string& flag = args[i];
-  const bool hasValue = i + 1 < args.size();
-  std::string* target = nullptr;
-  if (flag == "-n" || flag == "--namespace") {
-    target = &options.namespaceName;
-  } else if (flag == "-o" || flag == "--output") {
-    target = &options.output;
-  } else if (flag == "-f" || flag == "--filename") {
-    target = &options.file;
-  } else if (flag == "--kubeconfig") {
-    target = &options.kubeconfig;
-  } else if (flag == "--context") {
-    target = &options.context;
-  } else if (flag != "--format") {
-    return false;
-  }
-  if (!hasValue) {
-    std::cerr << "kubectl autotune: " << flag << " needs a value\n";
-    valid = false;
-    return true;
-  }
-  const std::string& value = args[++i];
-  if (target != nullptr) {
-    *target = value;
-  } else if (const auto format = report::parseFormat(value)) {
-    options.format = *format;
-  } else {
-    std::cerr << "kubectl autotune: --format must be html or svg, not \"" << value << "\"\n";
-    valid = false;
-  }
-  return true;
-}
-
-std::optional<PluginOptions> parse(const std::vector<std::string>& args) {
-  PluginOptions options;
-  bool valid = true;
-  for (std::size_t i = 0; i < args.size() && valid; ++i) {
-    if (takeFlag(args, i, options, valid)) {
-      continue;
-    }
-    if (options.command.empty() && !args[i].starts_with("-")) {
-      options.command = args[i];
-    } else if (options.job.empty() && !args[i].starts_with("-") && options.command != "plan") {
-      options.job = args[i];
-    } else {
-      std::cerr << "kubectl autotune: unexpected argument \"" << args[i] << "\"\n";
-      valid = false;
-    }
-  }
-  const bool needsJob = options.command == "report" || options.command == "best";
-  const bool complete =
-      (needsJob && !options.job.empty()) || (options.command == "plan" && !options.file.empty());
-  if (!valid || !complete) {
-    std::cerr << kUsage;
-    return std::nullopt;
-  }
-  return options;
-}
-
-// The kubeconfig kubectl would read: --kubeconfig, else the first file of $KUBECONFIG, else
-// ~/.kube/config.
-std::string kubeconfigPath(const PluginOptions& options) {
-  if (!options.kubeconfig.empty()) {
-    return options.kubeconfig;
-  }
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up; nothing here sets variables
-  const char* listed = std::getenv("KUBECONFIG");
-  if (listed != nullptr && *listed != '\0') {
-    const std::string paths(listed);
-    return paths.substr(0, paths.find(':'));
-  }
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up; nothing here sets variables
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "") + "/.kube/config";
+std::vector<Flag> clusterFlags(ClusterChoice& choice) {
+  const auto into = [](std::string& target) {
+    return [&target](const std::string& value) {
+      target = value;
+      return std::optional<std::string>();
+    };
+  };
+  return {
+      {"namespace", 'n', "NS", "the namespace (default: the kubeconfig context's, else default)",
+       into(choice.namespaceName)},
+      {"kubeconfig", 0, "FILE", "the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)",
+       into(choice.kubeconfig)},
+      {"context", 0, "NAME", "the kubeconfig context (default: its current-context)",
+       into(choice.context)}};
 }
 
 struct Cluster {
@@ -139,14 +72,16 @@ struct Cluster {
   std::string namespaceName;
 };
 
-std::optional<Cluster> connect(const PluginOptions& options) {
-  auto config = k8s::loadKubeconfig(kubeconfigPath(options), options.context);
+std::optional<Cluster> connect(const ClusterChoice& choice) {
+  auto config = choice.kubeconfig.empty()
+                    ? k8s::loadKubeconfigs(k8s::defaultKubeconfigFiles(), choice.context)
+                    : k8s::loadKubeconfig(choice.kubeconfig, choice.context);
   if (!config) {
     std::cerr << config.error().message << "\n";
     return std::nullopt;
   }
   config->userAgent = "kubectl-autotune";
-  std::string namespaceName = options.namespaceName;
+  std::string namespaceName = choice.namespaceName;
   if (namespaceName.empty()) {
     namespaceName = config->namespaceName.empty() ? "default" : config->namespaceName;
   }
@@ -196,8 +131,8 @@ report::SearchResults fromStatus(const api::AutotuneJob& job) {
   return results;
 }
 
-int reportCommand(const Cluster& cluster, const PluginOptions& options) {
-  const auto job = fetchJob(cluster, options.job);
+int drawReport(const Cluster& cluster, const std::string& name, const ReportOutput& output) {
+  const auto job = fetchJob(cluster, name);
   if (!job) {
     return kExitFailed;
   }
@@ -213,11 +148,11 @@ int reportCommand(const Cluster& cluster, const PluginOptions& options) {
     results = std::move(*fromOutput);
     results.model = job->status.model;
   }
-  return writeReport(results, job, options.format, options.output);
+  return writeReport(results, job, output);
 }
 
-int bestCommand(const Cluster& cluster, const PluginOptions& options) {
-  const auto job = fetchJob(cluster, options.job);
+int printBest(const Cluster& cluster, const std::string& name) {
+  const auto job = fetchJob(cluster, name);
   if (!job) {
     return kExitFailed;
   }
@@ -225,7 +160,7 @@ int bestCommand(const Cluster& cluster, const PluginOptions& options) {
   const nlohmann::json& config =
       configMap ? k8s::member(k8s::member(*configMap, "data"), "ds_config.json") : nlohmann::json();
   if (!config.is_string()) {
-    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << options.job
+    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << name
               << " has no tuned config yet: ConfigMap " << job->spec.output.configMapName
               << " holds no ds_config.json (phase " << api::toString(job->status.phase) << ")\n";
     return kExitFailed;
@@ -234,26 +169,65 @@ int bestCommand(const Cluster& cluster, const PluginOptions& options) {
   return std::cout.flush() ? 0 : kExitFailed;
 }
 
+// A verb that reads one job of the cluster: its flags read, the cluster reached, then `act`.
+template <typename Act>
+int onOneJob(const std::vector<std::string>& args, std::string_view verb, std::string_view usage,
+             std::vector<Flag> flags, ClusterChoice& choice, Act act) {
+  for (auto& flag : clusterFlags(choice)) {
+    flags.push_back(std::move(flag));
+  }
+  const auto line = parseCommandLine(args, flags);
+  if (const auto answered = answeredAlone(line, kProgram, verb, usage, flags)) {
+    return *answered;
+  }
+  if (line->arguments.size() != 1) {
+    std::cerr << kProgram << " " << verb << ": "
+              << (line->arguments.empty() ? "JOB is missing" : "one JOB only") << "\nSee '"
+              << kProgram << " " << verb << " --help'.\n";
+    return kExitUsage;
+  }
+  const auto cluster = connect(choice);
+  return cluster ? act(*cluster, line->arguments.front()) : kExitFailed;
+}
+
 }  // namespace
 
 int kubectlPlugin(const std::vector<std::string>& args) {
-  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
+  const std::string verb = args.empty() ? "" : args.front();
+  const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  ClusterChoice choice;
+  if (verb == "--help" || verb == "-h" || verb == "help") {
     std::cout << kUsage;
     return 0;
   }
-  const auto options = parse(args);
-  if (!options) {
-    return kExitUsage;
+  if (verb == "--version") {
+    std::cout << versionLine(kProgram);
+    return 0;
   }
-  if (options->command == "plan") {
-    return plan(options->file);
+  if (verb == "plan") {
+    return planVerb(rest, kProgram);
   }
-  const auto cluster = connect(*options);
-  if (!cluster) {
-    return kExitFailed;
+  if (verb == "report") {
+    ReportOutput output;
+    return onOneJob(rest, verb,
+                    "usage: kubectl autotune report JOB [flags]\n\nDraws the AutotuneJob's "
+                    "search: from its output ConfigMap once it has one, else\nfrom its status.\n",
+                    reportOutputFlags(output), choice,
+                    [&output](const Cluster& cluster, const std::string& job) {
+                      return drawReport(cluster, job, output);
+                    });
   }
-  return options->command == "report" ? reportCommand(*cluster, *options)
-                                      : bestCommand(*cluster, *options);
+  if (verb == "best") {
+    return onOneJob(rest, verb,
+                    "usage: kubectl autotune best JOB [flags]\n\nPrints the tuned ds_config.json "
+                    "of the AutotuneJob's output ConfigMap.\n",
+                    {}, choice, printBest);
+  }
+  std::cerr << (verb.empty()            ? ""
+                : verb.starts_with("-") ? "kubectl autotune: the verb comes first, then its flags\n"
+                                        : "kubectl autotune: unknown verb \"" + verb + "\"\n")
+            << kUsage;
+  return kExitUsage;
 }
 
 }  // namespace autotune::cli

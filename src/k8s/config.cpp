@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -129,34 +130,17 @@ std::optional<std::string> scalarAt(const YAML::Node& node, const char* key) {
   return value->Scalar();
 }
 
-std::vector<std::string> entryNames(const YAML::Node& root, const char* list) {
-  std::vector<std::string> names;
-  const auto entries = child(root, list);
-  if (entries && entries->IsSequence()) {
-    for (const auto& entry : *entries) {
-      if (const auto name = scalarAt(entry, "name")) {
-        names.push_back(*name);
-      }
-    }
-  }
-  return names;
-}
+// One kubeconfig file: its content, and the folder its relative paths start from.
+struct Document {
+  fs::path directory;
+  YAML::Node root;
+};
 
-// The body (`cluster:`, `context:` or `user:`) of the entry called `name` in one of the three
-// named lists; an entry without a body has an empty one.
-std::optional<YAML::Node> namedEntry(const YAML::Node& root, const char* list, const char* body,
-                                     const std::string& name) {
-  const auto entries = child(root, list);
-  if (!entries || !entries->IsSequence()) {
-    return std::nullopt;
-  }
-  for (const auto& entry : *entries) {
-    if (scalarAt(entry, "name") == name) {
-      return child(entry, body).value_or(YAML::Node(YAML::NodeType::Map));
-    }
-  }
-  return std::nullopt;
-}
+// An entry's body (`cluster:`, `context:` or `user:`) with the folder of the file it came from.
+struct Entry {
+  YAML::Node body;
+  fs::path directory;
+};
 
 std::string joined(const std::vector<std::string>& names) {
   std::string text;
@@ -166,31 +150,200 @@ std::string joined(const std::vector<std::string>& names) {
   return text.empty() ? "none" : text;
 }
 
+fs::path resolved(const fs::path& directory, const std::string& file) {
+  const fs::path path(file);
+  return path.is_relative() ? directory / path : path;
+}
+
+// False unless the kubeconfig says true: skipping verification is never a default.
+Parsed<bool> flag(const YAML::Node& entry, const std::string& owner, const char* key) {
+  const auto value = child(entry, key);
+  if (!value) {
+    return false;
+  }
+  bool set = false;
+  if (!value->IsScalar() || !YAML::convert<bool>::decode(*value, set)) {
+    return tl::unexpected(owner + ": " + key + " must be true or false");
+  }
+  return set;
+}
+
+// PEM text from `<key>-data` (base64), else from the file `<key>` names; empty when neither.
+Parsed<std::string> pem(const Entry& entry, const std::string& owner, const std::string& key) {
+  const std::string dataKey = key + "-data";
+  if (const auto data = scalarAt(entry.body, dataKey.c_str()); data && !data->empty()) {
+    auto decoded = decodeBase64(*data);
+    if (!decoded) {
+      return tl::unexpected(owner + ": " + dataKey + " is not valid base64");
+    }
+    return std::move(*decoded);
+  }
+  const auto file = scalarAt(entry.body, key.c_str());
+  if (!file || file->empty()) {
+    return std::string();
+  }
+  const fs::path path = resolved(entry.directory, *file);
+  auto text = readFileText(path);
+  if (!text) {
+    return tl::unexpected(owner + ": " + key + " " + path.string() +
+                          " cannot be read: " + text.error());
+  }
+  return std::move(*text);
+}
+
+// Why the credentials `user` names cannot be used, or nothing: a request sent without them would
+// only meet a 401 or 403 that hides the cause.
+std::string unsupportedCredentials(const YAML::Node& user, const std::string& owner) {
+  if (const auto provider = child(user, "auth-provider")) {
+    const std::string name = scalarAt(*provider, "name").value_or("unnamed");
+    return owner + ": auth-provider " + inQuotes(name) +
+           " is not supported (kubectl itself dropped its auth providers); use the exec "
+           "credential plugin your cluster's provider ships, such as gke-gcloud-auth-plugin or "
+           "kubelogin";
+  }
+  if (child(user, "username") || child(user, "password")) {
+    return owner +
+           ": username and password (basic authentication) are not supported; use a token, a "
+           "client certificate or an exec credential plugin";
+  }
+  return "";
+}
+
+// --- exec credential plugins --------------------------------------------------------------------
+
+Parsed<std::vector<std::string>> strings(const YAML::Node& entry, const char* key,
+                                         const std::string& owner) {
+  std::vector<std::string> values;
+  const auto list = child(entry, key);
+  if (!list) {
+    return values;
+  }
+  const std::string wrong = owner + ": " + key + " must be a list of strings";
+  if (!list->IsSequence()) {
+    return tl::unexpected(wrong);
+  }
+  for (const auto& value : *list) {
+    if (!value.IsScalar()) {
+      return tl::unexpected(wrong);
+    }
+    values.push_back(value.Scalar());
+  }
+  return values;
+}
+
+Parsed<std::vector<std::pair<std::string, std::string>>> environmentOf(const YAML::Node& exec,
+                                                                       const std::string& owner) {
+  std::vector<std::pair<std::string, std::string>> variables;
+  const auto list = child(exec, "env");
+  if (!list) {
+    return variables;
+  }
+  if (!list->IsSequence()) {
+    return tl::unexpected(owner + ": env must be a list of {name, value}");
+  }
+  for (const auto& variable : *list) {
+    const auto name = scalarAt(variable, "name");
+    if (!name || name->empty()) {
+      return tl::unexpected(owner + ": env: every entry needs a name");
+    }
+    variables.emplace_back(*name, scalarAt(variable, "value").value_or(""));
+  }
+  return variables;
+}
+
+// v1 asks for interactiveMode; v1beta1 takes IfAvailable when it is unset, as kubectl does.
+Parsed<ExecPlugin::Interactive> interactiveMode(const YAML::Node& exec,
+                                                const std::string& apiVersion,
+                                                const std::string& owner) {
+  const auto mode = scalarAt(exec, "interactiveMode");
+  if (!mode) {
+    if (apiVersion == kExecCredentialV1) {
+      return tl::unexpected(owner +
+                            ": interactiveMode must be set (Never, IfAvailable or Always) " +
+                            "with apiVersion " + std::string(kExecCredentialV1));
+    }
+    return ExecPlugin::Interactive::kIfAvailable;
+  }
+  if (*mode == "Never") {
+    return ExecPlugin::Interactive::kNever;
+  }
+  if (*mode == "IfAvailable") {
+    return ExecPlugin::Interactive::kIfAvailable;
+  }
+  if (*mode == "Always") {
+    return ExecPlugin::Interactive::kAlways;
+  }
+  return tl::unexpected(owner + ": interactiveMode must be Never, IfAvailable or Always, not " +
+                        inQuotes(*mode));
+}
+
+Parsed<ExecPlugin> execPlugin(const YAML::Node& exec, const fs::path& directory,
+                              const std::string& owner) {
+  ExecPlugin plugin;
+  plugin.apiVersion = scalarAt(exec, "apiVersion").value_or("");
+  if (plugin.apiVersion != kExecCredentialV1 && plugin.apiVersion != kExecCredentialV1Beta1) {
+    return tl::unexpected(owner + ": apiVersion must be " + std::string(kExecCredentialV1) +
+                          " or " + std::string(kExecCredentialV1Beta1) + ", not " +
+                          inQuotes(plugin.apiVersion));
+  }
+  plugin.command = scalarAt(exec, "command").value_or("");
+  if (plugin.command.empty()) {
+    return tl::unexpected(owner + " names no command");
+  }
+  // A bare name is looked up on the PATH; a path names a file, relative to the kubeconfig.
+  if (plugin.command.find('/') != std::string::npos) {
+    plugin.command = resolved(directory, plugin.command).string();
+  }
+  auto args = strings(exec, "args", owner);
+  if (!args) {
+    return tl::unexpected(args.error());
+  }
+  plugin.args = std::move(*args);
+  auto env = environmentOf(exec, owner);
+  if (!env) {
+    return tl::unexpected(env.error());
+  }
+  plugin.env = std::move(*env);
+  auto clusterInfo = flag(exec, owner, "provideClusterInfo");
+  if (!clusterInfo) {
+    return tl::unexpected(clusterInfo.error());
+  }
+  plugin.provideClusterInfo = *clusterInfo;
+  auto interactive = interactiveMode(exec, plugin.apiVersion, owner);
+  if (!interactive) {
+    return tl::unexpected(interactive.error());
+  }
+  plugin.interactiveMode = *interactive;
+  plugin.installHint = scalarAt(exec, "installHint").value_or("");
+  return plugin;
+}
+
+// --- kubeconfig ---------------------------------------------------------------------------------
+
+// The kubeconfig files read as one, as kubectl merges them: the first file that names a thing
+// wins.
 class KubeconfigReader {
  public:
-  KubeconfigReader(const std::string& path, const YAML::Node& root)
-      : directory_(fs::path(path).parent_path()), root_(root) {}
+  explicit KubeconfigReader(std::vector<Document> documents) : documents_(std::move(documents)) {}
 
   Parsed<ClusterConfig> read(const std::string& requestedContext) const {
-    const std::string contextName = requestedContext.empty()
-                                        ? scalarAt(root_, "current-context").value_or("")
-                                        : requestedContext;
+    const std::string contextName = requestedContext.empty() ? currentContext() : requestedContext;
     if (contextName.empty()) {
       return tl::unexpected("no current-context is set and no context was named (contexts: " +
-                            joined(entryNames(root_, "contexts")) + ")");
+                            joined(entryNames("contexts")) + ")");
     }
-    const auto context = namedEntry(root_, "contexts", "context", contextName);
+    const auto context = namedEntry("contexts", "context", contextName);
     if (!context) {
       return tl::unexpected("no context named " + inQuotes(contextName) +
-                            " (contexts: " + joined(entryNames(root_, "contexts")) + ")");
+                            " (contexts: " + joined(entryNames("contexts")) + ")");
     }
     ClusterConfig config;
-    config.namespaceName = scalarAt(*context, "namespace").value_or("");
-    auto clusterRead = readCluster(contextName, *context, config);
+    config.namespaceName = scalarAt(context->body, "namespace").value_or("");
+    auto clusterRead = readCluster(contextName, context->body, config);
     if (!clusterRead) {
       return tl::unexpected(clusterRead.error());
     }
-    auto userRead = readUser(contextName, *context, config);
+    auto userRead = readUser(contextName, context->body, config);
     if (!userRead) {
       return tl::unexpected(userRead.error());
     }
@@ -198,19 +351,71 @@ class KubeconfigReader {
   }
 
  private:
+  std::string currentContext() const {
+    for (const auto& document : documents_) {
+      if (auto name = scalarAt(document.root, "current-context"); name && !name->empty()) {
+        return *name;
+      }
+    }
+    return "";
+  }
+
+  // Each of the list's entries as the file that names it first holds it.
+  template <typename Visit>
+  void forEachEntry(const char* list, Visit visit) const {
+    for (const auto& document : documents_) {
+      const auto entries = child(document.root, list);
+      if (!entries || !entries->IsSequence()) {
+        continue;
+      }
+      for (const auto& entry : *entries) {
+        if (!visit(entry, document.directory)) {
+          return;
+        }
+      }
+    }
+  }
+
+  std::vector<std::string> entryNames(const char* list) const {
+    std::vector<std::string> names;
+    forEachEntry(list, [&names](const YAML::Node& entry, const fs::path&) {
+      const auto name = scalarAt(entry, "name");
+      if (name && std::ranges::find(names, *name) == names.end()) {
+        names.push_back(*name);
+      }
+      return true;
+    });
+    return names;
+  }
+
+  // The body of the entry called `name` in one of the three named lists, from the first file
+  // that has one; an entry without a body has an empty one.
+  std::optional<Entry> namedEntry(const char* list, const char* body,
+                                  const std::string& name) const {
+    std::optional<Entry> found;
+    forEachEntry(list, [&](const YAML::Node& entry, const fs::path& directory) {
+      if (scalarAt(entry, "name") != name) {
+        return true;
+      }
+      found = Entry{child(entry, body).value_or(YAML::Node(YAML::NodeType::Map)), directory};
+      return false;
+    });
+    return found;
+  }
+
   Parsed<void> readCluster(const std::string& contextName, const YAML::Node& context,
                            ClusterConfig& config) const {
     const auto clusterName = scalarAt(context, "cluster");
     if (!clusterName) {
       return tl::unexpected("context " + inQuotes(contextName) + " names no cluster");
     }
-    const auto cluster = namedEntry(root_, "clusters", "cluster", *clusterName);
+    const auto cluster = namedEntry("clusters", "cluster", *clusterName);
     if (!cluster) {
       return tl::unexpected("context " + inQuotes(contextName) + " names cluster " +
                             inQuotes(*clusterName) + ", which is not in clusters");
     }
     const std::string owner = "cluster " + inQuotes(*clusterName);
-    config.server = scalarAt(*cluster, "server").value_or("");
+    config.server = scalarAt(cluster->body, "server").value_or("");
     if (config.server.empty()) {
       return tl::unexpected(owner + " has no server");
     }
@@ -219,14 +424,14 @@ class KubeconfigReader {
       return tl::unexpected(ca.error());
     }
     config.caData = std::move(*ca);
-    auto insecure = flag(*cluster, owner, "insecure-skip-tls-verify");
+    auto insecure = flag(cluster->body, owner, "insecure-skip-tls-verify");
     if (!insecure) {
       return tl::unexpected(insecure.error());
     }
     config.insecureSkipTlsVerify = *insecure;
     // cpprestsdk verifies the certificate against the URL's host and offers no way to name
     // another; refusing beats connecting with a check the user did not ask for.
-    if (scalarAt(*cluster, "tls-server-name")) {
+    if (scalarAt(cluster->body, "tls-server-name")) {
       return tl::unexpected(owner +
                             ": tls-server-name is not supported; use a server URL whose host the "
                             "server's certificate names");
@@ -241,12 +446,15 @@ class KubeconfigReader {
     if (!userName) {
       return {};
     }
-    const auto user = namedEntry(root_, "users", "user", *userName);
+    const auto user = namedEntry("users", "user", *userName);
     if (!user) {
       return tl::unexpected("context " + inQuotes(contextName) + " names user " +
                             inQuotes(*userName) + ", which is not in users");
     }
     const std::string owner = "user " + inQuotes(*userName);
+    if (auto refused = unsupportedCredentials(user->body, owner); !refused.empty()) {
+      return tl::unexpected(std::move(refused));
+    }
     auto cert = pem(*user, owner, "client-certificate");
     if (!cert) {
       return tl::unexpected(cert.error());
@@ -257,57 +465,22 @@ class KubeconfigReader {
       return tl::unexpected(key.error());
     }
     config.clientKeyData = std::move(*key);
-    config.token = scalarAt(*user, "token").value_or("");
-    if (const auto tokenFile = scalarAt(*user, "tokenFile"); tokenFile && !tokenFile->empty()) {
-      config.tokenFile = resolved(*tokenFile).string();
+    config.token = scalarAt(user->body, "token").value_or("");
+    if (const auto tokenFile = scalarAt(user->body, "tokenFile");
+        tokenFile && !tokenFile->empty()) {
+      config.tokenFile = resolved(user->directory, *tokenFile).string();
+    }
+    if (const auto exec = child(user->body, "exec")) {
+      auto plugin = execPlugin(*exec, user->directory, owner + ": exec");
+      if (!plugin) {
+        return tl::unexpected(plugin.error());
+      }
+      config.exec = std::move(*plugin);
     }
     return {};
   }
 
-  // PEM text from `<key>-data` (base64), else from the file `<key>` names; empty when neither.
-  Parsed<std::string> pem(const YAML::Node& entry, const std::string& owner,
-                          const std::string& key) const {
-    const std::string dataKey = key + "-data";
-    if (const auto data = scalarAt(entry, dataKey.c_str()); data && !data->empty()) {
-      auto decoded = decodeBase64(*data);
-      if (!decoded) {
-        return tl::unexpected(owner + ": " + dataKey + " is not valid base64");
-      }
-      return std::move(*decoded);
-    }
-    const auto file = scalarAt(entry, key.c_str());
-    if (!file || file->empty()) {
-      return std::string();
-    }
-    const fs::path path = resolved(*file);
-    auto text = readFileText(path);
-    if (!text) {
-      return tl::unexpected(owner + ": " + key + " " + path.string() +
-                            " cannot be read: " + text.error());
-    }
-    return std::move(*text);
-  }
-
-  // False unless the kubeconfig says true: skipping verification is never a default.
-  static Parsed<bool> flag(const YAML::Node& entry, const std::string& owner, const char* key) {
-    const auto value = child(entry, key);
-    if (!value) {
-      return false;
-    }
-    bool set = false;
-    if (!value->IsScalar() || !YAML::convert<bool>::decode(*value, set)) {
-      return tl::unexpected(owner + ": " + key + " must be true or false");
-    }
-    return set;
-  }
-
-  fs::path resolved(const std::string& file) const {
-    const fs::path path(file);
-    return path.is_relative() ? directory_ / path : path;
-  }
-
-  fs::path directory_;
-  YAML::Node root_;
+  std::vector<Document> documents_;
 };
 
 std::string markText(const YAML::Mark& mark) {
@@ -324,27 +497,77 @@ std::string environment(const char* name) {
   return value == nullptr ? "" : value;
 }
 
-}  // namespace
-
-Result<ClusterConfig> loadKubeconfig(const std::string& path, const std::string& context) {
+// The file at `path` as YAML, or why it cannot be read; nothing when `skipMissing` and it does not
+// exist.
+Parsed<std::optional<Document>> readDocument(const std::string& path, bool skipMissing) {
   const std::string where = "kubeconfig " + path + ": ";
   const auto text = readFileText(path);
   if (!text) {
-    return tl::unexpected(configError(where + "cannot be read: " + text.error()));
+    if (skipMissing && !fs::exists(path)) {
+      return std::nullopt;
+    }
+    return tl::unexpected(where + "cannot be read: " + text.error());
   }
   try {
     const YAML::Node root = YAML::Load(*text);
     if (!root.IsMap()) {
-      return tl::unexpected(configError(where + "is not a YAML mapping"));
+      return tl::unexpected(where + "is not a YAML mapping");
     }
-    auto config = KubeconfigReader(path, root).read(context);
-    if (!config) {
-      return tl::unexpected(configError(where + config.error()));
-    }
-    return std::move(*config);
+    return Document{fs::path(path).parent_path(), root};
   } catch (const YAML::Exception& error) {
-    return tl::unexpected(configError(where + markText(error.mark) + error.msg));
+    return tl::unexpected(where + markText(error.mark) + error.msg);
   }
+}
+
+Result<ClusterConfig> readMerged(const std::vector<std::string>& paths, bool skipMissing,
+                                 const std::string& context) {
+  std::vector<Document> documents;
+  for (const auto& path : paths) {
+    auto document = readDocument(path, skipMissing);
+    if (!document) {
+      return tl::unexpected(configError(document.error()));
+    }
+    if (*document) {
+      documents.push_back(std::move(**document));
+    }
+  }
+  std::string named;
+  for (const auto& path : paths) {
+    named += (named.empty() ? "" : ", ") + path;
+  }
+  if (documents.empty()) {
+    return tl::unexpected(configError("kubeconfig: none of " + named + " exists"));
+  }
+  auto config = KubeconfigReader(std::move(documents)).read(context);
+  if (!config) {
+    return tl::unexpected(configError("kubeconfig " + named + ": " + config.error()));
+  }
+  return std::move(*config);
+}
+
+}  // namespace
+
+Result<ClusterConfig> loadKubeconfig(const std::string& path, const std::string& context) {
+  return readMerged({path}, false, context);
+}
+
+Result<ClusterConfig> loadKubeconfigs(const std::vector<std::string>& paths,
+                                      const std::string& context) {
+  return readMerged(paths, true, context);
+}
+
+std::vector<std::string> defaultKubeconfigFiles() {
+  std::vector<std::string> files;
+  std::stringstream listed(environment("KUBECONFIG"));
+  for (std::string file; std::getline(listed, file, ':');) {
+    if (!file.empty()) {
+      files.push_back(file);
+    }
+  }
+  if (files.empty()) {
+    files.push_back(environment("HOME") + "/.kube/config");
+  }
+  return files;
 }
 
 Result<ClusterConfig> inClusterConfig(const std::filesystem::path& serviceAccountDir) {

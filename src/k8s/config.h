@@ -5,19 +5,42 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "k8s/error.h"
 
 namespace autotune::k8s {
 
+// A kubeconfig user's exec credential plugin (client.authentication.k8s.io): a program, such as
+// `aws eks get-token` or `gke-gcloud-auth-plugin`, that prints an ExecCredential on its standard
+// output (see exec_credential.h).
+inline constexpr std::string_view kExecCredentialV1 = "client.authentication.k8s.io/v1";
+inline constexpr std::string_view kExecCredentialV1Beta1 = "client.authentication.k8s.io/v1beta1";
+
+struct ExecPlugin {
+  enum class Interactive { kNever, kIfAvailable, kAlways };
+
+  std::string apiVersion;  // client.authentication.k8s.io/v1 or /v1beta1
+  std::string command;     // found on the PATH, or a path (relative ones next to the kubeconfig)
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  // added to the program's environment
+  std::string installHint;                               // shown when the command cannot be found
+  Interactive interactiveMode = Interactive::kIfAvailable;
+  bool provideClusterInfo = false;  // the cluster's server and CA go to the plugin
+};
+
 struct ClusterConfig {
-  std::string server;          // https://host:port
-  std::string caData;          // PEM; empty means the system's trust store
-  std::string clientCertData;  // PEM
-  std::string clientKeyData;   // PEM
-  std::string token;           // a bearer token given inline
-  std::string tokenFile;       // a bearer token to re-read (see readToken)
+  std::string server;              // https://host:port
+  std::string caData;              // PEM; empty means the system's trust store
+  std::string clientCertData;      // PEM
+  std::string clientKeyData;       // PEM
+  std::string token;               // a bearer token given inline
+  std::string tokenFile;           // a bearer token to re-read (see readToken)
+  std::optional<ExecPlugin> exec;  // credentials to fetch from a plugin, when it is set
   bool insecureSkipTlsVerify = false;
   // The context's namespace, for programs that act where kubectl would; empty when it sets none.
   std::string namespaceName;
@@ -31,9 +54,21 @@ struct ClusterConfig {
 
 // The cluster and user of `context`, or of the kubeconfig's current-context when `context` is
 // empty. Certificate and token files named by relative paths are found next to the kubeconfig;
-// *-data fields (base64) win over file paths, as in kubectl. Every error is of kind kOther and
-// names the file and what in it is wrong.
+// *-data fields (base64) win over file paths, as in kubectl. A user with an auth-provider or a
+// username and password is an error: those are not supported, and nothing is sent anonymously
+// in their place. Every error is of kind kOther and names the file and what in it is wrong.
 Result<ClusterConfig> loadKubeconfig(const std::string& path, const std::string& context = "");
+
+// Several kubeconfig files merged as kubectl merges the files of $KUBECONFIG: the first file that
+// sets current-context sets it, and of clusters, contexts and users of the same name the first
+// file's wins; relative paths are found next to the file that names them. Files that do not exist
+// are skipped; it is an error if none does.
+Result<ClusterConfig> loadKubeconfigs(const std::vector<std::string>& paths,
+                                      const std::string& context = "");
+
+// The kubeconfig files kubectl reads when no --kubeconfig is given: those $KUBECONFIG lists
+// (separated by ':'), else ~/.kube/config.
+std::vector<std::string> defaultKubeconfigFiles();
 
 // The configuration of a Pod's own service account: the API server from KUBERNETES_SERVICE_HOST
 // and KUBERNETES_SERVICE_PORT, the CA from `serviceAccountDir`/ca.crt. The token is left as a

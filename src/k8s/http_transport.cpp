@@ -8,9 +8,12 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 
+#include "k8s/exec_credential.h"
 #include "k8s/transport.h"
 
 namespace autotune::k8s {
@@ -73,63 +76,103 @@ void trustOnly(boost::asio::ssl::context& context, const std::string& caPem) {
   context.add_certificate_authority(boost::asio::buffer(caPem));
 }
 
-// The bearer token, re-read from its file once a minute and whenever the server said 401.
-class TokenSource {
+// What authenticates a request: a bearer token (inline; from a file, re-read once a minute; or
+// from an exec plugin, kept until it expires) and a client certificate (the kubeconfig's, or the
+// plugin's). A 401 makes the next request read or fetch them afresh.
+class Credentials {
  public:
-  explicit TokenSource(ClusterConfig config) : config_(std::move(config)) {}
+  explicit Credentials(ClusterConfig config) : config_(std::move(config)) {}
 
-  std::string current() {
+  // The bearer token to send, empty for none; an error when the plugin gives none.
+  tl::expected<std::string, std::string> token() {
     const std::lock_guard lock(mutex_);
-    if (config_.tokenFile.empty() || Clock::now() - readAt_ < kTokenLifetime) {
-      return cached_.empty() ? config_.token : cached_;
+    if (config_.exec) {
+      auto fetched = fromPlugin();
+      if (!fetched) {
+        return tl::unexpected(fetched.error());
+      }
+      return (*fetched)->token;
     }
-    refresh();
-    return cached_;
+    if (!config_.tokenFile.empty() && Clock::now() - readAt_ >= kTokenLifetime) {
+      if (auto token = readToken(config_)) {
+        cached_ = *token;
+      }
+      readAt_ = Clock::now();
+    }
+    return cached_.empty() ? config_.token : cached_;
   }
 
-  void invalidate() {
+  // The client certificate and key (PEM) a new connection presents; empty for none.
+  std::pair<std::string, std::string> certificate() {
+    const std::lock_guard lock(mutex_);
+    if (config_.exec) {
+      if (auto fetched = fromPlugin(); fetched && !(*fetched)->clientCertData.empty()) {
+        return {(*fetched)->clientCertData, (*fetched)->clientKeyData};
+      }
+    }
+    return {config_.clientCertData, config_.clientKeyData};
+  }
+
+  // After a 401. True when the plugin's client certificate is what failed, which connections
+  // already open still present.
+  bool invalidate() {
     const std::lock_guard lock(mutex_);
     readAt_ = {};
+    const bool certificateFailed = plugin_ && !plugin_->clientCertData.empty();
+    plugin_.reset();
+    return certificateFailed;
   }
 
  private:
-  void refresh() {
-    if (auto token = readToken(config_)) {
-      cached_ = *token;
+  // The plugin's credential, fetched when there is none or it has expired.
+  tl::expected<const ExecCredential*, std::string> fromPlugin() {
+    if (plugin_ &&
+        (!plugin_->expiresAt || std::chrono::system_clock::now() < *plugin_->expiresAt)) {
+      return &*plugin_;
     }
-    readAt_ = Clock::now();
+    auto fetched = fetchExecCredential(config_);
+    if (!fetched) {
+      plugin_.reset();
+      return tl::unexpected(fetched.error().message);
+    }
+    plugin_ = std::move(*fetched);
+    return &*plugin_;
   }
 
   ClusterConfig config_;
   std::mutex mutex_;
   std::string cached_;
   Clock::time_point readAt_;
+  std::optional<ExecCredential> plugin_;
 };
 
 class HttpTransport final : public Transport {
  public:
   explicit HttpTransport(const ClusterConfig& config)
       : config_(config),
-        client_(utility::conversions::to_string_t(config.server), clientConfig(config)),
-        tokens_(config) {}
+        credentials_(std::make_shared<Credentials>(config)),
+        client_(newClient(clientConfig(config_.requestTimeout))) {}
 
   tl::expected<HttpResponse, std::string> stream(const HttpRequest& request,
                                                  const LineHandler& onLine,
                                                  std::chrono::seconds idleTimeout,
                                                  std::stop_token stop) override {
     try {
+      auto sent = message(request);
+      if (!sent) {
+        return tl::unexpected(sent.error());
+      }
       // A client of its own: cpprestsdk's timeout restarts with every read, so it is the idle
       // timeout of this stream only.
-      web::http::client::http_client_config settings = clientConfig(config_);
-      settings.set_timeout(idleTimeout);
-      web::http::client::http_client client(utility::conversions::to_string_t(config_.server),
-                                            settings);
+      const auto client = newClient(clientConfig(idleTimeout));
       pplx::cancellation_token_source cancel;
       // Cancelling closes the connection, which also ends a read that is waiting for a line.
       const std::stop_callback stopped(stop, [&cancel] { cancel.cancel(); });
-      const web::http::http_response answer =
-          client.request(message(request), cancel.get_token()).get();
+      const web::http::http_response answer = client->request(*sent, cancel.get_token()).get();
       if (answer.status_code() != web::http::status_codes::OK) {
+        if (answer.status_code() == kUnauthorized) {
+          credentials_->invalidate();
+        }
         return responseOf(answer);
       }
       Body body = answer.body().streambuf();
@@ -156,38 +199,55 @@ class HttpTransport final : public Transport {
   tl::expected<HttpResponse, std::string> send(const HttpRequest& request) override {
     auto response = attempt(request);
     if (response && response->status == kUnauthorized) {
-      tokens_.invalidate();
+      if (credentials_->invalidate()) {
+        // Pooled connections would present the certificate the server refused.
+        const std::lock_guard lock(clientMutex_);
+        client_ = newClient(clientConfig(config_.requestTimeout));
+      }
       response = attempt(request);
     }
     return response;
   }
 
  private:
-  static web::http::client::http_client_config clientConfig(const ClusterConfig& config) {
+  using HttpClient = web::http::client::http_client;
+
+  std::shared_ptr<HttpClient> newClient(
+      const web::http::client::http_client_config& settings) const {
+    return std::make_shared<HttpClient>(utility::conversions::to_string_t(config_.server),
+                                        settings);
+  }
+
+  web::http::client::http_client_config clientConfig(std::chrono::seconds timeout) const {
     web::http::client::http_client_config settings;
-    settings.set_timeout(config.requestTimeout);
-    settings.set_validate_certificates(!config.insecureSkipTlsVerify);
-    settings.set_ssl_context_callback([config](boost::asio::ssl::context& context) {
-      if (!config.caData.empty()) {
-        trustOnly(context, config.caData);
-      }
-      if (!config.clientCertData.empty() && !config.clientKeyData.empty()) {
-        context.use_certificate_chain(boost::asio::buffer(config.clientCertData));
-        context.use_private_key(boost::asio::buffer(config.clientKeyData),
-                                boost::asio::ssl::context::pem);
-      }
-    });
+    settings.set_timeout(timeout);
+    settings.set_validate_certificates(!config_.insecureSkipTlsVerify);
+    settings.set_ssl_context_callback(
+        [ca = config_.caData, credentials = credentials_](boost::asio::ssl::context& context) {
+          if (!ca.empty()) {
+            trustOnly(context, ca);
+          }
+          const auto [certificate, key] = credentials->certificate();
+          if (!certificate.empty() && !key.empty()) {
+            context.use_certificate_chain(boost::asio::buffer(certificate));
+            context.use_private_key(boost::asio::buffer(key), boost::asio::ssl::context::pem);
+          }
+        });
     return settings;
   }
 
-  web::http::http_request message(const HttpRequest& request) {
+  tl::expected<web::http::http_request, std::string> message(const HttpRequest& request) {
+    auto token = credentials_->token();
+    if (!token) {
+      return tl::unexpected(token.error());
+    }
     web::http::http_request message(utility::conversions::to_string_t(request.method));
     message.set_request_uri(utility::conversions::to_string_t(request.target));
     for (const auto& [name, value] : request.headers) {
       message.headers().add(name, value);
     }
-    if (const std::string token = tokens_.current(); !token.empty()) {
-      message.headers().add("Authorization", "Bearer " + token);
+    if (!token->empty()) {
+      message.headers().add("Authorization", "Bearer " + *token);
     }
     message.headers().add("Accept", "application/json");
     if (!config_.userAgent.empty()) {
@@ -211,16 +271,26 @@ class HttpTransport final : public Transport {
 
   tl::expected<HttpResponse, std::string> attempt(const HttpRequest& request) {
     try {
+      auto sent = message(request);
+      if (!sent) {
+        return tl::unexpected(sent.error());
+      }
+      std::shared_ptr<HttpClient> client;
+      {
+        const std::lock_guard lock(clientMutex_);
+        client = client_;
+      }
       // Blocking here, on the caller's thread, is the point: callers are our own threads.
-      return responseOf(client_.request(message(request)).get());
+      return responseOf(client->request(*sent).get());
     } catch (const std::exception& error) {
       return tl::unexpected(std::string(error.what()));
     }
   }
 
   ClusterConfig config_;
-  web::http::client::http_client client_;
-  TokenSource tokens_;
+  std::shared_ptr<Credentials> credentials_;
+  std::mutex clientMutex_;
+  std::shared_ptr<HttpClient> client_;
 };
 
 }  // namespace

@@ -3,7 +3,9 @@
 # PATH; `kubectl autotune report` draws a job still searching from its status and a finished one
 # from its output ConfigMap; `kubectl autotune best` prints the ConfigMap's ds_config.json;
 # `kubectl autotune plan -f` is `autotune plan`; the namespace comes from -n, else from the
-# kubeconfig context; a job that does not exist is named in the error.
+# kubeconfig context; a job that does not exist is named in the error. Kubeconfigs as clusters
+# hand them out: $KUBECONFIG's files merged, an exec credential plugin's token, an auth-provider
+# refused with the reason.
 #
 # Usage: kubectl_plugin_test.sh AUTOTUNE_BINARY SOURCE_DIR
 # It starts its own control plane with scripts/controlplane, or, when AUTOTUNE_TEST_KUBECONFIG is
@@ -66,7 +68,7 @@ PY
 require "the job's status takes the results" kubectl patch atj "$job" -n "$namespace" \
   --subresource=status --type=merge --patch-file "$work/status.json"
 
-kubectl autotune report "$job" -n "$namespace" -o "$work/status.html" 2>"$work/err"
+kubectl autotune report "$job" -n "$namespace" --output-file "$work/status.html" 2>"$work/err"
 expect "kubectl autotune report draws a job still searching" test $? -eq 0
 expect "from its status: the best so far is named" grep -q '<b>z1_gas1_tmbspg3</b>' \
   "$work/status.html"
@@ -96,13 +98,13 @@ best_is_output() {
 }
 expect "kubectl autotune best is the ConfigMap's ds_config.json" best_is_output
 
-kubectl autotune report "$job" -n "$namespace" -o "$work/report.html"
+kubectl autotune report "$job" --namespace="$namespace" --output-file="$work/report.html"
 expect "kubectl autotune report draws a finished job" test $? -eq 0
 expect "from its ConfigMap: the command of cmd.txt" \
   grep -q -- '--per_device_train_batch_size 3' "$work/report.html"
 expect "and its summary table" grep -q '| global' "$work/report.html"
-kubectl autotune report "$job" -n "$namespace" --format svg >"$work/chart.svg"
-expect "--format svg gives the chart alone" \
+kubectl autotune report "$job" -n "$namespace" -o svg >"$work/chart.svg"
+expect "-o svg gives the chart alone" \
   python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$work/chart.svg"
 
 context_namespace() {
@@ -121,9 +123,110 @@ expect "and is named" grep -q "^AutotuneJob $namespace/no-such-job: not found" "
 same_plan() {
   kubectl autotune plan -f "$source_dir/examples/gpt2-large.yaml" >"$work/plan-plugin.txt" &&
     "$autotune" plan "$source_dir/examples/gpt2-large.yaml" >"$work/plan.txt" &&
-    cmp "$work/plan-plugin.txt" "$work/plan.txt"
+    cmp "$work/plan-plugin.txt" "$work/plan.txt" &&
+    kubectl autotune plan "$source_dir/examples/gpt2-large.yaml" >"$work/plan-argument.txt" &&
+    cmp "$work/plan-argument.txt" "$work/plan.txt" &&
+    kubectl autotune plan -f - <"$source_dir/examples/gpt2-large.yaml" >"$work/plan-stdin.txt" &&
+    cmp "$work/plan-stdin.txt" "$work/plan.txt"
 }
-expect "kubectl autotune plan -f is autotune plan" same_plan
+expect "kubectl autotune plan -f FILE, FILE and -f - are autotune plan FILE" same_plan
+
+# --- kubeconfigs as clusters hand them out --------------------------------------------------------
+
+# $KUBECONFIG lists files that kubectl merges: here the contexts in one and the clusters and users
+# in another, with a file that does not exist before them.
+split_kubeconfig() {
+  kubectl config view --raw --flatten -o json >"$work/whole.json" &&
+    python3 - "$work/whole.json" "$work/contexts.json" "$work/credentials.json" <<'PY'
+import json, sys
+whole = json.load(open(sys.argv[1]))
+contexts = {k: whole[k] for k in ("apiVersion", "kind", "current-context", "contexts")}
+credentials = {k: whole[k] for k in ("apiVersion", "kind", "clusters", "users")}
+json.dump(contexts, open(sys.argv[2], "w"))
+json.dump(credentials, open(sys.argv[3], "w"))
+PY
+}
+require "the kubeconfig is split in two files" split_kubeconfig
+merged_best() {
+  KUBECONFIG=$work/missing:$work/contexts.json:$work/credentials.json \
+    kubectl autotune best "$job" -n "$namespace" >"$work/merged.json" &&
+    cmp "$work/merged.json" "$work/expected.json"
+}
+expect "every file of \$KUBECONFIG is read, merged as kubectl merges them" merged_best
+kubeconfig_flag() {
+  KUBECONFIG=$work/missing kubectl autotune best "$job" --kubeconfig="$work/whole.json" \
+    --namespace "$namespace" >"$work/flag.json" && cmp "$work/flag.json" "$work/expected.json"
+}
+expect "--kubeconfig=FILE and --namespace NS are read as kubectl reads them" kubeconfig_flag
+
+# An EKS-style user: an exec plugin prints a ServiceAccount's token that may read the job and its
+# ConfigMaps, as `aws eks get-token` prints one.
+reader_rights() {
+  kubectl create serviceaccount tuner -n "$namespace" &&
+    kubectl create role tuner -n "$namespace" --verb=get \
+      --resource=autotunejobs.autotune.io,configmaps &&
+    kubectl create rolebinding tuner -n "$namespace" --role=tuner \
+      --serviceaccount="$namespace:tuner"
+}
+require "ServiceAccount tuner may get the job and its ConfigMaps" reader_rights
+token=$(kubectl create token tuner -n "$namespace" --duration=10m)
+{
+  echo '#!/bin/sh'
+  echo "echo \"\$*\" >> '$work/plugin-runs'"
+  echo "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",'"
+  echo "printf '\"status\":{\"token\":\"%s\",\"expirationTimestamp\":\"%s\"}}\\n' '$token' \\"
+  echo "  \"\$(date -u -d '+10 minutes' +%Y-%m-%dT%H:%M:%SZ)\""
+} >"$work/get-token"
+chmod +x "$work/get-token"
+exec_kubeconfig() {
+  python3 - "$work/credentials.json" "$work/eks.json" "$work/get-token" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+cluster = config["clusters"][0]
+json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "eks",
+           "clusters": [cluster],
+           "contexts": [{"name": "eks", "context": {"cluster": cluster["name"], "user": "eks"}}],
+           "users": [{"name": "eks", "user": {"exec": {
+               "apiVersion": "client.authentication.k8s.io/v1beta1",
+               "command": sys.argv[3], "args": ["eks", "get-token", "--cluster-name", "test"],
+               "interactiveMode": "Never"}}}]},
+          open(sys.argv[2], "w"))
+PY
+}
+require "a kubeconfig whose user is an exec plugin" exec_kubeconfig
+exec_best() {
+  KUBECONFIG=$work/eks.json kubectl get atj "$job" -n "$namespace" >/dev/null &&
+    KUBECONFIG=$work/eks.json kubectl autotune best "$job" -n "$namespace" >"$work/exec.json" &&
+    cmp "$work/exec.json" "$work/expected.json" &&
+    grep -qx "eks get-token --cluster-name test" "$work/plugin-runs"
+}
+expect "with an exec plugin's token, kubectl autotune best works as kubectl get does" exec_best
+forbidden_elsewhere() {
+  ! KUBECONFIG=$work/eks.json kubectl autotune best "$job" -n default 2>"$work/elsewhere.err" &&
+    grep -q "system:serviceaccount:$namespace:tuner" "$work/elsewhere.err"
+}
+expect "the request is the ServiceAccount's, not an anonymous one" forbidden_elsewhere
+
+python3 - "$work/eks.json" "$work/failing.json" "$work/provider.json" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["users"][0]["user"]["exec"]["command"] = "false-login"
+config["users"][0]["user"]["exec"]["installHint"] = "install the login tool"
+json.dump(config, open(sys.argv[2], "w"))
+config["users"][0]["user"] = {"auth-provider": {"name": "oidc", "config": {}}}
+json.dump(config, open(sys.argv[3], "w"))
+PY
+KUBECONFIG=$work/failing.json kubectl autotune best "$job" -n "$namespace" 2>"$work/failing.err"
+expect "a plugin that cannot run fails the command" test $? -eq 1
+says_why() {
+  grep -q 'exec credential plugin "false-login": not found' "$work/failing.err" &&
+    grep -q 'install the login tool' "$work/failing.err"
+}
+expect "and says which and why, with its install hint" says_why
+KUBECONFIG=$work/provider.json kubectl autotune best "$job" -n "$namespace" 2>"$work/provider.err"
+expect "an auth-provider user fails the command" test $? -eq 1
+expect "and says it is not supported" \
+  grep -q 'user "eks": auth-provider "oidc" is not supported' "$work/provider.err"
 
 if ((failures > 0)); then
   echo "kubectl_plugin_test: $failures checks failed"

@@ -15,7 +15,7 @@ example="$source_dir/examples/gpt2-large-local.yaml"
 require "the example's search runs" "$autotune" run "$example" --gpus 0-31 --results "$out/run"
 expect "autotune run leaves report.html beside summary.txt" grep -q '<svg' "$out/run/report.html"
 
-"$autotune" report "$out/run" --job "$example" -o "$out/report.html"
+"$autotune" report "$out/run" --job "$example" --output-file "$out/report.html"
 expect "a results directory with its job is drawn with exit 0" test $? -eq 0
 expect "the page names the best trial" grep -q '<b>z1_gas1_tmbspg3</b>' "$out/report.html"
 expect "the page shows the best config" grep -q '&quot;train_micro_batch_size_per_gpu&quot;: 3' \
@@ -49,9 +49,9 @@ configmap = {"apiVersion": "v1", "kind": "ConfigMap",
 # JSON is YAML, and kubectl's -o json output too.
 pathlib.Path(sys.argv[2]).write_text(json.dumps(configmap, indent=2))
 PY
-"$autotune" report "$out/configmap.yaml" --format svg -o "$out/chart.svg"
+"$autotune" report "$out/configmap.yaml" -o svg --output-file "$out/chart.svg"
 expect "an output ConfigMap is drawn with exit 0" test $? -eq 0
-expect "--format svg writes a well-formed SVG document" \
+expect "-o svg writes a well-formed SVG document" \
   python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$out/chart.svg"
 curves() { test "$(grep -o '<polyline class="curve"' "$out/chart.svg" | wc -l)" -eq 3; }
 expect "the chart has a curve for each stage with a value (z3 had none)" curves
@@ -72,9 +72,11 @@ expect "the error says what it lacks" grep -q 'holds no results.json' "$out/empt
 "$autotune" report "$out/run" --job "$out/run/results.json" 2>"$out/job.err" >/dev/null
 expect "a --job that is no job exits 2" test $? -eq 2
 expect "the error names the job file" grep -q "^--job $out/run/results.json: " "$out/job.err"
-"$autotune" report "$out/run" --format pdf 2>/dev/null >/dev/null
-expect "an unknown --format exits 2" test $? -eq 2
-"$autotune" report "$out/run" -o "$out/no/such/dir/report.html" 2>/dev/null
+"$autotune" report "$out/run" -o pdf 2>"$out/format.err" >/dev/null
+expect "an unknown format exits 2" test $? -eq 2
+expect "the error names the flag and what it takes" \
+  grep -qx 'autotune report: -o: must be html or svg, not "pdf"' "$out/format.err"
+"$autotune" report "$out/run" --output-file "$out/no/such/dir/report.html" 2>/dev/null
 expect "an output that cannot be written exits 1" test $? -eq 1
 
 if ((failures > 0)); then

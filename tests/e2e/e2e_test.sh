@@ -131,7 +131,7 @@ plugin() { PATH="$(dirname "$AUTOTUNE_OPERATOR"):$PATH" kubectl autotune "$@"; }
 
 plugin_report() {
   local report=$work/$1-report.html
-  plugin report "$1" -n "$case_ns" -o "$report" && grep -q "$published_best" "$report"
+  plugin report "$1" -n "$case_ns" --output-file "$report" && grep -q "$published_best" "$report"
 }
 
 plugin_best() {

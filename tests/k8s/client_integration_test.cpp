@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -442,6 +444,163 @@ TEST_F(Client, AWatchFromAListSeesEveryLaterChangeInOrder) {
   ASSERT_TRUE(watched) << describe(watched.error());
   EXPECT_EQ(seen,
             (std::vector<std::string>{"ADDED watched", "MODIFIED watched", "DELETED watched"}));
+}
+
+// --- exec credential plugins, as EKS, GKE and AKS kubeconfigs use them ---------------------------
+
+const Resource kRoles{"rbac.authorization.k8s.io", "v1", "roles", true};
+const Resource kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings", true};
+
+class ExecPluginClient : public Client {
+ protected:
+  void SetUp() override {
+    Client::SetUp();
+    directory_ = ::testing::TempDir() + "exec-plugin-" + ns();
+    std::filesystem::create_directories(directory_);
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(directory_);
+    Client::TearDown();
+  }
+
+  // A kubeconfig for the control plane whose user runs `script` (a shell script's body), loaded.
+  Result<ClusterConfig> kubeconfigRunning(const std::string& script) {
+    auto admin = loadKubeconfig(testing::ControlPlane::kubeconfigPath());
+    if (!admin) {
+      return admin;
+    }
+    std::ofstream(directory_ + "/ca.crt") << admin->caData;
+    const std::string plugin = directory_ + "/plugin.sh";
+    std::ofstream(plugin) << "#!/bin/sh\ncd \"$(dirname \"$0\")\"\n" << script;
+    std::filesystem::permissions(plugin, std::filesystem::perms::owner_all);
+    std::ofstream(directory_ + "/kubeconfig")
+        << "apiVersion: v1\nkind: Config\ncurrent-context: eks\n"
+        << "clusters: [{name: eks, cluster: {server: '" << admin->server
+        << "', certificate-authority: ca.crt}}]\n"
+        << "contexts: [{name: eks, context: {cluster: eks, user: plugin, namespace: " << ns()
+        << "}}]\n"
+        << "users:\n- name: plugin\n  user:\n    exec:\n"
+        << "      apiVersion: client.authentication.k8s.io/v1\n"
+        << "      command: ./plugin.sh\n      interactiveMode: Never\n";
+    return loadKubeconfig(directory_ + "/kubeconfig");
+  }
+
+  // The ServiceAccount `name` may read ConfigMaps of the test's namespace; its token.
+  std::string readerToken(const std::string& name) {
+    const json rules = {{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"list"}}}};
+    const bool granted =
+        client().create(kRoles, ns(),
+                        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                         {"kind", "Role"},
+                         {"metadata", {{"name", name}}},
+                         {"rules", rules}}) &&
+        client().create(
+            kRoleBindings, ns(),
+            {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+             {"kind", "RoleBinding"},
+             {"metadata", {{"name", name}}},
+             {"roleRef",
+              {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", name}}},
+             {"subjects", {{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", ns()}}}}});
+    return granted ? tokenOf(client(), ns(), name) : "";
+  }
+
+  // How many times the plugin ran: each run appends a line to `runs`.
+  int pluginRuns() const {
+    std::ifstream runs(directory_ + "/runs");
+    return static_cast<int>(
+        std::count(std::istreambuf_iterator<char>(runs), std::istreambuf_iterator<char>(), '\n'));
+  }
+
+  std::string directory_;
+};
+
+// The plugin's first token is refused (401): the client runs it again and sends the new one; that
+// one is kept until its expirationTimestamp, then fetched again.
+TEST_F(ExecPluginClient, ItsTokenIsSentKeptUntilItExpiresAndFetchedAgainAfterA401) {
+  const std::string token = readerToken("reader");
+  ASSERT_FALSE(token.empty());
+  // The RBAC authorizer learns of the binding through its watch: ask as the reader until it has.
+  auto asReader = loadKubeconfig(testing::ControlPlane::kubeconfigPath());
+  ASSERT_TRUE(asReader) << describe(asReader.error());
+  asReader->clientCertData.clear();
+  asReader->clientKeyData.clear();
+  asReader->token = token;
+  const k8s::Client reader(makeHttpTransport(*asReader));
+  for (int attempt = 0; attempt < 100 && !reader.list(kConfigMaps, ns()); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(reader.list(kConfigMaps, ns()));
+
+  // Each token expires 5 s after the plugin printed it; the plugin says when in `expires`.
+  auto config = kubeconfigRunning(
+      "echo run >> runs\n"
+      "if [ \"$(wc -l < runs)\" -eq 1 ]; then token=made.up.token; else token=" +
+      token +
+      "; fi\n"
+      "expires=$(date -u -d '+5 seconds' +%Y-%m-%dT%H:%M:%SZ)\n"
+      "echo \"$expires\" > expires\n"
+      "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+      "\"status\":{\"token\":\"%s\",\"expirationTimestamp\":\"%s\"}}' \"$token\" \"$expires\"\n");
+  ASSERT_TRUE(config) << describe(config.error());
+  const k8s::Client asPlugin(makeHttpTransport(*config));
+  const auto listed = asPlugin.list(kConfigMaps, ns());
+  ASSERT_TRUE(listed) << describe(listed.error());
+  EXPECT_EQ(pluginRuns(), 2) << "the refused token was fetched again once";
+
+  ASSERT_TRUE(asPlugin.list(kConfigMaps, ns()));
+  EXPECT_EQ(pluginRuns(), 2) << "a token that has not expired is kept";
+
+  std::string expires;
+  std::ifstream(directory_ + "/expires") >> expires;
+  std::tm parts{};
+  ASSERT_NE(strptime(expires.c_str(), "%Y-%m-%dT%H:%M:%SZ", &parts), nullptr) << expires;
+  const auto expiry = std::chrono::system_clock::from_time_t(timegm(&parts));
+  while (std::chrono::system_clock::now() <= expiry) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(asPlugin.list(kConfigMaps, ns()));
+  EXPECT_EQ(pluginRuns(), 3) << "an expired token is fetched again before it is sent";
+}
+
+// A plugin that fails stops the request before it is sent; its own words say why.
+TEST_F(ExecPluginClient, APluginThatFailsIsShownNotSentAnonymously) {
+  auto config = kubeconfigRunning(
+      "echo run >> runs\n"
+      "echo 'error: You must be logged in to the server (the SSO session has expired)' >&2\n"
+      "exit 1\n");
+  ASSERT_TRUE(config) << describe(config.error());
+  const auto listed = k8s::Client(makeHttpTransport(*config)).list(kConfigMaps, ns());
+  ASSERT_FALSE(listed);
+  EXPECT_NE(listed.error().message.find(
+                "exec credential plugin \"" + directory_ +
+                "/./plugin.sh\": exited with status 1: error: You must be logged in to the server "
+                "(the SSO session has expired)"),
+            std::string::npos)
+      << describe(listed.error());
+  EXPECT_EQ(listed.error().httpStatus, 0) << "no request reached the server";
+  EXPECT_GE(pluginRuns(), 1);
+}
+
+// A plugin may hand out a client certificate instead of a token: here the control plane's admin
+// certificate, which may list Namespaces where no ServiceAccount of the test may.
+TEST_F(ExecPluginClient, AClientCertificateItPrintsIsPresented) {
+  const std::string admin = testing::ControlPlane::kubeconfigPath();
+  auto adminConfig = loadKubeconfig(admin);
+  ASSERT_TRUE(adminConfig) << describe(adminConfig.error());
+  ASSERT_FALSE(adminConfig->clientCertData.empty());
+  std::ofstream(directory_ + "/admin.crt") << adminConfig->clientCertData;
+  std::ofstream(directory_ + "/admin.key") << adminConfig->clientKeyData;
+  auto config = kubeconfigRunning(
+      "python3 -c 'import json; print(json.dumps({\"apiVersion\": "
+      "\"client.authentication.k8s.io/v1\", \"kind\": \"ExecCredential\", \"status\": "
+      "{\"clientCertificateData\": open(\"admin.crt\").read(), \"clientKeyData\": "
+      "open(\"admin.key\").read()}}))'\n");
+  ASSERT_TRUE(config) << describe(config.error());
+  ASSERT_TRUE(config->clientCertData.empty()) << "the kubeconfig itself names no certificate";
+  const auto namespaces = k8s::Client(makeHttpTransport(*config)).get(kNamespaces, "", ns());
+  ASSERT_TRUE(namespaces) << describe(namespaces.error());
+  EXPECT_EQ((*namespaces)["metadata"]["name"], ns());
 }
 
 }  // namespace

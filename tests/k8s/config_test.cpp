@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -430,6 +432,121 @@ TEST_F(ConfigTest, ReadTokenNamesAMissingOrEmptyFile) {
   const auto empty = readToken(config);
   ASSERT_FALSE(empty);
   EXPECT_EQ(empty.error().message, "token file " + config.tokenFile + " is empty");
+}
+
+// --- several files, as $KUBECONFIG lists them ----------------------------------------------------
+
+TEST_F(ConfigTest, FilesAreMergedAndTheFirstThatNamesAThingWins) {
+  writeFile(dir_ / "first",
+            "current-context: work\n"
+            "users: [{name: me, user: {tokenFile: token}}]\n");
+  writeFile(dir_ / "sub" / "second",
+            "current-context: home\n"
+            "clusters: [{name: c, cluster: {server: 'https://second:6443',"
+            " certificate-authority: ca.crt}}]\n"
+            "contexts: [{name: work, context: {cluster: c, user: me, namespace: ml}}]\n"
+            "users: [{name: me, user: {token: from-the-second-file}}]\n");
+  writeFile(dir_ / "sub" / "ca.crt", kCaPem);
+  const auto config = autotune::k8s::loadKubeconfigs(
+      {(dir_ / "missing").string(), (dir_ / "first").string(), (dir_ / "sub" / "second").string()});
+  ASSERT_TRUE(config) << errorOf(config);
+  EXPECT_EQ(config->server, "https://second:6443");
+  EXPECT_EQ(config->namespaceName, "ml");
+  EXPECT_EQ(config->caData, kCaPem) << "a relative path is found next to the file naming it";
+  EXPECT_EQ(config->tokenFile, (dir_ / "token").string()) << "the first file's user wins";
+  EXPECT_TRUE(config->token.empty());
+
+  const auto none = autotune::k8s::loadKubeconfigs({(dir_ / "a").string(), (dir_ / "b").string()});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(errorOf(none), "kubeconfig: none of " + (dir_ / "a").string() + ", " +
+                               (dir_ / "b").string() + " exists");
+}
+
+TEST_F(ConfigTest, TheDefaultFilesAreThoseOfKubeconfigElseTheHomeFolders) {
+  {
+    const ScopedEnv listed("KUBECONFIG", "/a/config::/b/config");
+    EXPECT_EQ(autotune::k8s::defaultKubeconfigFiles(),
+              (std::vector<std::string>{"/a/config", "/b/config"}));
+  }
+  const ScopedEnv unset("KUBECONFIG", std::nullopt);
+  const ScopedEnv home("HOME", "/home/me");
+  EXPECT_EQ(autotune::k8s::defaultKubeconfigFiles(),
+            (std::vector<std::string>{"/home/me/.kube/config"}));
+}
+
+// --- credentials ---------------------------------------------------------------------------------
+
+TEST_F(ConfigTest, AnExecPluginIsReadAsKubectlReadsIt) {
+  const auto config = load(kubeconfig(kServer,
+                                      "    exec:\n"
+                                      "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                                      "      command: aws\n"
+                                      "      args: [eks, get-token, --cluster-name, prod]\n"
+                                      "      env: [{name: AWS_PROFILE, value: ml}]\n"
+                                      "      installHint: install the AWS CLI\n"
+                                      "      provideClusterInfo: true\n"));
+  ASSERT_TRUE(config) << errorOf(config);
+  ASSERT_TRUE(config->exec.has_value());
+  EXPECT_EQ(config->exec->command, "aws") << "a bare name is looked up on the PATH";
+  EXPECT_EQ(config->exec->args,
+            (std::vector<std::string>{"eks", "get-token", "--cluster-name", "prod"}));
+  ASSERT_EQ(config->exec->env.size(), 1U);
+  EXPECT_EQ(config->exec->env[0], (std::pair<std::string, std::string>{"AWS_PROFILE", "ml"}));
+  EXPECT_EQ(config->exec->installHint, "install the AWS CLI");
+  EXPECT_TRUE(config->exec->provideClusterInfo);
+  EXPECT_EQ(config->exec->interactiveMode, autotune::k8s::ExecPlugin::Interactive::kIfAvailable)
+      << "v1beta1's default";
+
+  const auto relative = load(kubeconfig(kServer,
+                                        "    exec:\n"
+                                        "      apiVersion: client.authentication.k8s.io/v1\n"
+                                        "      command: bin/get-token\n"
+                                        "      interactiveMode: Never\n"));
+  ASSERT_TRUE(relative) << errorOf(relative);
+  EXPECT_EQ(relative->exec->command, (dir_ / "bin/get-token").string());
+  EXPECT_EQ(relative->exec->interactiveMode, autotune::k8s::ExecPlugin::Interactive::kNever);
+}
+
+TEST_F(ConfigTest, AWrongExecPluginNamesWhatIsWrong) {
+  const auto exec = [this](const std::string& body) {
+    return errorOf(load(kubeconfig(kServer, "    exec:\n" + body)));
+  };
+  EXPECT_NE(exec("      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: x\n")
+                .find("user \"admin\": exec: apiVersion must be client.authentication.k8s.io/v1 "
+                      "or client.authentication.k8s.io/v1beta1, not \"client.authentication.k8s."
+                      "io/v1alpha1\""),
+            std::string::npos);
+  EXPECT_NE(exec("      apiVersion: client.authentication.k8s.io/v1\n      command: x\n")
+                .find("interactiveMode must be set"),
+            std::string::npos);
+  EXPECT_NE(
+      exec("      apiVersion: client.authentication.k8s.io/v1beta1\n").find("names no command"),
+      std::string::npos);
+  EXPECT_NE(exec("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: x\n"
+                 "      args: x\n")
+                .find("args must be a list of strings"),
+            std::string::npos);
+  EXPECT_NE(exec("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: x\n"
+                 "      env: [{value: y}]\n")
+                .find("env: every entry needs a name"),
+            std::string::npos);
+  EXPECT_NE(exec("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: x\n"
+                 "      interactiveMode: Sometimes\n")
+                .find("interactiveMode must be Never, IfAvailable or Always, not \"Sometimes\""),
+            std::string::npos);
+}
+
+TEST_F(ConfigTest, CredentialsThatCannotBeSentAreAnErrorNotAnAnonymousRequest) {
+  const auto provider = load(kubeconfig(kServer, "    auth-provider: {name: gcp}\n"));
+  ASSERT_FALSE(provider);
+  EXPECT_NE(errorOf(provider).find("user \"admin\": auth-provider \"gcp\" is not supported"),
+            std::string::npos)
+      << errorOf(provider);
+  const auto basic = load(kubeconfig(kServer, "    username: admin\n    password: secret\n"));
+  ASSERT_FALSE(basic);
+  EXPECT_NE(errorOf(basic).find("username and password (basic authentication) are not supported"),
+            std::string::npos)
+      << errorOf(basic);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ on_check_failure() { tail -5 "$out/chromium.log" 2>/dev/null | sed 's/^/    chro
 example="$source_dir/examples/gpt2-large-local.yaml"
 require "the example's search runs" "$autotune" run "$example" --gpus 0-31 --results "$out/run"
 require "its chart is drawn as SVG" \
-  "$autotune" report "$out/run" --job "$example" --format svg -o "$out/chart.svg"
+  "$autotune" report "$out/run" --job "$example" -o svg --output-file "$out/chart.svg"
 
 # The chart alone, at its own size.
 height=$(grep -o 'viewBox="0 0 960 [0-9.]*"' "$out/chart.svg" | head -1 | grep -o '[0-9.]*"$' |
