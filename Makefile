@@ -4,8 +4,8 @@ JOBS ?= 2
 SANITIZE_DIR = $(BUILD_DIR)/sanitize
 SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build sanitize test unit integration e2e fuzz images controlplane lint \
-	format-check format demo bench clean
+.PHONY: all deps configure build sanitize test unit integration e2e fuzz images chart controlplane \
+	lint format-check format demo bench clean
 
 all: build
 
@@ -61,6 +61,12 @@ images: build
 	images/trial-sim/build.sh $(BUILD_DIR)/images/trial-sim
 	images/operator/build.sh $(BUILD_DIR)/images/operator $(BUILD_DIR)/bin/autotune-operator
 	images/deepspeed-example/check.sh $(BUILD_DIR)
+
+# The Helm chart as the archive users install ($(BUILD_DIR)/chart/autotune-operator-VERSION.tgz),
+# after helm lint; helm comes from scripts/controlplane's cache.
+chart:
+	helm=$$(scripts/controlplane tools)/helm && $$helm lint --strict charts/autotune-operator && \
+		$$helm package charts/autotune-operator --destination $(BUILD_DIR)/chart
 
 lint: format-check build
 	scripts/tidy $(BUILD_DIR)

@@ -90,6 +90,17 @@ lint_strict() {
 
 expect "helm lint passes" helm lint "$chart"
 expect "helm lint --strict passes for the default, namespaced and monitoring values" lint_strict
+
+# What users install is the packaged chart, as `make chart` makes it: the installs and upgrades
+# below take the archive, so that a file the package leaves out (.helmignore) fails them.
+chart_version=$(sed -n 's/^version: *//p' "$chart/Chart.yaml")
+package=$work/package/autotune-operator-$chart_version.tgz
+packaged() {
+  helm package "$chart" --destination "$work/package" >/dev/null && test -s "$package" &&
+    helm lint --strict "$package"
+}
+require "helm package makes autotune-operator-$chart_version.tgz, and helm lint passes on it" \
+  packaged
 require "helm template renders the default values" render default
 require "helm template renders watchNamespaces: [$team_a, $team_b]" \
   render namespaced -f "$work/namespaced-values.yaml"
@@ -118,6 +129,26 @@ expect "values.schema.json rejects an unknown log level" refused logLevel --set 
 expect "two replicas without leader election are refused" \
   refused leaderElection --set leaderElection.enabled=false
 expect "Kubernetes older than 1.30 is refused" refused kubeVersion --kube-version 1.29.0
+
+# The metrics Service's name as the documents give it (docs/operations.md, the READMEs, the
+# alerts' `job`): <release>-autotune-operator-metrics, or <release>-metrics when the release name
+# already contains autotune-operator.
+metrics_service_named() {
+  local name expected
+  for name in autotune autotune-operator ml-autotune-operator-2; do
+    case $name in
+      *autotune-operator*) expected=$name-metrics ;;
+      *) expected=$name-autotune-operator-metrics ;;
+    esac
+    helm template "$name" "$chart" --namespace "$release_ns" --show-only templates/service.yaml |
+      grep -x "  name: $expected" >/dev/null || {
+      echo "the release $name has no Service $expected"
+      return 1
+    }
+  done
+}
+expect "the metrics Service is <release>-autotune-operator-metrics, or <release>-metrics when the release name contains autotune-operator" \
+  metrics_service_named
 
 crd_identical() {
   [[ -f $source_dir/$crd ]] || { echo "$crd is missing"; return 1; }
@@ -386,7 +417,7 @@ user_access_is() {
 access_is() { user_access_is "system:serviceaccount:${1%/*}:${1#*/}"; }
 
 installed_objects() {
-  helm install "$installed" "$chart" --namespace "$release_ns" >"$work/install.out" || return 1
+  helm install "$installed" "$package" --namespace "$release_ns" >"$work/install.out" || return 1
   grep -q 'kubectl apply -f' "$work/install.out" || {
     echo "NOTES.txt did not show how to apply a job:"
     cat "$work/install.out"
@@ -495,7 +526,7 @@ policy_refuses() {
   grep -q -- "$2" <<<"$output" || { echo "$output"; return 1; }
 }
 policy() {
-  helm upgrade "$installed" "$chart" --namespace "$release_ns" --reuse-values \
+  helm upgrade "$installed" "$package" --namespace "$release_ns" --reuse-values \
     --set admissionPolicy.enabled=true --set admissionPolicy.profile="$1" >/dev/null
 }
 trainer=/spec/template/spec/containers/0
@@ -530,7 +561,7 @@ expect "hostNetwork is still refused under restricted" \
   policy_refuses "$hardened, $host_network" hostNetwork
 
 expect "helm install with watchNamespaces succeeds" \
-  helm install "$installed_ns" "$chart" --namespace "$release_ns" \
+  helm install "$installed_ns" "$package" --namespace "$release_ns" \
   -f "$work/namespaced-values.yaml"
 expect "the namespaced ServiceAccount may work in $team_a and $team_b only" \
   access_is "$release_ns/$installed_ns-autotune-operator" <<ACCESS

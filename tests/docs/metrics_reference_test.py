@@ -9,6 +9,11 @@ families registered with `.Name("...")` and those built at each scrape. The refe
 of the section "## Metrics", one row per metric: `name` | type | labels | meaning. Fails when the
 table misses a metric of the code, lists one the code lacks or lists one twice, when a row's type
 is not the one the code gives it (where the code says), or when a row has no meaning.
+
+The states of `autotune_job_trials` are those SOURCE_DIR/operator/autotune_operator.cpp gives it
+(`figures.trials = {{"launched", ...}, ...}`): its row must name each (`state` one of `a`, `b`,
+...;), and the chart's values.yaml, where it counts the series per AutotuneJob ("N series per
+AutotuneJob", N a number word), must count as many.
 """
 
 import os
@@ -16,37 +21,59 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import markdown_tables  # noqa: E402  (tests/support)
 import operator_metrics  # noqa: E402  (tests/support)
 
 DOCUMENT = os.path.join("docs", "operator.md")
 SECTION = "## Metrics"
 TYPES = ("counter", "gauge", "histogram", "summary")
-
-
-def cells(line):
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+JOB_TRIALS = "autotune_job_trials"
+STATES_SOURCE = os.path.join("operator", "autotune_operator.cpp")
+VALUES = os.path.join("charts", "autotune-operator", "values.yaml")
+NUMBERS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+           "fifteen sixteen seventeen eighteen nineteen twenty").split()
 
 
 def documented(text):
     """[(line number, name, type, labels, meaning)] of the reference table's rows."""
-    lines = text.split("\n")
-    try:
-        start = lines.index(SECTION)
-    except ValueError:
+    rows = markdown_tables.named_rows(text.split("\n"), SECTION, stop_prefix="## ",
+                                      first_table_only=False)
+    if rows is None:
         return None
-    rows = []
-    for number, line in enumerate(lines[start + 1:], start=start + 2):
-        if line.startswith("## "):
-            break
-        if not line.startswith("|"):
+    padded = [(number, name, cells + [""] * (3 - len(cells))) for number, name, cells in rows]
+    return [(number, name, cells[0], cells[1], "|".join(cells[2:]))
+            for number, name, cells in padded]
+
+
+def code_states(source_dir):
+    """The `state` values of autotune_job_trials, in the order the operator gives them."""
+    with open(os.path.join(source_dir, STATES_SOURCE), encoding="utf-8") as file:
+        text = file.read()
+    found = re.search(r"figures\.trials\s*=\s*\{(.*?)\};", text, re.S)
+    return re.findall(r'\{\s*"(\w+)"\s*,', found.group(1)) if found else []
+
+
+def check_states(source_dir, rows):
+    states = code_states(source_dir)
+    if not states:
+        return [f"{STATES_SOURCE}: no `figures.trials = {{...}}` giving {JOB_TRIALS}'s states"]
+    problems = []
+    for number, name, _kind, _labels, meaning in rows:
+        if name != JOB_TRIALS:
             continue
-        row = cells(line)
-        name = re.fullmatch(r"`([^`]+)`", row[0])
-        if not name:  # the header and its rule
-            continue
-        row += [""] * (4 - len(row))
-        rows.append((number, name.group(1), row[1], row[2], "|".join(row[3:])))
-    return rows
+        listed = re.search(r"`state` one of ([^;]*);", meaning)
+        named = re.findall(r"`(\w+)`", listed.group(1)) if listed else []
+        if sorted(named) != sorted(states):
+            problems.append(f"{DOCUMENT}:{number}: {JOB_TRIALS}'s states are "
+                            f"{', '.join(named) or 'not listed as `state` one of ...;'}; "
+                            f"{STATES_SOURCE} gives {', '.join(states)}")
+    with open(os.path.join(source_dir, VALUES), encoding="utf-8") as file:
+        counted = re.findall(rf"{JOB_TRIALS} \((\w+) series per AutotuneJob", file.read())
+    for word in counted:
+        if word not in NUMBERS or NUMBERS.index(word) != len(states):
+            problems.append(f"{VALUES}: counts {word} series of {JOB_TRIALS} per AutotuneJob; "
+                            f"{STATES_SOURCE} gives {len(states)} states")
+    return problems
 
 
 def check(source_dir, metrics_source):
@@ -79,7 +106,7 @@ def check(source_dir, metrics_source):
         if name not in seen:
             problems.append(f"{DOCUMENT}: the table of {SECTION!r} misses {name}, which "
                             f"{metrics_source} defines")
-    return problems
+    return problems + check_states(source_dir, rows)
 
 
 def main(argv):
@@ -93,14 +120,9 @@ def main(argv):
         problems = check(source_dir, metrics_source)
     except OSError as error:
         problems = [str(error)]
-    for problem in problems:
-        print(problem)
-    if problems:
-        return 1
-    print(f"metrics reference: {DOCUMENT} lists the "
-          f"{len(operator_metrics.defined_metrics(metrics_source))} metrics {metrics_source} "
-          "defines")
-    return 0
+    return markdown_tables.report(problems, lambda: (
+        f"metrics reference: {DOCUMENT} lists the "
+        f"{len(operator_metrics.defined_metrics(metrics_source))} metrics {metrics_source} defines"))
 
 
 if __name__ == "__main__":
