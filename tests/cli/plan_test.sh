@@ -49,6 +49,12 @@ expect "a missing file exits 2" test $? -eq 2
 "$autotune" 2>/dev/null
 expect "no command prints usage and exits 2" test $? -eq 2
 
+# The dry run for 8-GPU nodes, on 8 GPUs: one trial at a time, to DeepSpeed's published best.
+dry_run="$source_dir/examples/dry-run-8-gpus.yaml"
+"$autotune" run "$dry_run" --gpus 0-7 --results "$out/dry-run" >"$out/dry-run.txt" 2>&1
+expect "examples/dry-run-8-gpus.yaml runs on 8 GPUs with exit 0" test $? -eq 0
+expect "it ends at z1_gas1_tmbspg3" grep -q '^Best trial: z1_gas1_tmbspg3 ' "$out/dry-run.txt"
+
 if ((failures > 0)); then
   echo "plan_test: $failures checks failed"
   cat "$out/bad.err"
