@@ -233,6 +233,26 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   }
 }
 
+// Kueue makes a trial's Workload within seconds of its Pod or Job. One still missing after this
+// long is most likely one the operator does not see.
+constexpr auto kWorkloadExpectedWithin = std::chrono::seconds(30);
+
+// Why a queued trial's Workload is not in the cache: not made yet, or, once it should have been,
+// made but not watched (Kueue did not copy the label the operator watches Workloads by) or not
+// made at all (Kueue does not manage the namespace).
+std::string noWorkloadYet(const TrialRunState& state, Timestamp now) {
+  std::string words = "Kueue has not made its Workload yet";
+  if (state.created && now - *state.created >= kWorkloadExpectedWithin) {
+    words +=
+        " (after 30s: check that Kueue manages this namespace, and that its Configuration "
+        "copies the label " +
+        std::string(kJobLabel) +
+        " to Workloads, integrations.labelKeysToCopy, which the operator watches them by "
+        "unless its --kueue-workload-selector says otherwise)";
+  }
+  return words;
+}
+
 // A queued trial of a job in a Kueue LocalQueue waits for admission until its Workload is
 // admitted; the Workload's own words say why it is not. Once it is, the trial waits on the
 // scheduler like any other.
@@ -258,7 +278,7 @@ void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
     state.awaitingAdmission = true;
     state.heldBack = true;
     state.message = "waits for Kueue admission in LocalQueue " + job.spec.queueName + ": " +
-                    (!workload ? "Kueue has not made its Workload yet"
+                    (!workload ? noWorkloadYet(state, snapshot.now)
                      : workload->pendingMessage.empty()
                          ? "its Workload " + workload->name + " is not admitted yet"
                          : workload->pendingMessage);

@@ -1292,6 +1292,14 @@ TEST_F(KueueReconcile, AJobWaitsForItsLocalQueueThenForAdmissionInKueuesWords) {
                 .get<std::string>()
                 .find("Kueue has not made its Workload yet"),
             std::string::npos);
+  now_ += seconds(31);  // a Workload not seen by then is one the operator's watch may not see
+  reconcile();
+  EXPECT_NE(conditionOf(job(), "Running")
+                .value()["message"]
+                .get<std::string>()
+                .find("integrations.labelKeysToCopy"),
+            std::string::npos)
+      << job()["status"].dump();
   for (const auto& trial : pods()) {
     pendingWorkload(trial,
                     "couldn't assign flavors to pod set main: insufficient unused quota for "

@@ -58,7 +58,7 @@ for trial in results["trials"]:
 json.dump(results, open(path, "w"), indent=2)
 PY
 require "the report is written" \
-  "$autotune" report "$out/run" --job "$example" -o "$out/report.html"
+  "$autotune" report "$out/run" --job "$example" --output-file "$out/report.html"
 
 require "the page renders" browser --screenshot="$out/report.png" --window-size=1000,1800 \
   "file://$out/report.html"
