@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/labels.h"
 #include "commands.h"
 #include "controller/output.h"
 #include "k8s/client.h"
@@ -158,7 +159,8 @@ int printBest(const Cluster& cluster, const std::string& name) {
   }
   const auto configMap = outputOf(cluster, *job);
   const nlohmann::json& config =
-      configMap ? k8s::member(k8s::member(*configMap, "data"), "ds_config.json") : nlohmann::json();
+      configMap ? k8s::member(k8s::member(*configMap, "data"), api::kOutputConfigFile)
+                : nlohmann::json();
   if (!config.is_string()) {
     std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << name
               << " has no tuned config yet: ConfigMap " << job->spec.output.configMapName

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/labels.h"
 #include "controller/output.h"
 #include "controller/trial_pod.h"
 #include "k8s/object.h"
@@ -148,7 +149,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
   const json& metadata = k8s::metadataOf(configMap);
   const std::string name = k8s::text(metadata, "name");
   const std::string trial =
-      k8s::text(k8s::member(metadata, "annotations"), kMeasuredTrialAnnotation);
+      k8s::text(k8s::member(metadata, "annotations"), api::kTrialNameAnnotation);
   auto written = writeKept(configMap);
   if (alreadyExists(written)) {
     auto existing = client_.get(k8s::kConfigMaps, namespace_, name);

@@ -1,6 +1,7 @@
 #include "controller/cluster.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -26,6 +27,15 @@ std::string labelled(const std::string& ns, const std::string& jobLabel) {
 
 std::string phaseOf(const CachedAutotuneJob& job) {
   return std::string(api::toString(job.status.phase));
+}
+
+// A store of objects found by their own key and versioned by their resourceVersion.
+template <typename Object>
+std::unique_ptr<runtime::Indexed<Object>> storeOf(
+    typename runtime::Indexed<Object>::Decode decode) {
+  return std::make_unique<runtime::Indexed<Object>>(
+      std::move(decode), [](const Object& object) { return object.key; },
+      [](const Object& object) { return object.resourceVersion; });
 }
 
 // The store of a namespace: the one for it, or the one for every namespace.
@@ -81,9 +91,7 @@ Cluster::Cluster(MeasurementPolicy measurementPolicy, std::string nodeSelector)
 }
 
 AutotuneJobStore& Cluster::addAutotuneJobs(const std::string& ns) {
-  auto store = std::make_unique<AutotuneJobStore>(
-      decodeAutotuneJob, [](const CachedAutotuneJob& job) { return job.key; },
-      [](const CachedAutotuneJob& job) { return job.resourceVersion; });
+  auto store = storeOf<CachedAutotuneJob>(decodeAutotuneJob);
   store->listen([this](const CachedAutotuneJob* before, const CachedAutotuneJob* after) {
     jobChanged(before, after);
   });
@@ -92,9 +100,7 @@ AutotuneJobStore& Cluster::addAutotuneJobs(const std::string& ns) {
 }
 
 PodStore& Cluster::addPods(const std::string& ns) {
-  auto store = std::make_unique<PodStore>(
-      decodePod, [](const Pod& pod) { return pod.key; },
-      [](const Pod& pod) { return pod.resourceVersion; });
+  auto store = storeOf<Pod>(decodePod);
   store->addIndex(std::string(kByJobLabel), [](const Pod& pod) {
     return pod.jobLabel.empty() ? std::vector<std::string>{}
                                 : std::vector<std::string>{labelled(pod.ns, pod.jobLabel)};
@@ -118,16 +124,12 @@ PodStore& Cluster::addPods(const std::string& ns) {
 }
 
 BatchJobStore& Cluster::addBatchJobs(const std::string& ns) {
-  batchJobs_.emplace_back(ns, std::make_unique<BatchJobStore>(
-                                  decodeBatchJob, [](const BatchJob& job) { return job.key; },
-                                  [](const BatchJob& job) { return job.resourceVersion; }));
+  batchJobs_.emplace_back(ns, storeOf<BatchJob>(decodeBatchJob));
   return *batchJobs_.back().second;
 }
 
 WorkloadStore& Cluster::addWorkloads(const std::string& ns) {
-  auto store = std::make_unique<WorkloadStore>(
-      decodeWorkload, [](const Workload& workload) { return workload.key; },
-      [](const Workload& workload) { return workload.resourceVersion; });
+  auto store = storeOf<Workload>(decodeWorkload);
   store->addIndex(std::string(kByOwner), [](const Workload& workload) {
     return workload.ownerName.empty()
                ? std::vector<std::string>{}
@@ -138,20 +140,15 @@ WorkloadStore& Cluster::addWorkloads(const std::string& ns) {
 }
 
 LocalQueueStore& Cluster::addLocalQueues(const std::string& ns) {
-  localQueues_.emplace_back(ns,
-                            std::make_unique<LocalQueueStore>(
-                                decodeLocalQueue, [](const LocalQueue& queue) { return queue.key; },
-                                [](const LocalQueue& queue) { return queue.resourceVersion; }));
+  localQueues_.emplace_back(ns, storeOf<LocalQueue>(decodeLocalQueue));
   return *localQueues_.back().second;
 }
 
 MeasurementStore& Cluster::addMeasurements(const std::string& ns) {
-  auto store = std::make_unique<MeasurementStore>(
-      [seal = measurementPolicy_.seal](const nlohmann::json& object) {
+  auto store =
+      storeOf<MeasurementObject>([seal = measurementPolicy_.seal](const nlohmann::json& object) {
         return decodeMeasurementObject(object, seal);
-      },
-      [](const MeasurementObject& kept) { return kept.key; },
-      [](const MeasurementObject& kept) { return kept.resourceVersion; });
+      });
   store->addIndex(std::string(kByMeasuringJob), [](const MeasurementObject& kept) {
     return kept.measuredByUid.empty() ? std::vector<std::string>{}
                                       : std::vector<std::string>{kept.measuredByUid};

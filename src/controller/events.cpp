@@ -95,18 +95,8 @@ JobEvent trialRelaunched(const std::string& trial, const TrialRun& replaced, Rel
           "Trial " + trial + std::string(happened) + because + "); launched again"};
 }
 
-std::string quotaNamed(const std::string& serverMessage) {
-  constexpr std::string_view kExceeded = "exceeded quota: ";
-  const auto start = serverMessage.find(kExceeded);
-  if (start == std::string::npos) {
-    return "";
-  }
-  const auto from = start + kExceeded.size();
-  return serverMessage.substr(from, serverMessage.find(',', from) - from);
-}
-
 JobEvent quotaExceeded(const std::string& serverMessage) {
-  return {"QuotaExceeded", "Warning", "quota " + quotaNamed(serverMessage),
+  return {"QuotaExceeded", "Warning", "quota " + k8s::exceededQuota(serverMessage).value_or(""),
           "A trial waits: its create was refused by a ResourceQuota: " + serverMessage};
 }
 

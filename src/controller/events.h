@@ -82,9 +82,6 @@ JobEvent specWarning(std::int64_t generation, const api::FieldErrors& warnings);
 JobEvent outputNotWritten(const std::string& reason, const std::string& message);
 JobEvent reconcileException(const std::string& message);
 
-// The quota a "exceeded quota: NAME, requested: ..." refusal names, or "" when it names none.
-std::string quotaNamed(const std::string& serverMessage);
-
 // The core/v1 Event reporting `reported` on the job with `metadata`, stamped `now`.
 nlohmann::json eventObject(const nlohmann::json& jobMetadata, const JobEvent& reported,
                            Timestamp now);

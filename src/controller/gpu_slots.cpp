@@ -152,10 +152,13 @@ int freeSlotsFor(const GpuCapacity& capacity, const api::Resources& trial) {
   return trials;
 }
 
+bool holdsARank(const NodeGpus& node, const api::Resources& trial) {
+  return node.allocatable >= trial.gpusPerNode();
+}
+
 bool fitsSomeNodes(const GpuCapacity& capacity, const api::Resources& trial) {
-  const auto holding = std::ranges::count_if(capacity.nodes, [&](const NodeGpus& node) {
-    return node.allocatable >= trial.gpusPerNode();
-  });
+  const auto holding = std::ranges::count_if(
+      capacity.nodes, [&](const NodeGpus& node) { return holdsARank(node, trial); });
   return trial.gpusPerNode() > 0 && holding >= trial.nodesPerTrial;
 }
 
@@ -163,7 +166,7 @@ std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity,
                                            const api::Resources& trial) {
   std::optional<std::int64_t> smallest;
   for (const auto& node : capacity.nodes) {
-    if (node.allocatable >= trial.gpusPerNode() && node.memoryBytes) {
+    if (holdsARank(node, trial) && node.memoryBytes) {
       smallest = std::min(smallest.value_or(*node.memoryBytes), *node.memoryBytes);
     }
   }

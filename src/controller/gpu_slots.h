@@ -87,6 +87,9 @@ int freeSlotsFor(const GpuCapacity& capacity, const api::Resources& trial);
 // Whether enough nodes could hold a trial of this shape once they are idle.
 bool fitsSomeNodes(const GpuCapacity& capacity, const api::Resources& trial);
 
+// Whether the node has GPUs enough for one of the trial's ranks (a rank runs on one node).
+bool holdsARank(const NodeGpus& node, const api::Resources& trial);
+
 // The per-GPU memory a trial can count on when spec.resources.gpuMemory is absent: the smallest
 // labelled among the nodes that could hold its share. Nothing when none of them is labelled.
 std::optional<std::int64_t> gpuMemoryBytes(const GpuCapacity& capacity,

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "api/codec.h"
+#include "api/labels.h"
 #include "k8s/object.h"
 #include "observability/time.h"
 #include "tuning/protocol.h"
@@ -263,7 +264,7 @@ std::string sealedText(const json& configMap) {
   return json::array({text(metadata, "namespace"), text(metadata, "name"),
                       text(annotations, kMeasuredByAnnotation),
                       text(annotations, kMeasuredByUidAnnotation),
-                      text(annotations, kMeasuredTrialAnnotation), member(configMap, "data")})
+                      text(annotations, api::kTrialNameAnnotation), member(configMap, "data")})
       .dump();
 }
 
@@ -340,7 +341,7 @@ std::optional<RanOn> expectedRanOn(const api::Spec& spec, const GpuCapacity& cap
   std::set<std::string> products;
   std::set<std::optional<std::int64_t>> memories;
   for (const auto& node : capacity.nodes) {
-    if (node.allocatable >= spec.resources.gpusPerNode()) {
+    if (holdsARank(node, spec.resources)) {
       products.insert(node.product);
       memories.insert(node.memoryBytes);
     }
@@ -426,7 +427,7 @@ std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
         {"annotations",
          {{std::string(kMeasuredByAnnotation), job.namespaceName() + "/" + job.name()},
           {std::string(kMeasuredByUidAnnotation), job.uid()},
-          {std::string(kMeasuredTrialAnnotation), record.name}}}}},
+          {std::string(api::kTrialNameAnnotation), record.name}}}}},
       {"data",
        {{std::string(kIdentityKey), identity.document.dump()},
         {std::string(kResultKey), result.dump()}}}};

@@ -30,8 +30,6 @@ inline constexpr std::string_view kMeasurementVersion = "v2";
 // delete together.
 inline constexpr std::string_view kEnvironmentLabel = "autotune.io/environment";
 inline constexpr std::string_view kMeasurementPrefix = "autotune-m-";
-// The trial whose run measured it, for people reading it.
-inline constexpr std::string_view kMeasuredTrialAnnotation = "autotune.io/trial-name";
 // The job that measured it: namespace/name, and its UID.
 inline constexpr std::string_view kMeasuredByAnnotation = "autotune.io/measured-by";
 inline constexpr std::string_view kMeasuredByUidAnnotation = "autotune.io/measured-by-uid";

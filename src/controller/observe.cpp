@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "controller/trial_pod.h"
+#include "k8s/error.h"
 
 namespace autotune::controller {
 namespace {
@@ -290,7 +291,7 @@ void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
 Refusal refusalOf(const RefusedCreate& refused) {
   switch (refused.kind) {
     case k8s::ErrorKind::kForbidden:
-      if (refused.message.find("exceeded quota") != std::string::npos) {
+      if (k8s::exceededQuota(refused.message)) {
         return Refusal::kQuota;
       }
       // RBAC: the operator's own rights, which an administrator can mend.

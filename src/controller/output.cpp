@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "api/labels.h"
 #include "controller/trial_pod.h"
 #include "k8s/object.h"
 #include "tuning/protocol.h"
@@ -23,10 +24,10 @@ nlohmann::json outputConfigMap(const api::AutotuneJob& job, const tuning::Trial&
                                 {"labels", {{std::string(kJobLabel), jobLabelValue(job.name())}}},
                                 {"annotations", {{std::string(kJobUidAnnotation), job.uid()}}}}},
                               {"data",
-                               {{"ds_config.json", report.config},
-                                {"cmd.txt", report.command + "\n"},
-                                {"summary.txt", report.summary},
-                                {"results.json", report.results}}}};
+                               {{std::string(api::kOutputConfigFile), report.config},
+                                {std::string(api::kOutputCommandFile), report.command + "\n"},
+                                {std::string(api::kOutputSummaryFile), report.summary},
+                                {std::string(api::kOutputResultsFile), report.results}}}};
   if (!spec.output.retain) {
     configMap["metadata"]["ownerReferences"] = nlohmann::json::array({ownerReference(job)});
   }

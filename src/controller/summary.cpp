@@ -6,6 +6,7 @@
 #include "controller/output.h"
 #include "controller/plan_steps.h"
 #include "controller/trial_pod.h"
+#include "k8s/error.h"
 #include "tuning/results.h"
 
 namespace autotune::controller::plan_steps {
@@ -116,7 +117,7 @@ std::string unschedulableBecause(const api::Resources& resources, const GpuCapac
   const int perNode = resources.gpusPerNode();
   if (resources.nodesPerTrial > 1) {
     const auto enough = std::ranges::count_if(
-        capacity.nodes, [&](const NodeGpus& node) { return node.allocatable >= perNode; });
+        capacity.nodes, [&](const NodeGpus& node) { return holdsARank(node, resources); });
     return "fewer than " + std::to_string(resources.nodesPerTrial) +
            " schedulable nodes (spec.resources.nodesPerTrial) have " + std::to_string(perNode) +
            " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial / nodesPerTrial); " +
@@ -189,7 +190,7 @@ void awaitOutput(Draft& draft, const OutputRefusal& refusal) {
 void tellQuotaRefusal(Draft& draft, const std::string& serverMessage) {
   const api::Condition* running = findCondition(draft.snapshot.job.status, condition::kRunning);
   const bool told = running != nullptr && running->reason == queued::kQuotaExceeded &&
-                    quotaNamed(running->message) == quotaNamed(serverMessage);
+                    k8s::exceededQuota(running->message) == k8s::exceededQuota(serverMessage);
   if (!told) {
     draft.plan.events.push_back(quotaExceeded(serverMessage));
   }

@@ -10,20 +10,20 @@
 #include <string_view>
 
 #include "api/job.h"
+#include "api/labels.h"
 #include "tuning/space.h"
 
 namespace autotune::controller {
 
 // Labels on every trial Pod. The job label's value is jobLabelValue(job name).
-inline constexpr std::string_view kJobLabel = "autotune.io/job";
+using api::kJobLabel;
 inline constexpr std::string_view kTrialLabel = "autotune.io/trial";  // trial name, DNS-safe
 inline constexpr std::string_view kSpaceLabel = "autotune.io/space";
 inline constexpr std::string_view kQueueLabel = "kueue.x-k8s.io/queue-name";
 
 // Annotations on every trial Pod.
 inline constexpr std::string_view kConfigAnnotation = "autotune.io/ds-config";
-// The canonical trial name (z1_gas1_tmbspg3): labels and Pod names are only DNS-safe forms of it.
-inline constexpr std::string_view kTrialNameAnnotation = "autotune.io/trial-name";
+using api::kTrialNameAnnotation;
 // How many times the trial was launched before this Pod, after its earlier Pods were lost.
 inline constexpr std::string_view kAttemptAnnotation = "autotune.io/attempt";
 // Of those earlier launches, how many were preempted or drained (they spent no relaunch).

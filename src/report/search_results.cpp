@@ -7,15 +7,13 @@
 #include <sstream>
 
 #include "api/codec.h"
+#include "api/labels.h"
 
 namespace autotune::report {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// The label the operator puts on its output ConfigMap (controller/trial_pod.h): the job's name.
-constexpr std::string_view kJobLabel = "autotune.io/job";
 
 // The member `key` of an object, else null: the documents are the user's, of any shape.
 const json& memberOf(const json& value, std::string_view key) {
@@ -153,7 +151,7 @@ tl::expected<SearchResults, std::string> fromLocalRun(const json& document,
 tl::expected<SearchResults, std::string> fromConfigMap(const json& configMap,
                                                        const std::string& source) {
   const json& data = memberOf(configMap, "data");
-  const auto resultsText = textOf(data, "results.json");
+  const auto resultsText = textOf(data, api::kOutputResultsFile);
   if (!resultsText) {
     return tl::unexpected(source +
                           ": data.results.json: is missing; not the output ConfigMap of "
@@ -170,10 +168,10 @@ tl::expected<SearchResults, std::string> fromConfigMap(const json& configMap,
   SearchResults results;
   results.trials = std::move(*records);
   results.jobName =
-      textOf(memberOf(memberOf(configMap, "metadata"), "labels"), kJobLabel).value_or("");
-  results.summary = textOf(data, "summary.txt");
-  results.bestConfig = textOf(data, "ds_config.json");
-  results.command = textOf(data, "cmd.txt");
+      textOf(memberOf(memberOf(configMap, "metadata"), "labels"), api::kJobLabel).value_or("");
+  results.summary = textOf(data, api::kOutputSummaryFile);
+  results.bestConfig = textOf(data, api::kOutputConfigFile);
+  results.command = textOf(data, api::kOutputCommandFile);
   return results;
 }
 

@@ -18,6 +18,7 @@ using autotune::k8s::decodeError;
 using autotune::k8s::describe;
 using autotune::k8s::Error;
 using autotune::k8s::ErrorKind;
+using autotune::k8s::exceededQuota;
 using autotune::k8s::FieldCause;
 using autotune::k8s::transportError;
 using std::chrono::seconds;
@@ -351,6 +352,16 @@ TEST(Describe, ACauseWithoutAFieldThatTheMessageSpellsOutIsNotRepeated) {
   EXPECT_EQ(describe(webhook),
             R"(InternalError (500): Internal error occurred: failed calling webhook )"
             R"("validate.autotune.io": context deadline exceeded)");
+}
+
+// The quota admission's words, as the API server writes them for a refused Pod create.
+TEST(ExceededQuota, NamesTheQuotaOfAQuotaRefusalAndNothingElse) {
+  EXPECT_EQ(exceededQuota(R"(pods "gpt2-large-z1-gas1-tmbspg3" is forbidden: exceeded quota: )"
+                          R"(gpus, requested: requests.nvidia.com/gpu=16, used: )"
+                          R"(requests.nvidia.com/gpu=16, limited: requests.nvidia.com/gpu=16)"),
+            "gpus");
+  EXPECT_EQ(exceededQuota(R"(pods "x" is forbidden: User "u" cannot create resource "pods")"),
+            std::nullopt);
 }
 
 }  // namespace

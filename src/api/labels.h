@@ -1,0 +1,23 @@
+#pragma once
+// The labels and annotations that people and other programs read on what the operator makes
+// (trial Pods and Jobs, the output ConfigMap, kept measurements), and the files of the output
+// ConfigMap: one name each, for every layer that writes or reads them.
+
+#include <string_view>
+
+namespace autotune::api {
+
+// The job's name, in its label-safe form: on trial Pods and Jobs and on the output ConfigMap.
+inline constexpr std::string_view kJobLabel = "autotune.io/job";
+// The canonical trial name (z1_gas1_tmbspg3), on a trial's Pod and on the measurement it made:
+// labels and Pod names hold only DNS-safe forms of it.
+inline constexpr std::string_view kTrialNameAnnotation = "autotune.io/trial-name";
+
+// The output ConfigMap's files: the tuned config the training job mounts, the command that runs
+// it, DeepSpeed's summary table, and every trial's record.
+inline constexpr std::string_view kOutputConfigFile = "ds_config.json";
+inline constexpr std::string_view kOutputCommandFile = "cmd.txt";
+inline constexpr std::string_view kOutputSummaryFile = "summary.txt";
+inline constexpr std::string_view kOutputResultsFile = "results.json";
+
+}  // namespace autotune::api
