@@ -40,13 +40,20 @@ expect "kubectl autotune best -h" helps "kubectl autotune best" namespace "$plug
 expect "kubectl autotune plan --help" helps "kubectl autotune plan" filename "$plugin" plan --help
 expect "autotune-operator --help" helps "autotune-operator" node-selector "$operator" --help
 
-commit=$(git -C "$source_dir" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-# `$@ --version` prints "$1 VERSION (commit COMMIT)": the build's commit, or unknown outside git.
+# `$@ --version` prints "$1 VERSION (commit COMMIT)": a commit of this repository (the one built,
+# -dirty when the tree had changes), or unknown outside git.
 names_version() {
-  local name=$1
+  local name=$1 commit
   shift
-  "$@" --version >"$out/version.txt" &&
-    grep -Eqx "$name $version \\(commit ($commit[-a-z]*|unknown)\\)" "$out/version.txt"
+  "$@" --version >"$out/version.txt" || return 1
+  commit=$(sed -n "s/^$name $version (commit \\([0-9a-f]*\\)\\(-dirty\\)\\{0,1\\})\$/\\1/p" \
+    "$out/version.txt")
+  if [[ -z $commit ]]; then
+    grep -qx "$name $version (commit unknown)" "$out/version.txt" &&
+      ! git -C "$source_dir" rev-parse HEAD >/dev/null 2>&1
+    return
+  fi
+  git -C "$source_dir" cat-file -e "$commit^{commit}" 2>/dev/null
 }
 expect "autotune --version names the version and the commit" names_version autotune "$autotune"
 expect "kubectl autotune --version alike" names_version "kubectl autotune" "$plugin"
