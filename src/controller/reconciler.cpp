@@ -1,11 +1,13 @@
 #include "controller/reconciler.h"
 
+#include <memory>
 #include <utility>
 
 #include "api/text.h"
 #include "controller/observe.h"
 #include "controller/plan.h"
 #include "controller/reuse.h"
+#include "k8s/resources.h"
 #include "tuning/engine.h"
 
 namespace autotune::controller {
@@ -39,13 +41,12 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   }
   std::erase_if(snapshot.foreignPods,
                 [this](const auto& pod) { return !cluster_.noticeForeignPod(pod->uid); });
-  const KeptMeasurements kept{[this](const std::string& ns, const std::string& name) {
-                                return cluster_.measurement(ns, name);
-                              },
-                              [this](const std::string& ns, const std::string& uid) {
-                                return cluster_.measurementsBy(ns, uid);
-                              },
-                              cluster_.measurementPolicy().limits};
+  const KeptMeasurements kept{
+      [this](const std::string& ns, const std::string& name) { return measurementNow(ns, name); },
+      [this](const std::string& ns, const std::string& uid) {
+        return cluster_.measurementsBy(ns, uid);
+      },
+      cluster_.measurementPolicy().limits};
   const tuning::Decision decision =
       reuseMeasured(snapshot, tuning::decide(question(snapshot)), kept);
   Plan planned = plan(snapshot, decision);
@@ -88,6 +89,23 @@ runtime::ReconcileResult Reconciler::reportException(const std::string& key, con
                      {{"error", api::headOf(error.what(), kEventMessageBytes)}});
   }
   return runtime::ReconcileResult::threw(message);
+}
+
+// A kept measurement the cache holds, as the API server holds it now: taking it stands for a whole
+// trial, so an edit or a deletion the watch has not delivered yet must count. One read for each
+// hit, none for a miss; on an error other than NotFound the cache's copy stands.
+runtime::Shared<MeasurementObject> Reconciler::measurementNow(const std::string& ns,
+                                                              const std::string& name) const {
+  auto cached = cluster_.measurement(ns, name);
+  if (!cached) {
+    return cached;
+  }
+  const auto current = client_.get(k8s::kConfigMaps, ns, name);
+  if (!current) {
+    return current.error().kind == k8s::ErrorKind::kNotFound ? nullptr : cached;
+  }
+  auto decoded = decodeMeasurementObject(*current, cluster_.measurementPolicy().seal);
+  return decoded ? std::make_shared<const MeasurementObject>(std::move(*decoded)) : nullptr;
 }
 
 }  // namespace autotune::controller

@@ -797,6 +797,37 @@ TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
   EXPECT_GT(job()["status"]["gpuHours"]["saved"].get<double>(), 0);
 }
 
+// A measurement the cache holds sealed, but which the API server already holds edited or no longer
+// holds (the watch has not told yet), is not taken: the trial runs.
+TEST_F(Reconcile, AMeasurementIsTakenAsTheApiServerHoldsItNotAsTheCacheLastSawIt) {
+  MeasurementStore& measurements = cluster_.addMeasurements("");
+  runOneTrial(singleTrialJob());
+  std::vector<json> kept = api_->under("/api/v1/namespaces/ml/configmaps/");
+  std::erase_if(kept, [](const json& configMap) {
+    return !configMap["metadata"]["name"].get<std::string>().starts_with(kMeasurementPrefix);
+  });
+  ASSERT_EQ(kept.size(), 1U);
+  measurements.replace(kept);
+  const std::string path =
+      "/api/v1/namespaces/ml/configmaps/" + kept[0]["metadata"]["name"].get<std::string>();
+
+  api_->objects.at(path)["data"]["result.json"] = std::string(1'000'000, 'x');
+  createAgain(singleTrialJob());
+  reconcile();
+  EXPECT_EQ(pods().size(), 1U) << "the edited measurement was taken from the cache";
+  EXPECT_EQ(job()["status"]["trials"]["reused"], 0);
+
+  for (const auto& trial : pods()) {
+    api_->objects.erase(std::string(kPodsPath) + "/" +
+                        trial["metadata"]["name"].get<std::string>());
+  }
+  api_->objects.erase(path);
+  createAgain(singleTrialJob());
+  reconcile();
+  EXPECT_EQ(pods().size(), 1U) << "the deleted measurement was taken from the cache";
+  EXPECT_EQ(job()["status"]["trials"]["reused"], 0);
+}
+
 // The Pods of a job deleted and created again under its name are remembered as deleted; they
 // hold no names, and are no one's: the new job runs its trials under them.
 TEST_F(Reconcile, AJobCreatedAgainUnderItsNameRunsTheTrialsOfTheOneBefore) {
