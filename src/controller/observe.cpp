@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -244,12 +245,12 @@ constexpr auto kWorkloadExpectedWithin = std::chrono::seconds(30);
 std::string noWorkloadYet(const TrialRunState& state, Timestamp now) {
   std::string words = "Kueue has not made its Workload yet";
   if (state.created && now - *state.created >= kWorkloadExpectedWithin) {
-    words +=
-        " (after 30s: check that Kueue manages this namespace, and that its Configuration "
-        "copies the label " +
-        std::string(kJobLabel) +
-        " to Workloads, integrations.labelKeysToCopy, which the operator watches them by "
-        "unless its --kueue-workload-selector says otherwise)";
+    words += " (after " + std::to_string(kWorkloadExpectedWithin.count()) +
+             "s: check that Kueue manages this namespace, and that its Configuration copies the "
+             "label " +
+             std::string(kJobLabel) +
+             " to Workloads, integrations.labelKeysToCopy, which the operator watches them by "
+             "unless its --kueue-workload-selector says otherwise)";
   }
   return words;
 }

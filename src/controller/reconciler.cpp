@@ -7,6 +7,7 @@
 #include "controller/observe.h"
 #include "controller/plan.h"
 #include "controller/reuse.h"
+#include "k8s/object.h"
 #include "k8s/resources.h"
 #include "tuning/engine.h"
 
@@ -93,7 +94,8 @@ runtime::ReconcileResult Reconciler::reportException(const std::string& key, con
 
 // A kept measurement the cache holds, as the API server holds it now: taking it stands for a whole
 // trial, so an edit or a deletion the watch has not delivered yet must count. One read for each
-// hit, none for a miss; on an error other than NotFound the cache's copy stands.
+// hit, none for a miss; the cache's copy stands when the server's is the same version, or when the
+// read fails other than NotFound.
 runtime::Shared<MeasurementObject> Reconciler::measurementNow(const std::string& ns,
                                                               const std::string& name) const {
   auto cached = cluster_.measurement(ns, name);
@@ -103,6 +105,9 @@ runtime::Shared<MeasurementObject> Reconciler::measurementNow(const std::string&
   const auto current = client_.get(k8s::kConfigMaps, ns, name);
   if (!current) {
     return current.error().kind == k8s::ErrorKind::kNotFound ? nullptr : cached;
+  }
+  if (k8s::text(k8s::metadataOf(*current), "resourceVersion") == cached->resourceVersion) {
+    return cached;
   }
   auto decoded = decodeMeasurementObject(*current, cluster_.measurementPolicy().seal);
   return decoded ? std::make_shared<const MeasurementObject>(std::move(*decoded)) : nullptr;

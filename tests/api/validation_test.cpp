@@ -384,15 +384,20 @@ TEST(DeepSpeedConfigBounds, NestingDeeperThan32LevelsIsRefusedAtTheFirstTooDeepV
   EXPECT_THAT(validate(job), IsEmpty());
 }
 
+// The candidates 1, 2, ..., last.
+json oneTo(int last) {
+  json values = json::array();
+  for (int value = 1; value <= last; ++value) {
+    values.push_back(value);
+  }
+  return values;
+}
+
 // Ten thousand candidates in one list, or a few lists whose product is as large: refused before
 // the engine would build every configuration on every decision.
 TEST(DeepSpeedConfigBounds, CandidateListsOfMoreThan10000ConfigurationsAreRefused) {
   AutotuneJob job = validJob();
-  json many = json::array();
-  for (int value = 1; value <= 10'000; ++value) {
-    many.push_back(value);
-  }
-  job.spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = many;
+  job.spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = oneTo(10'000);
   FieldErrors errors = validate(job);
   ASSERT_EQ(errors.size(), 1U) << ::testing::PrintToString(errors);
   EXPECT_EQ(errors[0].path, "spec.deepspeedConfig");
@@ -415,11 +420,7 @@ TEST(DeepSpeedConfigBounds, CandidateListsOfMoreThan10000ConfigurationsAreRefuse
 // Every ZeRO stage searched is a space of its own: "all" counts four times, as a list of four does.
 TEST(DeepSpeedConfigBounds, EachStageSearchedCountsItsConfigurations) {
   AutotuneJob job = validJob();
-  json many = json::array();
-  for (int value = 1; value <= 1'300; ++value) {
-    many.push_back(value);
-  }
-  job.spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = many;
+  job.spec.deepspeedConfig["zero_optimization"]["reduce_bucket_size"] = oneTo(1'300);
   for (const json& stages : {json("all"), json{0, 1, 2, 3}}) {
     job.spec.deepspeedConfig["zero_optimization"]["stage"] = stages;
     const FieldErrors errors = validate(job);  // 2 offload devices x 1,300 x 4 stages

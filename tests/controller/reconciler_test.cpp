@@ -236,6 +236,15 @@ class Reconcile : public ::testing::Test {
     return api_->objects.at(std::string(kPodsPath) + "/" + name);
   }
 
+  // The measurement ConfigMaps the API server holds in namespace ml.
+  std::vector<json> keptMeasurements() const {
+    std::vector<json> kept = api_->under("/api/v1/namespaces/ml/configmaps/");
+    std::erase_if(kept, [](const json& configMap) {
+      return !configMap["metadata"]["name"].get<std::string>().starts_with(kMeasurementPrefix);
+    });
+    return kept;
+  }
+
   void finish(const std::string& name, int exitCode, const std::string& message) {
     json& trial = pod(name);
     trial["spec"]["nodeName"] = "gpu-0";
@@ -777,10 +786,7 @@ TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
   MeasurementStore& measurements = cluster_.addMeasurements("");
   runOneTrial(singleTrialJob());
   ASSERT_EQ(job()["status"]["phase"], "Succeeded");
-  std::vector<json> kept = api_->under("/api/v1/namespaces/ml/configmaps/");
-  std::erase_if(kept, [](const json& configMap) {
-    return !configMap["metadata"]["name"].get<std::string>().starts_with(kMeasurementPrefix);
-  });
+  std::vector<json> kept = keptMeasurements();
   ASSERT_EQ(kept.size(), 1U);
   measurements.replace(kept);
 
@@ -802,16 +808,15 @@ TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
 TEST_F(Reconcile, AMeasurementIsTakenAsTheApiServerHoldsItNotAsTheCacheLastSawIt) {
   MeasurementStore& measurements = cluster_.addMeasurements("");
   runOneTrial(singleTrialJob());
-  std::vector<json> kept = api_->under("/api/v1/namespaces/ml/configmaps/");
-  std::erase_if(kept, [](const json& configMap) {
-    return !configMap["metadata"]["name"].get<std::string>().starts_with(kMeasurementPrefix);
-  });
+  std::vector<json> kept = keptMeasurements();
   ASSERT_EQ(kept.size(), 1U);
   measurements.replace(kept);
   const std::string path =
       "/api/v1/namespaces/ml/configmaps/" + kept[0]["metadata"]["name"].get<std::string>();
 
-  api_->objects.at(path)["data"]["result.json"] = std::string(1'000'000, 'x');
+  json& edited = api_->objects.at(path);
+  edited["data"]["result.json"] = std::string(1'000'000, 'x');
+  edited["metadata"]["resourceVersion"] = "edited";  // as the API server marks every write
   createAgain(singleTrialJob());
   reconcile();
   EXPECT_EQ(pods().size(), 1U) << "the edited measurement was taken from the cache";
@@ -849,10 +854,7 @@ TEST_F(Reconcile, AJobCreatedAgainUnderItsNameRunsTheTrialsOfTheOneBefore) {
 TEST_F(Reconcile, AMeasurementTheCacheHoldsIsReplacedInOneRequest) {
   MeasurementStore& measurements = cluster_.addMeasurements("");
   runOneTrial(singleTrialJob());
-  std::vector<json> kept = api_->under("/api/v1/namespaces/ml/configmaps/");
-  std::erase_if(kept, [](const json& configMap) {
-    return !configMap["metadata"]["name"].get<std::string>().starts_with(kMeasurementPrefix);
-  });
+  std::vector<json> kept = keptMeasurements();
   ASSERT_EQ(kept.size(), 1U);
   const std::string path =
       "/api/v1/namespaces/ml/configmaps/" + kept[0]["metadata"]["name"].get<std::string>();
