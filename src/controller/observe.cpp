@@ -242,17 +242,22 @@ constexpr auto kWorkloadExpectedWithin = std::chrono::seconds(30);
 // Why a queued trial's Workload is not in the cache: not made yet, or, once it should have been,
 // made but not watched (Kueue did not copy the label the operator watches Workloads by) or not
 // made at all (Kueue does not manage the namespace).
-std::string noWorkloadYet(const TrialRunState& state, Timestamp now) {
+std::string noWorkloadYet(const TrialRunState& state, Snapshot& snapshot) {
   std::string words = "Kueue has not made its Workload yet";
-  if (state.created && now - *state.created >= kWorkloadExpectedWithin) {
-    words += " (after " + std::to_string(kWorkloadExpectedWithin.count()) +
-             "s: check that Kueue manages this namespace, and that its Configuration copies the "
-             "label " +
-             std::string(kJobLabel) +
-             " to Workloads, integrations.labelKeysToCopy, which the operator watches them by "
-             "unless its --kueue-workload-selector says otherwise)";
+  if (!state.created) {
+    return words;
   }
-  return words;
+  const Timestamp overdue = *state.created + kWorkloadExpectedWithin;
+  if (snapshot.now < overdue) {
+    snapshot.workloadOverdueAt = std::min(snapshot.workloadOverdueAt.value_or(overdue), overdue);
+    return words;
+  }
+  return words + " (after " + std::to_string(kWorkloadExpectedWithin.count()) +
+         "s: check that Kueue manages this namespace, and that its Configuration copies the "
+         "label " +
+         std::string(kJobLabel) +
+         " to Workloads, integrations.labelKeysToCopy, which the operator watches them by "
+         "unless its --kueue-workload-selector says otherwise)";
 }
 
 // A queued trial of a job in a Kueue LocalQueue waits for admission until its Workload is
@@ -280,7 +285,7 @@ void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
     state.awaitingAdmission = true;
     state.heldBack = true;
     state.message = "waits for Kueue admission in LocalQueue " + job.spec.queueName + ": " +
-                    (!workload ? noWorkloadYet(state, snapshot.now)
+                    (!workload ? noWorkloadYet(state, snapshot)
                      : workload->pendingMessage.empty()
                          ? "its Workload " + workload->name + " is not admitted yet"
                          : workload->pendingMessage);

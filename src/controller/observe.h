@@ -84,6 +84,9 @@ struct Snapshot {
   // Whether the job's Kueue LocalQueue (spec.queueName) exists; kNotWatched without one, or
   // without --kueue.
   QueueState queue = QueueState::kNotWatched;
+  // When a queued trial whose Workload is not seen will have waited long enough for its message
+  // to say why that may be: the job looks again then, though nothing else may wake it.
+  std::optional<Timestamp> workloadOverdueAt;
   std::optional<Timestamp> waitingSince;  // the job waits for room since then (Plan::waitsForRoom)
   // Learned by applying an earlier plan of this reconcile: the output could not be written, the
   // creates of some trials' runs were refused (those trials are not in flight), or the

@@ -282,6 +282,9 @@ void goOn(Draft& draft) {
                      "trials in flight: " + std::to_string(draft.inFlight.size()));
   }
   draft.plan.requeueAfter = nextDeadline(draft);
+  if (const auto overdue = draft.snapshot.workloadOverdueAt) {
+    draft.requeueWithin(*overdue - draft.snapshot.now);
+  }
   draft.plan.waitsForRoom = draft.notCreatedForGpus > 0 || draft.quotaRefusal.has_value();
   if (draft.notCreatedForGpus > 0) {
     const int gpus = draft.notCreatedForGpus * draft.spec().resources.gpusPerTrial;

@@ -1319,12 +1319,15 @@ TEST_F(KueueReconcile, AJobWaitsForItsLocalQueueThenForAdmissionInKueuesWords) {
     gate(trial["metadata"]["name"]);
   }
   syncCaches();
-  reconcile();
+  const runtime::ReconcileResult waiting = reconcile();
   EXPECT_NE(conditionOf(job(), "Running")
                 .value()["message"]
                 .get<std::string>()
                 .find("Kueue has not made its Workload yet"),
             std::string::npos);
+  // Nothing else may wake a job whose trials Kueue gates: it looks again when the hint is due.
+  ASSERT_TRUE(waiting.requeueAfter.has_value());
+  EXPECT_LE(*waiting.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(31)));
   now_ += seconds(31);  // a Workload not seen by then is one the operator's watch may not see
   reconcile();
   EXPECT_NE(conditionOf(job(), "Running")
