@@ -4,7 +4,8 @@ JOBS ?= 2
 SANITIZE_DIR = $(BUILD_DIR)/sanitize
 SOURCES = $(shell git ls-files '*.cpp' '*.h')
 
-.PHONY: all deps configure build sanitize test unit integration e2e fuzz images chart controlplane \
+.PHONY: all deps configure build sanitize test unit integration e2e fuzz images chart plugin \
+	controlplane \
 	lint format-check format demo bench clean
 
 all: build
@@ -67,6 +68,11 @@ images: build
 chart:
 	helm=$$(scripts/controlplane tools)/helm && $$helm lint --strict charts/autotune-operator && \
 		$$helm package charts/autotune-operator --destination $(BUILD_DIR)/chart
+
+# kubectl-autotune as an archive for any x86-64 Linux, its libraries and loader beside it
+# ($(BUILD_DIR)/dist/kubectl-autotune-VERSION-linux-amd64.tar.gz; scripts/package-plugin).
+plugin: build
+	scripts/package-plugin $(BUILD_DIR)/dist $(BUILD_DIR)/bin/autotune
 
 lint: format-check build
 	scripts/tidy $(BUILD_DIR)

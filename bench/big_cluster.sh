@@ -80,7 +80,7 @@ print(json.dumps({
         "search": {"strategy": "grid", "metric": "throughput", "maxTrials": 1},
         "reuse": sys.argv[3],
         "template": {"spec": {"containers": [{
-            "name": "trainer", "image": "autotune/trial-sim:0.1.0",
+            "name": "trainer", "image": "ghcr.io/autotune-operator/trial-sim:0.1.0",
             "command": ["trial-sim", "--profile", "distilbert", "--startup-seconds", "0"],
             "args": ["--deepspeed", "/etc/autotune/ds_config.json"]}]}}}}))
 PY

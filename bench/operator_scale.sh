@@ -205,7 +205,7 @@ spec:
     spec:
       containers:
         - name: trainer
-          image: autotune/trial-sim:0.1.0
+          image: ghcr.io/autotune-operator/trial-sim:0.1.0
           command: [trial-sim, --profile, distilbert, --startup-seconds, "0"]
           args: [--deepspeed, /etc/autotune/ds_config.json]
           # Each job its own trials: identical jobs would take each other's kept results (reuse)

@@ -5,7 +5,8 @@
 # `kubectl autotune plan -f` is `autotune plan`; the namespace comes from -n, else from the
 # kubeconfig context; a job that does not exist is named in the error. Kubeconfigs as clusters
 # hand them out: $KUBECONFIG's files merged, an exec credential plugin's token, an auth-provider
-# refused with the reason.
+# refused with the reason. The portable archive (scripts/package-plugin) is the same plugin: kubectl
+# runs it through a link on the PATH, and it works in a root that holds nothing but the archive.
 #
 # Usage: kubectl_plugin_test.sh AUTOTUNE_BINARY SOURCE_DIR
 # It starts its own control plane with scripts/controlplane, or, when AUTOTUNE_TEST_KUBECONFIG is
@@ -37,6 +38,7 @@ trap cleanup EXIT
 use_cluster "$work" kubectl
 export KUBECACHEDIR=$work/kube-cache
 # kubectl finds plugins on the PATH: the kubectl-autotune link beside the autotune binary.
+path_without_build=$PATH
 export PATH="$(dirname "$autotune"):$PATH"
 
 crd_established() {
@@ -227,6 +229,44 @@ KUBECONFIG=$work/provider.json kubectl autotune best "$job" -n "$namespace" 2>"$
 expect "an auth-provider user fails the command" test $? -eq 1
 expect "and says it is not supported" \
   grep -q 'user "eks": auth-provider "oidc" is not supported' "$work/provider.err"
+
+# --- the portable archive -------------------------------------------------------------------------
+
+require "scripts/package-plugin makes the archive" \
+  "$source_dir/scripts/package-plugin" "$work/dist" "$autotune"
+portable_through_kubectl() {
+  mkdir -p "$work/unpacked" "$work/plugin-bin" &&
+    tar -xzf "$work"/dist/kubectl-autotune-*-linux-amd64.tar.gz -C "$work/unpacked" &&
+    ln -s "$work/unpacked/kubectl-autotune/kubectl-autotune" "$work/plugin-bin/kubectl-autotune" &&
+    PATH=$work/plugin-bin:$path_without_build KUBECONFIG=$work/eks.json \
+      kubectl autotune best "$job" -n "$namespace" >"$work/portable.json" &&
+    cmp "$work/portable.json" "$work/expected.json"
+}
+expect "the unpacked archive, linked on the PATH, is kubectl's plugin (exec credentials too)" \
+  portable_through_kubectl
+
+# A root holding the archive, a shell and a kubeconfig, and no other file: the plugin loads
+# nothing from the system. The shell itself runs on the archive's loader and C library.
+if chroot / true 2>/dev/null; then
+  root=$work/bare-root
+  mkdir -p "$root/bin" "$root/opt" &&
+    cp -a "$work/unpacked/kubectl-autotune" "$root/opt/" &&
+    cp "$(readlink -f /bin/sh)" "$root/bin/sh" &&
+    cp "$work/whole.json" "$root/kubeconfig"
+  bare() {
+    env -i "$(command -v chroot)" "$root" /opt/kubectl-autotune/lib/ld-linux-x86-64.so.2 \
+      --library-path /opt/kubectl-autotune/lib /bin/sh /opt/kubectl-autotune/kubectl-autotune "$@"
+  }
+  bare_best() {
+    bare best "$job" -n "$namespace" --kubeconfig /kubeconfig >"$work/bare.json" &&
+      cmp "$work/bare.json" "$work/expected.json"
+  }
+  expect "in a root with nothing but the archive, kubectl autotune best reads the cluster" bare_best
+  bare --version >"$work/bare-version" 2>&1
+  expect "and --version names the plugin" grep -q "^kubectl autotune " "$work/bare-version"
+else
+  echo "skipped - the bare-root checks of the archive need chroot (root)"
+fi
 
 if ((failures > 0)); then
   echo "kubectl_plugin_test: $failures checks failed"

@@ -572,7 +572,7 @@ spec:
   schedulerName: nobody-serves-this
   containers:
     - name: main
-      image: autotune/trial-sim:0.1.0
+      image: ghcr.io/autotune-operator/trial-sim:0.1.0
       command: [trial-sim, --fail-with, "not a trial", --e2e-run, $marker]
 POD
 }

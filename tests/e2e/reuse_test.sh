@@ -79,7 +79,7 @@ create_edited() {
 }
 
 with_reuse_disabled='s/^spec:$/spec:\n  reuse: Disabled/'
-with_image_tag='s|image: autotune/trial-sim:0.1.0$|image: registry.example/trial-sim:2|'
+with_image_tag='s|image: ghcr.io/autotune-operator/trial-sim:0.1.0$|image: registry.example/other-trainer:2|'
 
 # Job $1 Succeeds within $2 seconds at the published best.
 succeeds_at_best() { ends_in "$1" Succeeded "$2" && best_is "$1" "$published_best"; }
@@ -475,7 +475,7 @@ case_isolation() {
   check "namespace $other is created" kubectl create namespace "$other" || return 0
   expect "the same manifest is created in $other" \
     in_namespace "$other" create_job first "${small[@]}"
-  expect "job new-image, with image registry.example/trial-sim:2, is created" \
+  expect "job new-image, with image registry.example/other-trainer:2, is created" \
     create_edited new-image "$with_image_tag" "${small[@]}"
   expect "job eight-gpus, with gpusPerTrial 8, is created" \
     create_job eight-gpus "${small[@]}" gpus=8
@@ -494,7 +494,7 @@ case_isolation() {
     kept_satisfies "len(kept) == sum(len(results(j)) for j in ('first', 'new-image', 'eight-gpus'))
       and all(sound(k) for k in kept.values())
       and {k['identity']['container']['image'] for k in by('new-image').values()}
-        == {'registry.example/trial-sim:2'}
+        == {'registry.example/other-trainer:2'}
       and {k['identity']['gpusPerTrial'] for k in by('eight-gpus').values()} == {8}"
   in_namespace "$other" end_case
   end_case

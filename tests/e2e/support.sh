@@ -142,7 +142,7 @@ job_manifest() {
   local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
   local args='[--deepspeed, /etc/autotune/ds_config.json]'
   local scheduling_timeout='' nodes=1 log_suffix='' extra_env='' queue='' labels=''
-  local image=autotune/trial-sim:0.1.0
+  local image=ghcr.io/autotune-operator/trial-sim:0.1.0
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
   local setting

@@ -132,7 +132,7 @@ json pod(const std::string& name, const std::string& node, const std::string& sc
            {{"nodeName", node},
             {"restartPolicy", "Never"},
             {"containers", json::array({{{"name", "trial"},
-                                         {"image", "autotune/trial-sim:latest"},
+                                         {"image", "ghcr.io/autotune-operator/trial-sim:0.1.0"},
                                          {"command", json::array({"sh", "-c", script})}}})}}}};
 }
 
@@ -168,7 +168,8 @@ json indexedJob(const std::string& name, int completions) {
                {{"subdomain", name},
                 {"restartPolicy", "Never"},
                 {"containers",
-                 json::array({{{"name", "trial"}, {"image", "autotune/trial-sim:latest"}}})}}}}}}}};
+                 json::array({{{"name", "trial"},
+                               {"image", "ghcr.io/autotune-operator/trial-sim:0.1.0"}}})}}}}}}}};
 }
 
 // Pod `index` of `job` (as created) on `node`, as the Job controller makes it from `base`.
