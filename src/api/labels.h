@@ -13,6 +13,12 @@ inline constexpr std::string_view kJobLabel = "autotune.io/job";
 // labels and Pod names hold only DNS-safe forms of it.
 inline constexpr std::string_view kTrialNameAnnotation = "autotune.io/trial-name";
 
+// On every trial Pod the operator makes, its multi-node trials' included: the API server keeps
+// the Pod, deleted or not, until the operator has written what it tells into the job's status and
+// taken this off. How a trial ended is thus read from the API server after any restart, never
+// from what a process remembers.
+inline constexpr std::string_view kTrialResultFinalizer = "autotune.io/trial-result";
+
 // The output ConfigMap's files: the tuned config the training job mounts, the command that runs
 // it, DeepSpeed's summary table, and every trial's record.
 inline constexpr std::string_view kOutputConfigFile = "ds_config.json";

@@ -343,6 +343,9 @@ runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& 
   for (const auto& run : plan.deletions) {
     remove(run);
   }
+  for (const auto& pod : plan.releases) {
+    letGo(client_, context_.log, *pod);
+  }
   for (const auto& name : plan.nodesToLookUp) {
     lookUpNode(name);
   }
@@ -436,26 +439,68 @@ bool Apply::removeSeen(const k8s::Resource& resource, const std::string& name,
   return false;
 }
 
-// A Pod; or a batch Job, whose Pods garbage collection deletes with it, and its Service.
+// A Pod; or a batch Job, whose Pods garbage collection deletes with it, and its Service. Each Pod
+// is let go of first: the status written before accounts for it.
 void Apply::remove(const TrialRun& run) {
-  if (run.carrier == TrialRun::Carrier::kPod) {
-    if (!removeSeen(k8s::kPods, run.name, run.uid)) {
-      return;
-    }
-    if (const auto cached = cluster_.pod(namespace_ + "/" + run.name)) {
-      cluster_.deletingPod(*cached);
-    }
-    return;
-  }
-  if (!removeSeen(k8s::kBatchJobs, run.name, run.uid) ||
-      !removeSeen(k8s::kServices, run.name, run.serviceUid)) {
-    return;
-  }
-  // So that the reconciles before garbage collection reaches them do not delete the Job again.
+  std::vector<std::string> podKeys;
   for (const auto& pod :
        cluster_.podsLabelled(namespace_, jobLabelValue(k8s::text(metadata_, "name")))) {
-    if (pod->batchJob == run.name && !pod->deleting) {
+    const bool ofRun = run.carrier == TrialRun::Carrier::kPod
+                           ? pod->name == run.name && pod->uid == run.uid
+                           : pod->batchJob == run.name && pod->batchJobUid == run.uid;
+    if (ofRun) {
+      letGo(client_, context_.log, *pod);
+      podKeys.push_back(pod->key);
+    }
+  }
+  const bool removed = run.carrier == TrialRun::Carrier::kPod
+                           ? removeSeen(k8s::kPods, run.name, run.uid)
+                           : removeSeen(k8s::kBatchJobs, run.name, run.uid) &&
+                                 removeSeen(k8s::kServices, run.name, run.serviceUid);
+  if (!removed) {
+    return;
+  }
+  // So that the reconciles before the deletion reaches the cache (or garbage collection reaches a
+  // Job's Pods) do not delete them again.
+  for (const auto& key : podKeys) {
+    if (const auto pod = cluster_.pod(key); pod && !pod->deleting) {
       cluster_.deletingPod(*pod);
+    }
+  }
+}
+
+void letGo(const k8s::Client& client, const observability::Logger& log, const Pod& pod) {
+  if (!pod.heldForItsResult()) {
+    return;
+  }
+  json finalizers = json::array();
+  for (const auto& finalizer : pod.finalizers) {
+    if (finalizer != api::kTrialResultFinalizer) {
+      finalizers.push_back(finalizer);
+    }
+  }
+  const json patch{
+      {"metadata", {{"resourceVersion", pod.resourceVersion}, {"finalizers", finalizers}}}};
+  // The cache learns of it from the watch: a Pod being deleted is gone with this patch, and one
+  // put back here could outlive the watch's word that it went.
+  const auto patched = client.patch(k8s::kPods, pod.ns, pod.name, k8s::PatchType::kMerge, patch);
+  // A Pod changed since it was read (Conflict) is let go of by the reconcile its change brings.
+  if (!patched && patched.error().kind != k8s::ErrorKind::kNotFound &&
+      patched.error().kind != k8s::ErrorKind::kConflict) {
+    log.warn("could not let go of a trial Pod",
+             {{"pod", pod.key}, {"error", k8s::describe(patched.error())}});
+  }
+}
+
+void letGoOfOrphans(const k8s::Client& client, const Cluster& cluster,
+                    const observability::Logger& log, const std::string& ns,
+                    const std::string& jobName) {
+  for (const auto& pod : cluster.podsLabelled(ns, jobLabelValue(jobName))) {
+    const auto owner = cluster.ownerOf(*pod);
+    const auto ownerJob = owner ? cluster.job(ns + "/" + owner->name) : nullptr;
+    const bool ownerLives = ownerJob && k8s::text(ownerJob->metadata, "uid") == owner->uid;
+    if (pod->deleting && !ownerLives) {
+      letGo(client, log, *pod);
     }
   }
 }

@@ -66,6 +66,16 @@ struct Learned {
   }
 };
 
+// Takes api::kTrialResultFinalizer off the Pod, as the cache last saw it (its resourceVersion a
+// precondition: one changed since is left to the reconcile its change brings), once the written
+// status accounts for it or nothing ever will.
+void letGo(const k8s::Client& client, const observability::Logger& log, const Pod& pod);
+// Lets go of the Pods labelled for a job that is gone that are being deleted and that no job of
+// the cache owns: those garbage collection deletes after their AutotuneJob.
+void letGoOfOrphans(const k8s::Client& client, const Cluster& cluster,
+                    const observability::Logger& log, const std::string& ns,
+                    const std::string& jobName);
+
 // One reconcile's effects on one job, each step only after the one before went through.
 class Apply {
  public:

@@ -112,9 +112,6 @@ PodStore& Cluster::addPods(const std::string& ns) {
   store->listen([this](const Pod* before, const Pod* after) {
     if (after == nullptr) {
       gpus_.removePod(before->key);
-      Pod deleted = *before;
-      deleted.deleting = true;
-      podDeleted(std::make_shared<const Pod>(std::move(deleted)));
     } else {
       gpus_.setPod(*after);
     }
@@ -282,38 +279,6 @@ QueueState Cluster::localQueue(const std::string& ns, const std::string& name) c
     return QueueState::kNotWatched;
   }
   return store->get(ns + "/" + name) ? QueueState::kFound : QueueState::kMissing;
-}
-
-std::vector<runtime::Shared<Pod>> Cluster::podsDeleted(const std::string& ns,
-                                                       const std::string& jobLabel) const {
-  const std::scoped_lock lock(mutex_);
-  std::vector<runtime::Shared<Pod>> deleted;
-  if (const auto found = deletedPods_.find(labelled(ns, jobLabel)); found != deletedPods_.end()) {
-    for (const auto& [key, pod] : found->second) {
-      deleted.push_back(pod);
-    }
-  }
-  return deleted;
-}
-
-void Cluster::podDeleted(runtime::Shared<Pod> pod) {
-  if (pod->jobLabel.empty() || pod->trialName.empty()) {
-    return;
-  }
-  const std::scoped_lock lock(mutex_);
-  const std::string label = labelled(pod->ns, pod->jobLabel);
-  deletionOrder_.emplace_back(label, pod->key);
-  deletedPods_[label].insert_or_assign(pod->key, std::move(pod));
-  while (deletionOrder_.size() > kRememberedDeletions) {
-    const auto& [oldestLabel, oldestKey] = deletionOrder_.front();
-    if (const auto found = deletedPods_.find(oldestLabel); found != deletedPods_.end()) {
-      found->second.erase(oldestKey);
-      if (found->second.empty()) {
-        deletedPods_.erase(found);
-      }
-    }
-    deletionOrder_.pop_front();
-  }
 }
 
 MissingNodes Cluster::missingNodes(const NodeNames& named, Timestamp now) const {
@@ -494,7 +459,7 @@ void Cluster::deletingPod(const Pod& pod) {
   if (auto* store = storeFor(pods_, pod.ns)) {
     Pod deleting = pod;
     deleting.deleting = true;
-    store->put(std::make_shared<const Pod>(std::move(deleting)));
+    store->putIfPresent(std::make_shared<const Pod>(std::move(deleting)));
   }
 }
 

@@ -97,12 +97,6 @@ class Cluster {
                                                                  const std::string& jobUid) const;
   // Whether the LocalQueue exists, or that Kueue's objects are not watched in that namespace.
   QueueState localQueue(const std::string& ns, const std::string& name) const;
-  // Of those, the ones deleted lately, each as it was last seen: a trial Pod that went between two
-  // reconciles (preempted and deleted at once, say) still tells how it ended. Only the most recent
-  // kRememberedDeletions are kept, and none survive a restart: a trial whose Pod went unseen then
-  // is not measured.
-  std::vector<runtime::Shared<Pod>> podsDeleted(const std::string& ns,
-                                                const std::string& jobLabel) const;
   // Of the nodes `named`, those the Node cache lacks, and what the API server said of them.
   MissingNodes missingNodes(const NodeNames& named, Timestamp now) const;
   // What a direct GET of a node the cache lacks answered.
@@ -151,6 +145,7 @@ class Cluster {
   void wroteStatus(const nlohmann::json& object, Timestamp at);
   void wrotePod(const nlohmann::json& object);
   void wroteBatchJob(const nlohmann::json& object);
+  // A Pod this process deleted, marked as going, unless the watch has already said it is gone.
   void deletingPod(const Pod& pod);
   // Whether a foreign Pod (Snapshot::foreignPods) of this UID is new to this process: each is told
   // of once. The kRememberedForeignPods noticed most recently are remembered.
@@ -158,7 +153,6 @@ class Cluster {
 
  private:
   void jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJob* after);
-  void podDeleted(runtime::Shared<Pod> pod);
   // Whether the unbound Pod of this key is a trial of a job that holds GPUs for it.
   bool reservesGpus(const std::string& podKey) const;
 
@@ -181,14 +175,10 @@ class Cluster {
   std::map<std::string, std::int64_t, std::less<>> phaseCounts_;
   std::map<std::string, Timestamp, std::less<>> statusWrittenAt_;
   std::map<std::string, Timestamp, std::less<>> waitingForRoomSince_;
-  // Trial Pods deleted lately, as last seen: by "namespace/job label", and in deletion order.
-  std::map<std::string, std::map<std::string, runtime::Shared<Pod>>, std::less<>> deletedPods_;
-  std::deque<std::pair<std::string, std::string>> deletionOrder_;  // (label key, Pod key)
-  std::set<std::string, std::less<>> foreignPods_;                 // UIDs, as noticed
+  std::set<std::string, std::less<>> foreignPods_;  // UIDs, as noticed
   std::deque<std::string> foreignOrder_;
 };
 
-inline constexpr std::size_t kRememberedDeletions = 4096;
 inline constexpr std::size_t kRememberedForeignPods = 4096;
 
 // The job a trial's batch Job belongs to, if any.

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string_view>
 
+#include "api/labels.h"
 #include "api/units.h"
 #include "controller/trial_pod.h"
 #include "k8s/object.h"
@@ -171,6 +172,10 @@ bool readIdentity(const json& object, Object& into) {
 
 }  // namespace
 
+bool Pod::heldForItsResult() const {
+  return std::ranges::find(finalizers, api::kTrialResultFinalizer) != finalizers.end();
+}
+
 std::optional<Pod> decodePod(const json& object) {
   const json& metadata = k8s::metadataOf(object);
   Pod pod;
@@ -190,6 +195,11 @@ std::optional<Pod> decodePod(const json& object) {
   pod.deleting = member(metadata, "deletionTimestamp").is_string();
   pod.deletionTimestamp = timeAt(metadata, "deletionTimestamp");
   pod.deletionGracePeriodSeconds = integerAt(metadata, "deletionGracePeriodSeconds");
+  for (const auto& finalizer : member(metadata, "finalizers")) {
+    if (finalizer.is_string()) {
+      pod.finalizers.push_back(finalizer.get<std::string>());
+    }
+  }
 
   const json& spec = member(object, "spec");
   pod.nodeName = text(spec, "nodeName");

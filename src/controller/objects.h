@@ -84,6 +84,7 @@ struct Pod {
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::optional<Timestamp> deletionTimestamp;
   std::optional<std::int64_t> deletionGracePeriodSeconds;
+  std::vector<std::string> finalizers;  // metadata.finalizers
 
   std::string nodeName;                      // spec.nodeName
   std::string firstContainer;                // spec.containers[0].name
@@ -102,6 +103,8 @@ struct Pod {
 
   // Ended by itself: Succeeded or Failed. Its GPUs are free again.
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+  // Kept by the API server until the operator takes api::kTrialResultFinalizer off.
+  bool heldForItsResult() const;
 };
 
 struct Node {

@@ -1,10 +1,12 @@
 #include "controller/observe.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "controller/trial_pod.h"
 #include "k8s/error.h"
@@ -17,6 +19,7 @@ namespace {
 struct ObservedRun {
   TrialRunState state;
   bool deleting = false;  // all its Pods are being deleted
+  std::vector<runtime::Shared<Pod>> pods;
 };
 
 // A multi-node trial's batch Job suspended while its Pods are being stopped: a queueing system
@@ -58,6 +61,8 @@ std::vector<ObservedRun> observeRuns(const Cluster& cluster,
       snapshot.namesTaken.insert(pod->batchJob.empty() ? pod->name : pod->batchJob);
       if (!pod->deleting) {
         snapshot.foreignPods.push_back(pod);
+      } else if (pod->heldForItsResult()) {
+        snapshot.settled.push_back(pod);  // an earlier job's of the same name: it tells nothing
       }
       continue;
     }
@@ -65,11 +70,12 @@ std::vector<ObservedRun> observeRuns(const Cluster& cluster,
     if (!state) {
       snapshot.unreadable.push_back(state.error());
     } else if (pod->batchJob.empty()) {
-      observed.push_back({std::move(*state), pod->deleting});
+      observed.push_back({std::move(*state), pod->deleting, {pod}});
     } else {
       auto& run =
-          batchJobs.try_emplace(pod->batchJob, ObservedRun{{}, pod->deleting}).first->second;
+          batchJobs.try_emplace(pod->batchJob, ObservedRun{{}, pod->deleting, {}}).first->second;
       run.deleting = run.deleting && pod->deleting;
+      run.pods.push_back(pod);
       ranks[pod->batchJob].push_back(std::move(*state));
     }
   }
@@ -135,7 +141,7 @@ std::map<std::string, TrialRunState> newestRuns(std::vector<ObservedRun>&& obser
   const api::Spec& spec = snapshot.job.spec;
   const bool terminal = hasEnded(snapshot.job.status.phase);
   std::map<std::string, TrialRunState> newest;
-  for (auto& [state, deleting] : observed) {
+  for (auto& [state, deleting, pods] : observed) {
     if (auto why = notMeasured(state, spec, snapshot.now)) {
       state.phase = TrialRunState::Phase::kNotMeasured;
       state.message = std::move(*why);
@@ -143,6 +149,9 @@ std::map<std::string, TrialRunState> newestRuns(std::vector<ObservedRun>&& obser
     if (recorded.contains(state.trialName) || terminal) {
       if (removable(state, spec) && !deleting) {
         snapshot.staleRuns.push_back(state.run);
+      } else {
+        std::ranges::copy_if(pods, std::back_inserter(snapshot.settled),
+                             [](const auto& pod) { return pod->heldForItsResult(); });
       }
       continue;
     }
@@ -159,14 +168,6 @@ std::map<std::string, TrialRunState> newestRuns(std::vector<ObservedRun>&& obser
   return newest;
 }
 
-std::set<std::string> keysOf(const std::vector<runtime::Shared<Pod>>& pods) {
-  std::set<std::string> keys;
-  for (const auto& pod : pods) {
-    keys.insert(pod->key);
-  }
-  return keys;
-}
-
 // What a trial that finished ran on: its node's GPU, and its image's digest if the runtime gave
 // one. Nothing for a trial that did not finish by itself, or whose node the cache lacks.
 std::optional<RanOn> ranOnOf(const Cluster& cluster, const TrialRunState& state) {
@@ -180,8 +181,9 @@ std::optional<RanOn> ranOnOf(const Cluster& cluster, const TrialRunState& state)
   return RanOn{{node->gpuProduct, node->gpuMemoryBytes}, imageDigest(state.imageID)};
 }
 
-// The job's trial Pods, and those deleted lately (Cluster::podsDeleted) as last seen, so that a
-// Pod that went between two reconciles still says how it ended.
+// The job's trial Pods. Each stays, deleted or not, until the written status accounts for it
+// (api::kTrialResultFinalizer), so a Pod that went between two reconciles, or while no operator
+// ran, still says how it ended.
 void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
   std::set<std::string> recorded;
@@ -196,14 +198,6 @@ void observeTrials(const Cluster& cluster, Snapshot& snapshot) {
     }
   }
   snapshot.missingNodes = cluster.missingNodes(bound, snapshot.now);
-  const std::set<std::string> present = keysOf(pods);
-  // A deleted Pod holds no name any more: only this job's tell how its trials ended, and those of
-  // an earlier job of the same name (deleted, and created again) are no one's business.
-  for (auto& deleted : cluster.podsDeleted(job.namespaceName(), jobLabelValue(job.name()))) {
-    if (!present.contains(deleted->key) && isTrialOf(cluster, *deleted, job)) {
-      pods.push_back(std::move(deleted));
-    }
-  }
   auto newest = newestRuns(observeRuns(cluster, pods, snapshot), recorded, snapshot);
   if (!hasEnded(job.status.phase)) {
     for (const auto& launched : job.status.inFlight) {

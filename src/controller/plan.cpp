@@ -122,6 +122,7 @@ void recordEnded(Draft& draft) {
   for (const auto& run : snapshot.staleRuns) {
     draft.plan.deletions.push_back(run);
   }
+  draft.plan.releases = snapshot.settled;
 }
 
 // A trial whose run's name an object this job does not own holds is neither adopted nor deleted:
@@ -324,6 +325,7 @@ Plan pace(Draft draft) {
     Plan held;
     held.status = snapshot.job.status;
     held.deletions = snapshot.staleRuns;
+    held.releases = snapshot.settled;
     held.requeueAfter = requeueFor(*due - snapshot.now);
     return held;
   }
@@ -453,6 +455,7 @@ Plan plan(const Snapshot& snapshot, const tuning::Decision& decision) {
   }
   if (hasEnded(snapshot.job.status.phase)) {
     draft.plan.deletions = snapshot.staleRuns;
+    draft.plan.releases = snapshot.settled;
     draft.status().observedGeneration = snapshot.generation;
     return std::move(draft.plan);
   }

@@ -55,10 +55,13 @@ struct Plan {
   std::optional<nlohmann::json> afterTuning;  // the afterTuning Job, after the output
   std::vector<RunLaunch> launches;            // after the status
   std::vector<TrialRun> deletions;            // once the status is written
-  NodeNames nodesToLookUp;                    // nodes the Node cache lacks, to ask the API about
-  std::vector<JobEvent> events;               // once the status is written
-  std::vector<api::TrialRecord> finished;     // newly recorded, for metrics
-  std::vector<api::TrialRecord> reused;       // newly taken from kept measurements, for metrics
+  // Pods to let go of (api::kTrialResultFinalizer) once the status is written; the runs deleted
+  // are let go of as they are deleted.
+  std::vector<runtime::Shared<Pod>> releases;
+  NodeNames nodesToLookUp;                 // nodes the Node cache lacks, to ask the API about
+  std::vector<JobEvent> events;            // once the status is written
+  std::vector<api::TrialRecord> finished;  // newly recorded, for metrics
+  std::vector<api::TrialRecord> reused;    // newly taken from kept measurements, for metrics
   // Measurement ConfigMaps of the trials that ended, kept before the status is written.
   std::vector<nlohmann::json> measurements;
   std::vector<std::chrono::duration<double>> pendingWaits;  // of those, each run's wait to start

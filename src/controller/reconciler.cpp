@@ -26,8 +26,9 @@ runtime::ReconcileResult Reconciler::reconcile(const std::string& key, const Con
 runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& context) {
   const auto job = cluster_.job(key);
   if (!job) {
+    const auto slash = key.find('/');
+    letGoOfOrphans(client_, cluster_, context.log, key.substr(0, slash), key.substr(slash + 1));
     if (hooks_.jobGone) {
-      const auto slash = key.find('/');
       hooks_.jobGone(key.substr(0, slash), key.substr(slash + 1));
     }
     return {};

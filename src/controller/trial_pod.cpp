@@ -255,7 +255,8 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
             {"namespace", job.namespaceName()},
             {"labels", std::move(labels)},
             {"annotations", std::move(annotations)},
-            {"ownerReferences", json::array({ownerReference(job)})}}},
+            {"ownerReferences", json::array({ownerReference(job)})},
+            {"finalizers", json::array({std::string(api::kTrialResultFinalizer)})}}},
           {"spec", std::move(podSpec)}};
 }
 
@@ -284,31 +285,34 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, cons
   spreadOverNodes(podSpec, name);
   json labels = metadata["labels"];
   json annotations = metadata["annotations"];
+  json finalizers = metadata["finalizers"];  // the Job controller puts them on each of its Pods
   // Kueue admits the Job, all its Pods together (its batch/job integration): its Pods are not
   // queued one by one.
   json podLabels = labels;
   podLabels.erase(std::string(kQueueLabel));
   const int nodes = job.spec.resources.nodesPerTrial;
-  return {
-      {"apiVersion", "batch/v1"},
-      {"kind", "Job"},
-      {"metadata",
-       {{"name", name},
-        {"namespace", job.namespaceName()},
-        {"labels", labels},
-        {"annotations",
-         {{std::string(kTrialNameAnnotation), trial.name},
-          {std::string(kAttemptAnnotation), std::to_string(attempt)}}},
-        {"ownerReferences", json::array({ownerReference(job)})}}},
-      {"spec",
-       {{"completionMode", "Indexed"},
-        {"completions", nodes},
-        {"parallelism", nodes},
-        {"backoffLimit", 0},
-        {"podReplacementPolicy", "Failed"},
-        {"template",
-         {{"metadata", {{"labels", std::move(podLabels)}, {"annotations", std::move(annotations)}}},
-          {"spec", std::move(podSpec)}}}}}};
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", job.namespaceName()},
+            {"labels", labels},
+            {"annotations",
+             {{std::string(kTrialNameAnnotation), trial.name},
+              {std::string(kAttemptAnnotation), std::to_string(attempt)}}},
+            {"ownerReferences", json::array({ownerReference(job)})}}},
+          {"spec",
+           {{"completionMode", "Indexed"},
+            {"completions", nodes},
+            {"parallelism", nodes},
+            {"backoffLimit", 0},
+            {"podReplacementPolicy", "Failed"},
+            {"template",
+             {{"metadata",
+               {{"labels", std::move(podLabels)},
+                {"annotations", std::move(annotations)},
+                {"finalizers", std::move(finalizers)}}},
+              {"spec", std::move(podSpec)}}}}}};
 }
 
 json trialService(const api::AutotuneJob& job, const tuning::Trial& trial, int attempt) {

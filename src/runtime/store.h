@@ -126,21 +126,11 @@ class Indexed final : public Store {
   void erase(const nlohmann::json& object) override { remove(keyOf(object)); }
 
   // Stores what the caller's own write returned, unless the store already has a newer version.
-  void put(Shared<T> object) {
-    Shared<T> before;
-    {
-      const std::unique_lock lock(mutex_);
-      before = find(key_(*object));
-      if (before && !notOlder(version_(*object), version_(*before))) {
-        return;
-      }
-      if (before) {
-        unplace(before);
-      }
-      place(object);
-    }
-    tell({{before, object}});
-  }
+  void put(Shared<T> object) { store(std::move(object), Absent::kStore); }
+
+  // Like put, but only over an object the store still holds: what the caller learned of an object
+  // it deleted never brings it back once the watch has said it is gone.
+  void putIfPresent(Shared<T> object) { store(std::move(object), Absent::kSkip); }
 
   void remove(const std::string& key) {
     Shared<T> before;
@@ -210,6 +200,27 @@ class Indexed final : public Store {
   Shared<T> find(const std::string& key) const {
     const auto found = objects_.find(key);
     return found == objects_.end() ? nullptr : found->second;
+  }
+
+  enum class Absent { kStore, kSkip };  // what put does when the store lacks the object
+
+  void store(Shared<T> object, Absent absent) {
+    Shared<T> before;
+    {
+      const std::unique_lock lock(mutex_);
+      before = find(key_(*object));
+      if (!before && absent == Absent::kSkip) {
+        return;
+      }
+      if (before && !notOlder(version_(*object), version_(*before))) {
+        return;
+      }
+      if (before) {
+        unplace(before);
+      }
+      place(object);
+    }
+    tell({{before, object}});
   }
 
   void place(const Shared<T>& object) {

@@ -176,7 +176,7 @@ namespaced_grants() {
     "autotune.io autotunejobs list,watch" \
     "autotune.io autotunejobs/status update" \
     "autotune.io autotunejobs/finalizers update" \
-    "core pods create,delete,get,list,watch" \
+    "core pods create,delete,get,list,patch,watch" \
     "core configmaps create,delete,get,list,patch,watch" \
     "core events create" \
     "core services create,delete,get" \

@@ -31,7 +31,8 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 
 // Just enough of an API server: objects by path, resourceVersions, the status subresource,
-// AlreadyExists and Conflict, and a log of every write.
+// AlreadyExists and Conflict, finalizers (a deleted object that has some stays, deletionTimestamp
+// set, until the last is taken off), merge patches, and a log of every write.
 class MemoryApi : public k8s::Transport {
  public:
   tl::expected<k8s::HttpResponse, std::string> send(const k8s::HttpRequest& request) override {
@@ -52,7 +53,7 @@ class MemoryApi : public k8s::Transport {
     if (request.method == "GET") {
       const auto found = objects.find(objectPath);
       return found == objects.end() ? answer(404, "NotFound")
-                                    : k8s::HttpResponse{200, found->second.dump(), {}};
+                                    : k8s::HttpResponse{200, encoded(found->second), {}};
     }
     if (request.method == "DELETE") {
       const auto found = objects.find(objectPath);
@@ -63,6 +64,10 @@ class MemoryApi : public k8s::Transport {
       if (options.contains("preconditions") &&
           options["preconditions"]["uid"] != found->second["metadata"]["uid"]) {
         return answer(409, "Conflict");
+      }
+      if (!found->second["metadata"].value("finalizers", json::array()).empty()) {
+        found->second["metadata"]["deletionTimestamp"] = formatTime(now);
+        return store(objectPath, found->second);
       }
       objects.erase(found);
       return k8s::HttpResponse{200, "{}", {}};
@@ -77,7 +82,9 @@ class MemoryApi : public k8s::Transport {
       body["metadata"]["creationTimestamp"] = formatTime(now);
       return store(created, std::move(body));
     }
-    if (request.method == "PATCH") {  // the object as sent; a resourceVersion is a precondition
+    // A merge patch onto the object; an apply, the object as sent. A resourceVersion is a
+    // precondition.
+    if (request.method == "PATCH") {
       const auto found = objects.find(objectPath);
       const std::string version = body["metadata"].value("resourceVersion", "");
       if (!version.empty() &&
@@ -85,7 +92,21 @@ class MemoryApi : public k8s::Transport {
         return answer(found == objects.end() ? 404 : 409,
                       found == objects.end() ? "NotFound" : "Conflict");
       }
-      return store(objectPath, std::move(body));
+      if (request.contentType != "application/merge-patch+json") {
+        return store(objectPath, std::move(body));
+      }
+      if (found == objects.end()) {
+        return answer(404, "NotFound");
+      }
+      json patched = found->second;
+      patched.merge_patch(body);
+      const json& metadata = patched["metadata"];
+      if (metadata.contains("deletionTimestamp") &&
+          metadata.value("finalizers", json::array()).empty()) {
+        objects.erase(found);
+        return k8s::HttpResponse{200, encoded(patched), {}};
+      }
+      return store(objectPath, std::move(patched));
     }
     const auto found = objects.find(objectPath);  // PUT
     if (found == objects.end()) {
@@ -147,7 +168,13 @@ class MemoryApi : public k8s::Transport {
   tl::expected<k8s::HttpResponse, std::string> store(const std::string& path, json object) {
     object["metadata"]["resourceVersion"] = std::to_string(++version_);
     objects[path] = object;
-    return k8s::HttpResponse{200, object.dump(), {}};
+    return k8s::HttpResponse{200, encoded(object), {}};
+  }
+
+  // As Go's encoder writes it: bytes that are not UTF-8 (a test's Pod message cut through a
+  // character) become U+FFFD.
+  static std::string encoded(const json& object) {
+    return object.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
   static tl::expected<k8s::HttpResponse, std::string> answer(int code, const std::string& reason,
@@ -515,17 +542,47 @@ TEST_F(Reconcile, APodNeverSeenRunsAgainAsItsNextAttempt) {
   }));
 }
 
-// A Pod deleted between two reconciles is remembered as last seen: deleted before its trial
-// ended, it is lost and runs again as its next attempt.
-TEST_F(Reconcile, APodDeletedBetweenReconcilesRunsAgainAsItsNextAttempt) {
+// What the API server answers a delete of a trial Pod: it stays, its deletion marked, until the
+// operator takes its finalizer off.
+void deleteAsAUserWould(const k8s::Client& client, const std::string& pod) {
+  ASSERT_TRUE(client.remove(k8s::kPods, "ml", pod).has_value());
+}
+
+// The position of the first write that begins so, or writes.size() if none does.
+std::size_t firstWrite(const std::vector<std::string>& writes, const std::string& beginning) {
+  return static_cast<std::size_t>(
+      std::ranges::find_if(writes, [&](const auto& w) { return w.starts_with(beginning); }) -
+      writes.begin());
+}
+
+// Every trial Pod carries the finalizer: the API server keeps it until the operator lets go.
+TEST_F(Reconcile, TrialPodsAreHeldForTheirResults) {
+  submit(gpt2Job());
+  reconcile();
+  ASSERT_FALSE(pods().empty());
+  for (const json& trial : pods()) {
+    EXPECT_EQ(trial["metadata"]["finalizers"], json::array({"autotune.io/trial-result"}));
+  }
+}
+
+// A Pod deleted while its trial ran stays, its deletion marked: its trial is lost and runs again
+// as its next attempt, and the Pod is let go of only once the status says so.
+TEST_F(Reconcile, APodDeletedWhileItsTrialRanIsLetGoOfOnceItsLossIsWritten) {
   submit(gpt2Job());
   reconcile();
   const std::string first = pods()[0]["metadata"]["name"];
-  api_->objects.erase(std::string(kPodsPath) + "/" + first);
+  run(first, now_);
+  deleteAsAUserWould(client_, first);
+  ASSERT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
   api_->writes.clear();
   reconcile();
   EXPECT_TRUE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
   EXPECT_EQ(api_->count("POST " + std::string(kPodsPath)), 1);
+  const auto status = firstWrite(api_->writes, "PUT " + std::string(kJobs) + "/gpt2/status");
+  const auto letGo = firstWrite(api_->writes, "PATCH " + std::string(kPodsPath) + "/" + first);
+  EXPECT_LT(status, letGo);
+  EXPECT_LT(letGo, api_->writes.size());
   const auto events = api_->under("/api/v1/namespaces/ml/events/");
   EXPECT_TRUE(std::ranges::any_of(events, [](const json& event) {
     return event["reason"] == "TrialRelaunched" &&
@@ -534,9 +591,34 @@ TEST_F(Reconcile, APodDeletedBetweenReconcilesRunsAgainAsItsNextAttempt) {
   }));
 }
 
-// The scheduler preempts a trial's Pod and it is gone before the next reconcile: as last seen it
-// was preempted, so it runs again spending no attempt.
-TEST_F(Reconcile, APreemptedPodGoneBeforeTheNextReconcileRunsAgainAsPreempted) {
+// A trial that ended while no operator ran, its Pod deleted since (a user, or the Pod garbage
+// collector): the Pod still tells how it ended, so the result is recorded and nothing runs again.
+TEST_F(Reconcile, ATrialThatEndedAndWhosePodWasDeletedWhileNoOperatorRanIsRecorded) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string first = pods()[0]["metadata"]["name"];
+  finish(first, 0, R"({"throughput": 59.0, "latency": 1.0})");
+  now_ += minutes(1);
+  api_->now = now_;
+  deleteAsAUserWould(client_, first);
+  // The operator starts again: its cache holds nothing but what the API server lists.
+  Cluster restarted;
+  restarted.nodes().replace({node("gpu-0", 16), node("gpu-1", 16)});
+  restarted.addAutotuneJobs("").replace(api_->under(std::string(kJobs) + "/"));
+  restarted.addPods("").replace(api_->under(std::string(kPodsPath) + "/"));
+  Reconciler(client_, restarted)
+      .reconcile("ml/gpt2",
+                 Context{observability::Logger(observability::LogLevel::kError, log_), now_, {}});
+  const json results = job()["status"].value("results", json::array());
+  ASSERT_EQ(results.size(), 1U) << job()["status"].dump();
+  EXPECT_EQ(results[0]["outcome"], "Succeeded");
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
+}
+
+// The scheduler preempts a trial's Pod and deletes it: it stays until the operator has read it,
+// so it runs again as preempted, spending no attempt.
+TEST_F(Reconcile, APreemptedAndDeletedPodRunsAgainAsPreempted) {
   submit(gpt2Job());
   reconcile();
   const std::string first = pods()[0]["metadata"]["name"];
@@ -544,17 +626,46 @@ TEST_F(Reconcile, APreemptedPodGoneBeforeTheNextReconcileRunsAgainAsPreempted) {
   pod(first)["status"]["conditions"] = json::parse(
       R"([{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
            "message": "Preempted in order to admit critical pod"}])");
-  syncCaches();
-  api_->objects.erase(std::string(kPodsPath) + "/" + first);
+  deleteAsAUserWould(client_, first);
   reconcile();
   const json relaunched = api_->objects.at(std::string(kPodsPath) + "/" + first + "-r1");
   EXPECT_EQ(relaunched["metadata"]["annotations"]["autotune.io/preemptions"], "1");
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
   const auto events = api_->under("/api/v1/namespaces/ml/events/");
   EXPECT_TRUE(std::ranges::any_of(events, [](const json& event) {
     return event["reason"] == "TrialRelaunched" &&
            event["message"].get<std::string>().find("was preempted (PreemptionByScheduler") !=
                std::string::npos;
   }));
+}
+
+// The job deleted: garbage collection deletes its Pods, which the operator lets go of, as no job
+// will read them.
+TEST_F(Reconcile, ThePodsOfADeletedJobAreLetGoOf) {
+  submit(gpt2Job());
+  reconcile();
+  const auto trials = pods();
+  ASSERT_FALSE(trials.empty());
+  api_->objects.erase(std::string(kJobs) + "/gpt2");
+  for (const json& trial : trials) {
+    deleteAsAUserWould(client_, trial["metadata"]["name"]);
+  }
+  ASSERT_EQ(pods().size(), trials.size());
+  reconcile();
+  EXPECT_TRUE(pods().empty());
+}
+
+// A Pod of ours that is not being deleted is kept by its finalizer, even when its job is gone:
+// garbage collection deletes it first, and only then is it let go of.
+TEST_F(Reconcile, APodOfADeletedJobIsLetGoOfOnlyOnceItIsBeingDeleted) {
+  submit(gpt2Job());
+  reconcile();
+  const auto trials = pods();
+  api_->objects.erase(std::string(kJobs) + "/gpt2");
+  api_->writes.clear();
+  reconcile();
+  EXPECT_EQ(pods().size(), trials.size());
+  EXPECT_EQ(api_->writes, std::vector<std::string>{});
 }
 
 TEST_F(Reconcile, AnEvictedTrialRunsAgainAsItsNextAttempt) {

@@ -128,6 +128,8 @@ TEST(TrialPod, MatchesTheDesignExampleFieldByField) {
                                       {"autotune.io/space", "z1"}}));
   EXPECT_EQ(metadata["annotations"]["autotune.io/trial-name"], "z1_gas1_tmbspg3");
   EXPECT_EQ(metadata["annotations"]["autotune.io/attempt"], "0");
+  // The API server keeps it, deleted or not, until the job's status accounts for it.
+  EXPECT_EQ(metadata["finalizers"], json::array({"autotune.io/trial-result"}));
   EXPECT_EQ(metadata["ownerReferences"], json::parse(R"([{
       "apiVersion": "autotune.io/v1alpha1", "kind": "AutotuneJob", "name": "gpt2-large",
       "uid": "6c1f0d5e-2b47-4a8e-9d11-3f0c2a7b9e10", "controller": true,
@@ -503,6 +505,9 @@ TEST(TrialJob, IsAnIndexedJobOfOnePodPerNodeWithItsShareOfTheGpus) {
   EXPECT_FALSE(pod["metadata"]["annotations"].contains("autotune.io/owner-uid"));
   EXPECT_EQ(pod["metadata"]["annotations"]["autotune.io/trial-name"], trial.name);
   EXPECT_TRUE(pod["metadata"]["annotations"].contains("autotune.io/ds-config"));
+  // The Job controller puts its template's finalizers on each Pod it makes; the Job has none.
+  EXPECT_EQ(pod["metadata"]["finalizers"], json::array({"autotune.io/trial-result"}));
+  EXPECT_FALSE(batchJob["metadata"].contains("finalizers"));
   EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
   EXPECT_EQ(pod["spec"]["subdomain"], name);
   EXPECT_EQ(trainer(pod)["resources"]["limits"]["nvidia.com/gpu"], 8);

@@ -1349,6 +1349,44 @@ case_restart() {
   end_case
 }
 
+pod_phase_is() { [[ $(kubectl get -n "$case_ns" "$1" -o jsonpath='{.status.phase}') == "$2" ]]; }
+
+# Pod $1 deleted, and kept by the API server: its deletion marked, the operator's finalizer on it.
+deleted_and_held() {
+  kubectl delete -n "$case_ns" "$1" --wait=false &&
+    [[ -n $(kubectl get -n "$case_ns" "$1" -o jsonpath='{.metadata.deletionTimestamp}') ]] &&
+    kubectl get -n "$case_ns" "$1" -o jsonpath='{.metadata.finalizers}' |
+    grep -q autotune.io/trial-result
+}
+
+pod_gone() { ! kubectl get -n "$case_ns" "$1" >/dev/null 2>&1; }
+
+# The operator stopped while a trial runs; the trial ends and its Pod is deleted, as a user or the
+# Pod garbage collector would; the operator started again. The Pod, held by its finalizer, still
+# tells how the trial ended: the result is recorded, nothing runs twice, and the Pod goes.
+case_ended_while_down() {
+  begin_case ended-while-down
+  local job=ended-while-down pod
+  check "a job of two trials of 5s each, one at a time, is created" create_job "$job" \
+    strategy=grid stages='[1]' micro='[1, 3]' early=0 parallelism=1 startup=5 || return 0
+  check "a trial runs" eventually 60 some_running_pod "$job" || return 0
+  pod=$(running_pods "$job" | sed -n 1p)
+  check "the operator is stopped" e2e_stop_operator TERM || return 0
+  check "the trial's Pod ($pod) ends Succeeded" eventually 60 pod_phase_is "$pod" Succeeded ||
+    return 0
+  check "its Pod is deleted, and the API server keeps it for the operator" \
+    deleted_and_held "$pod" || return 0
+  check "the operator is started again" e2e_start_operator || return 0
+  check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "no trial was relaunched" no_relaunch "$job"
+  expect "every trial was launched exactly once, and each launch is recorded" launched_once "$job"
+  expect "status.results has each trial once, both Succeeded" job_satisfies "$job" \
+    'sorted(outcomes.values()) == ["Succeeded", "Succeeded"] and len(names) == 2'
+  expect "the deleted Pod is gone" eventually 30 pod_gone "$pod"
+  expect "no trial Pod remains" eventually 30 no_trial_pods "$job"
+  end_case
+}
+
 # --- multi-node trials ---------------------------------------------------------------------------
 
 two_ranks_running() {
@@ -1544,7 +1582,7 @@ declare -A themes=(
     sharing deletion hostile foreign hold pod_security multinode_oom wrapper"
   [busy]="busy_cluster quota preemption tenants"
   [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
-  [restarts]="restart multinode"
+  [restarts]="restart ended_while_down multinode"
 )
 
 if [[ -n ${AUTOTUNE_E2E_CASES:-} ]]; then

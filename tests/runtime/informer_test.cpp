@@ -82,6 +82,22 @@ TEST(Store, AnOlderVersionDoesNotReplaceANewerOne) {
   EXPECT_EQ((*store->get("ns/a"))["metadata"]["resourceVersion"], "not-a-number");
 }
 
+// What a caller learned of an object it deleted, stored after the watch said the object went:
+// it stays gone. Over an object still held, it is stored as put stores it.
+TEST(Store, PutIfPresentNeverBringsBackAnObjectTheWatchRemoved) {
+  auto store = rawStore();
+  store->upsert(configMap("a", "5"));
+  store->erase(configMap("a", "6"));
+  store->putIfPresent(std::make_shared<const json>(configMap("a", "5")));
+  EXPECT_FALSE(store->get("ns/a"));
+  store->upsert(configMap("b", "7"));
+  store->putIfPresent(std::make_shared<const json>(configMap("b", "8")));
+  ASSERT_TRUE(store->get("ns/b"));
+  EXPECT_EQ((*store->get("ns/b"))["metadata"]["resourceVersion"], "8");
+  store->putIfPresent(std::make_shared<const json>(configMap("b", "3")));
+  EXPECT_EQ((*store->get("ns/b"))["metadata"]["resourceVersion"], "8");
+}
+
 TEST(Store, FindsObjectsByIndexAndDropsThemFromItWhenTheyChange) {
   auto store = rawStore();
   store->addIndex("job", [](const json& object) {

@@ -90,10 +90,11 @@ log of a whole run. AutotuneJobs are read through a watch and written through th
   resources: ["autotunejobs/finalizers"]
   verbs: ["update"]
 # Trial Pods: the operator creates them, watches them for results and deletes finished ones; it
-# reads one by name when its name is taken.
+# reads one by name when its name is taken, and patches one to take its finalizer
+# (autotune.io/trial-result) off once the job's status holds its result.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 # The output ConfigMap with the best DeepSpeed config: created, then read and applied only when
 # this job wrote it. Measurements kept for reuse (labelled autotune.io/measurement): watched,
 # created, applied over one of the same identity that the operator sealed, and deleted past
