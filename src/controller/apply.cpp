@@ -10,7 +10,6 @@
 #include "controller/trial_pod.h"
 #include "k8s/object.h"
 #include "k8s/resources.h"
-#include "tuning/results.h"
 
 namespace autotune::controller {
 namespace {
@@ -38,30 +37,6 @@ json statusUpdate(const json& metadata, const json& status) {
             {"uid", k8s::text(metadata, "uid")},
             {"resourceVersion", k8s::text(metadata, "resourceVersion")}}},
           {"status", status}};
-}
-
-// A merge patch that makes a kept measurement's ConfigMap the measurement `configMap`: its labels
-// and annotations set, and its data exactly the measurement's, whatever keys were added by hand.
-json measurementOver(const json& existing, const json& configMap) {
-  const json& data = k8s::member(existing, "data");
-  const json& metadata = k8s::metadataOf(configMap);
-  return {{"metadata",
-           {{"labels", k8s::member(metadata, "labels")},
-            {"annotations", k8s::member(metadata, "annotations")}}},
-          {"data", tuning::mergePatch(data.is_object() ? data : json::object(),
-                                      k8s::member(configMap, "data"))},
-          {"binaryData", nullptr}};
-}
-
-// Why a ConfigMap at a measurement's name is not the operator's to write over, if it is not.
-std::optional<std::string> notOurs(const json& existing, const MeasurementSeal& seal) {
-  if (k8s::text(k8s::member(k8s::metadataOf(existing), "labels"), kMeasurementLabel).empty()) {
-    return "is not a measurement";
-  }
-  if (!seal.holds(existing)) {
-    return "bears no seal of this operator";
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -141,70 +116,6 @@ std::optional<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job,
   Learned learned;
   learned.afterTuningTaken = holderOf(*existing);
   return learned;
-}
-
-bool Apply::keepMeasurement(const json& unsealed) {
-  const MeasurementSeal& seal = cluster_.measurementPolicy().seal;
-  const json configMap = seal.sealed(unsealed);
-  const json& metadata = k8s::metadataOf(configMap);
-  const std::string name = k8s::text(metadata, "name");
-  const std::string trial =
-      k8s::text(k8s::member(metadata, "annotations"), api::kTrialNameAnnotation);
-  auto written = writeKept(configMap);
-  if (alreadyExists(written)) {
-    auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
-    if (existing) {
-      if (auto why = notOurs(*existing, seal)) {
-        report(measurementNotKept(trial, "ConfigMap " + name + " exists and " + *why + " (" +
-                                             holderOf(*existing) +
-                                             "); it is left alone: delete it to keep this one"));
-        return false;
-      }
-    }
-    written = existing ? client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kMerge,
-                                       measurementOver(*existing, configMap))
-                       : existing;
-  }
-  if (!written) {
-    context_.log.warn("could not keep a measurement",
-                      {{"configMap", name}, {"error", k8s::describe(written.error())}});
-    report(measurementNotKept(trial, "ConfigMap " + name + ": " + k8s::describe(written.error())));
-  }
-  return written.has_value();
-}
-
-// One request where the cache knows the name: a measurement it holds sealed is patched over at
-// the version it holds (the seal covers its data, so it has exactly the keys the measurement sets
-// and the patch need not read them), any other name created. A stale cache (a Conflict, or the
-// ConfigMap gone) falls back to the create, whose AlreadyExists the caller resolves by reading the
-// ConfigMap.
-k8s::Result<json> Apply::writeKept(const json& configMap) {
-  const std::string name = k8s::text(k8s::metadataOf(configMap), "name");
-  if (const auto cached = cluster_.measurement(namespace_, name); cached && cached->sealed) {
-    json over = measurementOver(json::object(), configMap);
-    over["metadata"]["resourceVersion"] = cached->resourceVersion;
-    auto patched = client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kMerge, over);
-    if (patched || (patched.error().kind != k8s::ErrorKind::kConflict &&
-                    patched.error().kind != k8s::ErrorKind::kNotFound)) {
-      return patched;
-    }
-  }
-  return client_.create(k8s::kConfigMaps, namespace_, configMap);
-}
-
-// The namespace's measurements past the operator's bound, its own only, deleted oldest first; each
-// DELETE carries the UID it was decided on.
-void Apply::forgetBeyondBound(const std::set<std::string>& justKept) {
-  for (auto& kept : cluster_.claimMeasurementsBeyondBound(namespace_, justKept)) {
-    auto removed = client_.remove(k8s::kConfigMaps, namespace_, kept->name,
-                                  k8s::Propagation::kBackground, std::nullopt, kept->uid);
-    if (!removed && removed.error().kind != k8s::ErrorKind::kNotFound &&
-        removed.error().kind != k8s::ErrorKind::kConflict) {
-      context_.log.warn("could not delete a measurement past the bound",
-                        {{"configMap", kept->name}, {"error", k8s::describe(removed.error())}});
-      cluster_.measurementNotDeleted(std::move(kept));
-    }
-  }
 }
 
 std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job,

@@ -56,24 +56,6 @@ bool hasEnded(api::Phase phase) {
   return phase == api::Phase::kSucceeded || phase == api::Phase::kFailed;
 }
 
-std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after) {
-  const BatchJob* job = after != nullptr ? after : before;
-  if (job == nullptr || job->ownerJobName.empty()) {
-    return {};
-  }
-  return {job->ns + "/" + job->ownerJobName};
-}
-
-std::vector<std::string> jobKeysOfAutotuneJob(const CachedAutotuneJob* before,
-                                              const CachedAutotuneJob* after) {
-  const CachedAutotuneJob* job = after != nullptr ? after : before;
-  if (job == nullptr ||
-      (before != nullptr && after != nullptr && before->generation == after->generation)) {
-    return {};
-  }
-  return {job->key};
-}
-
 Cluster::Cluster(MeasurementPolicy measurementPolicy, std::string nodeSelector)
     : nodes_(std::make_unique<NodeStore>(
           decodeNode, [](const Node& node) { return node.name; },

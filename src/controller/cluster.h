@@ -181,12 +181,4 @@ class Cluster {
 
 inline constexpr std::size_t kRememberedForeignPods = 4096;
 
-// The job a trial's batch Job belongs to, if any.
-std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after);
-
-// The job itself, unless only its status changed: the status is the reconcile's own output, and
-// reconciling on it would only repeat the reconcile that wrote it.
-std::vector<std::string> jobKeysOfAutotuneJob(const CachedAutotuneJob* before,
-                                              const CachedAutotuneJob* after);
-
 }  // namespace autotune::controller

@@ -324,4 +324,22 @@ std::optional<LocalQueue> decodeLocalQueue(const json& object) {
   return queue;
 }
 
+std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after) {
+  const BatchJob* job = after != nullptr ? after : before;
+  if (job == nullptr || job->ownerJobName.empty()) {
+    return {};
+  }
+  return {job->ns + "/" + job->ownerJobName};
+}
+
+std::vector<std::string> jobKeysOfAutotuneJob(const CachedAutotuneJob* before,
+                                              const CachedAutotuneJob* after) {
+  const CachedAutotuneJob* job = after != nullptr ? after : before;
+  if (job == nullptr ||
+      (before != nullptr && after != nullptr && before->generation == after->generation)) {
+    return {};
+  }
+  return {job->key};
+}
+
 }  // namespace autotune::controller

@@ -75,5 +75,11 @@ void failNotMeasured(Draft& draft, const TrialRunState& state);
 void failQueueTimedOut(Draft& draft, const std::string& subject, const std::string& message);
 // Launches were refused for good and nothing runs any more: the job fails, keeping its results.
 void failLaunchRefused(Draft& draft);
+// The last step: whether the status is written now. Trials that ended wait a few seconds for
+// their siblings, so that one write and one Event record them all; counts that only moved
+// between pending and running, and messages whose figures alone changed, wait for the next write,
+// or for 30 s (kLiveCountsInterval) after the last one. Either way the written status stays, and
+// the job looks again when the wait ends.
+Plan pace(Draft draft);
 
 }  // namespace autotune::controller::plan_steps

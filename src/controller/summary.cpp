@@ -1,6 +1,9 @@
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "api/text.h"
 #include "controller/output.h"
@@ -212,47 +215,42 @@ void tellOnce(Draft& draft, std::string_view reason, JobEvent event) {
   }
 }
 
-}  // namespace
-
-// The search goes on: how many trials wait and run, and the Running condition saying what
-// holds it back, if anything does.
-void goOn(Draft& draft) {
-  summarise(draft);
-  api::Status& status = draft.status();
+// What the trials in flight wait for: how many wait, and one of each kind, named, for the
+// Running condition to say.
+struct Waits {
   int pending = 0;
   int queued = 0;
   int awaitingAdmission = 0;
   std::string queuedFor;
   std::string admissionFor;
   std::string cannotStart;
-  for (const auto& state : draft.inFlight) {
+};
+
+Waits waitsOf(const std::vector<TrialRunState>& inFlight) {
+  Waits waits;
+  for (const auto& state : inFlight) {
     if (state.phase == Phase::kRunning) {
       continue;
     }
-    ++pending;
+    ++waits.pending;
     if (state.phase == Phase::kQueued && state.awaitingAdmission) {
-      ++queued;
-      ++awaitingAdmission;
-      admissionFor = state.run.name + " " + state.message;
+      ++waits.queued;
+      ++waits.awaitingAdmission;
+      waits.admissionFor = state.run.name + " " + state.message;
     } else if (state.phase == Phase::kQueued && state.heldBack) {
-      ++queued;
-      queuedFor = state.run.name + ": " + state.message;
+      ++waits.queued;
+      waits.queuedFor = state.run.name + ": " + state.message;
     } else if (containerCannotStart(state)) {
-      cannotStart = state.run.name + ": " + state.message;
+      waits.cannotStart = state.run.name + ": " + state.message;
     }
   }
-  status.trials.pending = pending;
-  status.trials.running = static_cast<int>(draft.inFlight.size()) - pending;
-  status.trials.queued =
-      queued + draft.notCreatedForGpus + draft.notCreatedRefused + draft.notCreatedForQueue;
-  status.trials.awaitingAdmission = awaitingAdmission;
-  status.phase = phaseOf(draft);
-  if (!draft.slots.schedulable) {
-    status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
-    draft.setRunning(false, "Unschedulable", status.message);
-    draft.plan.requeueAfter = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
-    return;
-  }
+  return waits;
+}
+
+// The Running condition and the status message: what holds the search back, first things first,
+// else that it searches.
+void sayWhatHoldsItBack(Draft& draft, const Waits& waits) {
+  api::Status& status = draft.status();
   const bool someRun = status.trials.running > 0;
   const auto say = [&](std::string_view reason, std::string message) {
     status.message = std::move(message);
@@ -268,12 +266,12 @@ void goOn(Draft& draft) {
   } else if (draft.quotaRefusal) {
     tellQuotaRefusal(draft, draft.quotaRefusal->message);
     say(queued::kQuotaExceeded, "a trial waits for quota: " + draft.quotaRefusal->message);
-  } else if (!admissionFor.empty()) {
-    say(queued::kWaitingForAdmission, "a trial " + admissionFor);
-  } else if (!queuedFor.empty()) {
-    say(queued::kQueued, "a trial is queued: " + queuedFor);
-  } else if (!cannotStart.empty()) {
-    say("ContainerCannotStart", "a trial's container cannot start: " + cannotStart);
+  } else if (!waits.admissionFor.empty()) {
+    say(queued::kWaitingForAdmission, "a trial " + waits.admissionFor);
+  } else if (!waits.queuedFor.empty()) {
+    say(queued::kQueued, "a trial is queued: " + waits.queuedFor);
+  } else if (!waits.cannotStart.empty()) {
+    say("ContainerCannotStart", "a trial's container cannot start: " + waits.cannotStart);
   } else if (draft.notCreatedForGpus > 0) {
     say(queued::kWaitingForGpus, "waiting for free nvidia.com/gpu slots");
   } else {
@@ -281,6 +279,29 @@ void goOn(Draft& draft) {
     draft.setRunning(true, "Searching",
                      "trials in flight: " + std::to_string(draft.inFlight.size()));
   }
+}
+
+}  // namespace
+
+// The search goes on: how many trials wait and run, and the Running condition saying what
+// holds it back, if anything does.
+void goOn(Draft& draft) {
+  summarise(draft);
+  api::Status& status = draft.status();
+  const Waits waits = waitsOf(draft.inFlight);
+  status.trials.pending = waits.pending;
+  status.trials.running = static_cast<int>(draft.inFlight.size()) - waits.pending;
+  status.trials.queued =
+      waits.queued + draft.notCreatedForGpus + draft.notCreatedRefused + draft.notCreatedForQueue;
+  status.trials.awaitingAdmission = waits.awaitingAdmission;
+  status.phase = phaseOf(draft);
+  if (!draft.slots.schedulable) {
+    status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
+    draft.setRunning(false, "Unschedulable", status.message);
+    draft.plan.requeueAfter = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
+    return;
+  }
+  sayWhatHoldsItBack(draft, waits);
   draft.plan.requeueAfter = nextDeadline(draft);
   if (const auto overdue = draft.snapshot.workloadOverdueAt) {
     draft.requeueWithin(*overdue - draft.snapshot.now);

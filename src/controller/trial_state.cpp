@@ -156,16 +156,11 @@ api::TrialRecord recordOf(const TrialRunState& state, api::Outcome outcome, std:
           formatTime(start), seconds,     {},      "",           std::nullopt};
 }
 
-}  // namespace
-
-tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api::Spec& spec,
-                                                      const NodeNames& goneNodes) {
+// What a trial Pod says of its trial whatever its phase: who it is, its attempt, and when it was
+// made, scheduled and started.
+TrialRunState identityOf(const Pod& pod) {
   TrialRunState state;
   state.trialName = pod.trialName;
-  if (state.trialName.empty()) {
-    return tl::make_unexpected("pod " + pod.name + " has no " + std::string(kTrialNameAnnotation) +
-                               " annotation");
-  }
   state.space = pod.space;
   state.batchJob = pod.batchJob;
   state.batchJobUid = pod.batchJobUid;
@@ -180,7 +175,18 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
     const bool saidWhen = pod.scheduled && pod.scheduled->status == "True";
     state.scheduledAt = saidWhen && pod.scheduled->since ? pod.scheduled->since : state.created;
   }
+  return state;
+}
 
+}  // namespace
+
+tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api::Spec& spec,
+                                                      const NodeNames& goneNodes) {
+  if (pod.trialName.empty()) {
+    return tl::make_unexpected("pod " + pod.name + " has no " + std::string(kTrialNameAnnotation) +
+                               " annotation");
+  }
+  TrialRunState state = identityOf(pod);
   const ContainerStatus* primary = primaryStatus(pod, spec);
   const ContainerStatus::Terminated* terminated =
       primary != nullptr && primary->terminated ? &*primary->terminated : nullptr;
@@ -224,68 +230,86 @@ tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api:
   return state;
 }
 
-TrialRunState combineRanks(const std::vector<TrialRunState>& ranks, const api::Spec& spec) {
-  using Phase = TrialRunState::Phase;
-  if (ranks.empty()) {
-    return {};
-  }
-  const auto renamed = [&](TrialRunState state) {
-    state.run = {TrialRun::Carrier::kBatchJob, state.batchJob, state.batchJobUid, ""};
-    return state;
-  };
-  const auto endedBadly = [](const TrialRunState& state) {
-    return state.phase == Phase::kFinished && state.exit.exitCode != 0;
-  };
+namespace {
+
+using Phase = TrialRunState::Phase;
+
+// A rank's state as its trial's: the run is the batch Job.
+TrialRunState asTrial(TrialRunState state) {
+  state.run = {TrialRun::Carrier::kBatchJob, state.batchJob, state.batchJobUid, ""};
+  return state;
+}
+
+// The rank that tells how the trial ended, when one does: a rank that ran out of memory, else the
+// first that failed, else rank 0 once it finished, else a rank that was lost.
+std::optional<TrialRunState> decidingRank(const std::vector<TrialRunState>& ranks,
+                                          const api::Spec& spec) {
   const TrialRunState* failed = nullptr;
   for (const auto& state : ranks) {
-    if (!endedBadly(state)) {
+    if (state.phase != Phase::kFinished || state.exit.exitCode == 0) {
       continue;
     }
     const bool profiling = state.trialName == tuning::kProfileTrialName;
     if (tuning::classify(state.exit, spec.search.metric, profiling).outcome == api::Outcome::kOOM) {
-      return renamed(state);
+      return asTrial(state);
     }
     if (failed == nullptr || state.containerFinished < failed->containerFinished) {
       failed = &state;
     }
   }
   if (failed != nullptr) {
-    return renamed(*failed);
+    return asTrial(*failed);
   }
   const auto rankZero = std::ranges::find(ranks, std::string("0"), &TrialRunState::rank);
   if (rankZero != ranks.end() && rankZero->phase == Phase::kFinished) {
-    return renamed(*rankZero);
+    return asTrial(*rankZero);
   }
   if (const auto lost = std::ranges::find(ranks, Phase::kLost, &TrialRunState::phase);
       lost != ranks.end()) {
-    TrialRunState state = renamed(*lost);
+    TrialRunState state = asTrial(*lost);
     state.message = "its Pod " + lost->run.name + " was lost: " + lost->message;
     return state;
   }
-  TrialRunState group = renamed(rankZero != ranks.end() ? *rankZero : ranks.front());
+  return std::nullopt;
+}
+
+void keepEarliest(std::optional<Timestamp>& kept, const std::optional<Timestamp>& time) {
+  if (time && (!kept || *time < *kept)) {
+    kept = time;
+  }
+}
+
+// The last of the ranks' times; none while a rank has none.
+void keepLast(std::optional<Timestamp>& kept, const std::optional<Timestamp>& time) {
+  if (!time || (kept && *time > *kept)) {
+    kept = time;
+  }
+}
+
+// A rank waiting for a node makes the trial queued, one waiting for its container pending.
+bool waitsMore(const TrialRunState& rank, const TrialRunState& group) {
+  return (rank.phase == Phase::kQueued && (group.phase != Phase::kQueued || rank.heldBack)) ||
+         (rank.phase == Phase::kPending && group.phase == Phase::kRunning);
+}
+
+}  // namespace
+
+TrialRunState combineRanks(const std::vector<TrialRunState>& ranks, const api::Spec& spec) {
+  if (ranks.empty()) {
+    return {};
+  }
+  if (auto decided = decidingRank(ranks, spec)) {
+    return std::move(*decided);
+  }
+  const auto rankZero = std::ranges::find(ranks, std::string("0"), &TrialRunState::rank);
+  TrialRunState group = asTrial(rankZero != ranks.end() ? *rankZero : ranks.front());
   group.phase = Phase::kRunning;
   group.message.clear();
   group.waitingReason.clear();
-  const auto earliest = [](std::optional<Timestamp>& kept, const std::optional<Timestamp>& time) {
-    if (time && (!kept || *time < *kept)) {
-      kept = time;
-    }
-  };
-  // The last of the ranks' times; none while a rank has none.
-  const auto last = [](std::optional<Timestamp>& kept, const std::optional<Timestamp>& time) {
-    if (!time || (kept && *time > *kept)) {
-      kept = time;
-    }
-  };
-  // A rank waiting for a node makes the trial queued, one waiting for its container pending.
-  const auto waitsMore = [](const TrialRunState& rank, const TrialRunState& group) {
-    return (rank.phase == Phase::kQueued && (group.phase != Phase::kQueued || rank.heldBack)) ||
-           (rank.phase == Phase::kPending && group.phase == Phase::kRunning);
-  };
   for (const auto& state : ranks) {
-    earliest(group.created, state.created);
-    last(group.scheduledAt, state.scheduledAt);
-    last(group.started, state.started);
+    keepEarliest(group.created, state.created);
+    keepLast(group.scheduledAt, state.scheduledAt);
+    keepLast(group.started, state.started);
     if (waitsMore(state, group)) {
       group.phase = state.phase;
       group.heldBack = state.heldBack;

@@ -116,6 +116,29 @@ ExitStatus statusOf(int status) {
   return {WEXITSTATUS(status), std::nullopt};
 }
 
+// What the child's report through the error pipe says went wrong, in the parent's words.
+std::string failureText(const LaunchSpec& spec, const ChildFailure& failure) {
+  const std::string cause = errorText(failure.error);
+  switch (failure.step) {
+    case ChildStep::kOutput:
+      return "cannot open " + spec.stdoutPath + " or " + spec.stderrPath + ": " + cause;
+    case ChildStep::kWorkingDirectory:
+      return "cannot enter " + spec.workingDirectory + ": " + cause;
+    case ChildStep::kExec:
+      break;
+  }
+  return "cannot run " + spec.argv.front() + ": " + cause;
+}
+
+// The command's executable, looked up on the trial's own PATH, not on this process's.
+std::optional<std::string> executableOf(const std::string& command,
+                                        const std::vector<std::string>& environment) {
+  const auto path =
+      std::find_if(environment.begin(), environment.end(),
+                   [](const std::string& entry) { return entry.starts_with("PATH="); });
+  return findExecutable(command, path == environment.end() ? "/usr/bin:/bin" : path->substr(5));
+}
+
 }  // namespace
 
 tl::expected<ChildProcess, std::string> ChildProcess::start(const LaunchSpec& spec) {
@@ -124,12 +147,7 @@ tl::expected<ChildProcess, std::string> ChildProcess::start(const LaunchSpec& sp
   }
   std::vector<std::string> arguments = spec.argv;
   std::vector<std::string> environment = mergedEnvironment(spec.environment);
-  // The command is looked up on the trial's own PATH, not on this process's.
-  const auto path =
-      std::find_if(environment.begin(), environment.end(),
-                   [](const std::string& entry) { return entry.starts_with("PATH="); });
-  const auto executable = findExecutable(
-      arguments.front(), path == environment.end() ? "/usr/bin:/bin" : path->substr(5));
+  const auto executable = executableOf(arguments.front(), environment);
   if (!executable) {
     return tl::unexpected("cannot run " + arguments.front() + ": not found on PATH");
   }
@@ -170,17 +188,7 @@ tl::expected<ChildProcess, std::string> ChildProcess::start(const LaunchSpec& sp
   if (got == sizeof(failure)) {
     int status = 0;
     waitpid(pid, &status, 0);
-    const std::string cause = errorText(failure.error);
-    switch (failure.step) {
-      case ChildStep::kOutput:
-        return tl::unexpected("cannot open " + spec.stdoutPath + " or " + spec.stderrPath + ": " +
-                              cause);
-      case ChildStep::kWorkingDirectory:
-        return tl::unexpected("cannot enter " + spec.workingDirectory + ": " + cause);
-      case ChildStep::kExec:
-        break;
-    }
-    return tl::unexpected("cannot run " + spec.argv.front() + ": " + cause);
+    return tl::unexpected(failureText(spec, failure));
   }
   return ChildProcess(pid);
 }

@@ -21,6 +21,44 @@ std::optional<int> digits(std::string_view text, std::size_t position, std::size
   return value;
 }
 
+// The fraction of a second after `position` ('.' and at least one digit), moving `position` past
+// it; zero when there is none, nothing when the dot has no digit.
+std::optional<std::chrono::nanoseconds> fractionAt(std::string_view text, std::size_t& position) {
+  std::chrono::nanoseconds fraction{0};
+  if (position >= text.size() || text[position] != '.') {
+    return fraction;
+  }
+  ++position;
+  const std::size_t start = position;
+  std::int64_t scale = 1'000'000'000;
+  while (position < text.size() && text[position] >= '0' && text[position] <= '9') {
+    scale /= 10;
+    fraction += std::chrono::nanoseconds((text[position] - '0') * scale);
+    ++position;
+  }
+  if (position == start) {
+    return std::nullopt;
+  }
+  return fraction;
+}
+
+// How far ahead of UTC the zone is: "Z", or "+HH:MM" / "-HH:MM".
+std::optional<std::chrono::minutes> zoneOffset(std::string_view zone) {
+  if (zone == "Z" || zone == "z") {
+    return std::chrono::minutes(0);
+  }
+  if (zone.size() != 6 || (zone[0] != '+' && zone[0] != '-') || zone[3] != ':') {
+    return std::nullopt;
+  }
+  const auto hours = digits(zone, 1, 2);
+  const auto minutes = digits(zone, 4, 2);
+  if (!hours || !minutes || *hours > 23 || *minutes > 59) {
+    return std::nullopt;
+  }
+  const std::chrono::minutes offset = std::chrono::hours(*hours) + std::chrono::minutes(*minutes);
+  return zone[0] == '-' ? -offset : offset;
+}
+
 }  // namespace
 
 std::optional<TimePoint> parseTime(std::string_view text) {
@@ -43,42 +81,14 @@ std::optional<TimePoint> parseTime(std::string_view text) {
   const std::chrono::year_month_day date{std::chrono::year(*year),
                                          std::chrono::month(static_cast<unsigned>(*month)),
                                          std::chrono::day(static_cast<unsigned>(*day))};
-  if (!date.ok()) {
-    return std::nullopt;
-  }
   std::size_t position = kSecondsEnd;
-  std::chrono::nanoseconds fraction{0};
-  if (text[position] == '.') {
-    ++position;
-    const std::size_t start = position;
-    std::int64_t scale = 1'000'000'000;
-    while (position < text.size() && text[position] >= '0' && text[position] <= '9') {
-      scale /= 10;
-      fraction += std::chrono::nanoseconds((text[position] - '0') * scale);
-      ++position;
-    }
-    if (position == start) {
-      return std::nullopt;
-    }
-  }
-  std::chrono::minutes offset{0};
-  const std::string_view zone = text.substr(position);
-  if (zone == "Z" || zone == "z") {
-  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
-    const auto hours = digits(zone, 1, 2);
-    const auto minutes = digits(zone, 4, 2);
-    if (!hours || !minutes || *hours > 23 || *minutes > 59) {
-      return std::nullopt;
-    }
-    offset = std::chrono::hours(*hours) + std::chrono::minutes(*minutes);
-    if (zone[0] == '-') {
-      offset = -offset;
-    }
-  } else {
+  const auto fraction = fractionAt(text, position);
+  const auto offset = zoneOffset(text.substr(position));
+  if (!date.ok() || !fraction || !offset) {
     return std::nullopt;
   }
   const auto local = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
-                     std::chrono::minutes(*minute) + std::chrono::seconds(*second) - offset;
+                     std::chrono::minutes(*minute) + std::chrono::seconds(*second) - *offset;
   // Nothing the API server stamps is older than the epoch, and two times after it yet before
   // kLatest are closer than a nanosecond clock's 292 years: every span between them, and every
   // deadline a timeout after them, can be counted without overflow.
@@ -87,7 +97,7 @@ std::optional<TimePoint> parseTime(std::string_view text) {
     return std::nullopt;
   }
   return std::chrono::time_point_cast<TimePoint::duration>(local) +
-         std::chrono::duration_cast<TimePoint::duration>(fraction);
+         std::chrono::duration_cast<TimePoint::duration>(*fraction);
 }
 
 std::string formatTime(TimePoint time, Fraction fraction) {

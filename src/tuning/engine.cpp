@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "tuning/naming.h"
 #include "tuning/nothing_fits.h"
@@ -200,6 +203,76 @@ void addTrialsLeftBehind(const SearchContext& context, const EngineInput& input,
   }
 }
 
+// Why the search stops early though trials remain: a trial that did not apply its config, or
+// too many failures. The job fails once nothing is in flight.
+bool stoppedEarly(const SearchContext& context, const EngineInput& input, Decision& decision) {
+  std::optional<std::string> why = configNotApplied(input);
+  if (!why) {
+    const LastMatch failures = lastOf(input.finished, countsAsFailure);
+    if (failures.count >= input.spec.maxFailedTrials) {
+      why = std::to_string(failures.count) + " trials failed (spec.maxFailedTrials is " +
+            std::to_string(input.spec.maxFailedTrials) + "; the last, " + failures.named + ")";
+    }
+  }
+  if (!why) {
+    return false;
+  }
+  decision.message = std::move(*why);
+  decision.state = context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
+  return true;
+}
+
+// Trials started so far, the profiling trial not counted: it is not one of spec.search.maxTrials.
+int startedTrials(const SearchContext& context, const std::string& profileName) {
+  const auto launched = std::count_if(context.launchOrder.begin(), context.launchOrder.end(),
+                                      [&](const std::string& name) { return name != profileName; });
+  const auto running = context.inFlight.size() - (context.inFlight.contains(profileName) ? 1 : 0);
+  return static_cast<int>(launched) + static_cast<int>(running);
+}
+
+// The wanted trials not measured or in flight, as many as `launchable`, in the proposal's order.
+void launchWanted(const SearchContext& context, const Proposal& proposal, int launchable,
+                  Decision& decision) {
+  for (const auto& trial : proposal.wanted) {
+    if (static_cast<int>(decision.launch.size()) >= launchable) {
+      break;
+    }
+    if (!context.observation(trial.name) && !context.inFlight.contains(trial.name)) {
+      decision.launch.push_back(trial);
+    }
+  }
+}
+
+// The search is over: Succeeded with a best, else Failed, saying why in words a user can act on.
+void conclude(const SearchContext& context, const EngineInput& input, std::string stopReason,
+              Decision& decision) {
+  decision.message = stopReason.empty() ? "search complete" : std::move(stopReason);
+  decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
+  if (decision.best) {
+    if (bestUnverified(input.finished, decision.best->name)) {
+      decision.message +=
+          "; the best trial did not report what its engine ran (configVerified: "
+          "false), so only its global batch was checked: docs/trial-protocol.md";
+    }
+    return;
+  }
+  decision.message = "no trial succeeded: " + decision.message;
+  const LastMatch ended = lastOf(
+      input.finished, [](api::Outcome outcome) { return outcome != api::Outcome::kSucceeded; });
+  if (ended.count > 0) {
+    decision.message += " (the last, " + ended.named + ")";
+  }
+  if (input.finished.empty() && !decision.pruned.empty()) {
+    decision.message = "nothing to run: every configuration of the search is pruned (" +
+                       decision.pruned.front().name + ": " + decision.pruned.front().reason + ")";
+  }
+  if (context.model && context.gpuMemoryBytes) {
+    if (auto why = nothingFits(context.space, *context.model, *context.gpuMemoryBytes)) {
+      decision.message = std::move(*why);
+    }
+  }
+}
+
 }  // namespace
 
 Decision decide(const EngineInput& input) {
@@ -222,39 +295,12 @@ Decision decide(const EngineInput& input) {
   addTrialsLeftBehind(context, input, profile, decision);
   decision.pruned = std::move(proposal.pruned);
   selectBest(context, decision);
-
-  if (auto notApplied = configNotApplied(input)) {
-    decision.message = std::move(*notApplied);
-    decision.state =
-        context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
-    return decision;
-  }
-  const LastMatch failures = lastOf(input.finished, countsAsFailure);
-  if (failures.count >= input.spec.maxFailedTrials) {
-    decision.message = std::to_string(failures.count) + " trials failed (spec.maxFailedTrials is " +
-                       std::to_string(input.spec.maxFailedTrials) + "; the last, " +
-                       failures.named + ")";
-    decision.state =
-        context.inFlight.empty() ? Decision::State::kFailed : Decision::State::kContinue;
+  if (stoppedEarly(context, input, decision)) {
     return decision;
   }
 
-  const int started =
-      static_cast<int>(
-          std::count_if(context.launchOrder.begin(), context.launchOrder.end(),
-                        [&](const std::string& name) { return name != profile.name; })) +
-      static_cast<int>(context.inFlight.size() - (context.inFlight.contains(profile.name) ? 1 : 0));
-  const int remaining = input.spec.search.maxTrials - started;
-  const int launchable = std::min(input.freeSlots, remaining);
-  for (const auto& trial : proposal.wanted) {
-    if (static_cast<int>(decision.launch.size()) >= launchable) {
-      break;
-    }
-    if (!context.observation(trial.name) && !context.inFlight.contains(trial.name)) {
-      decision.launch.push_back(trial);
-    }
-  }
-
+  const int remaining = input.spec.search.maxTrials - startedTrials(context, profile.name);
+  launchWanted(context, proposal, std::min(input.freeSlots, remaining), decision);
   const bool wantsMore = std::any_of(proposal.wanted.begin(), proposal.wanted.end(),
                                      [&](const Trial& t) { return !context.observation(t.name); });
   if (!context.inFlight.empty() || (wantsMore && remaining > 0)) {
@@ -264,30 +310,7 @@ Decision decide(const EngineInput& input) {
     proposal.stopReason =
         "spec.search.maxTrials (" + std::to_string(input.spec.search.maxTrials) + ") reached";
   }
-  decision.message = proposal.stopReason.empty() ? "search complete" : proposal.stopReason;
-  decision.state = decision.best ? Decision::State::kSucceeded : Decision::State::kFailed;
-  if (decision.best && bestUnverified(input.finished, decision.best->name)) {
-    decision.message +=
-        "; the best trial did not report what its engine ran (configVerified: "
-        "false), so only its global batch was checked: docs/trial-protocol.md";
-  }
-  if (!decision.best) {
-    decision.message = "no trial succeeded: " + decision.message;
-    const LastMatch ended = lastOf(
-        input.finished, [](api::Outcome outcome) { return outcome != api::Outcome::kSucceeded; });
-    if (ended.count > 0) {
-      decision.message += " (the last, " + ended.named + ")";
-    }
-  }
-  if (!decision.best && input.finished.empty() && !decision.pruned.empty()) {
-    decision.message = "nothing to run: every configuration of the search is pruned (" +
-                       decision.pruned.front().name + ": " + decision.pruned.front().reason + ")";
-  }
-  if (!decision.best && context.model && context.gpuMemoryBytes) {
-    if (auto why = nothingFits(context.space, *context.model, *context.gpuMemoryBytes)) {
-      decision.message = std::move(*why);
-    }
-  }
+  conclude(context, input, std::move(proposal.stopReason), decision);
   return decision;
 }
 

@@ -10,7 +10,7 @@ of the section "## Metrics", one row per metric: `name` | type | labels | meanin
 table misses a metric of the code, lists one the code lacks or lists one twice, when a row's type
 is not the one the code gives it (where the code says), or when a row has no meaning.
 
-The states of `autotune_job_trials` are those SOURCE_DIR/operator/autotune_operator.cpp gives it
+The states of `autotune_job_trials` are those SOURCE_DIR/operator/operator_metrics.cpp gives it
 (`figures.trials = {{"launched", ...}, ...}`): its row must name each (`state` one of `a`, `b`,
 ...;), and the chart's values.yaml, where it counts the series per AutotuneJob ("N series per
 AutotuneJob", N a number word), must count as many.
@@ -28,7 +28,7 @@ DOCUMENT = os.path.join("docs", "operator.md")
 SECTION = "## Metrics"
 TYPES = ("counter", "gauge", "histogram", "summary")
 JOB_TRIALS = "autotune_job_trials"
-STATES_SOURCE = os.path.join("operator", "autotune_operator.cpp")
+STATES_SOURCE = os.path.join("operator", "operator_metrics.cpp")
 VALUES = os.path.join("charts", "autotune-operator", "values.yaml")
 NUMBERS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
            "fifteen sixteen seventeen eighteen nineteen twenty").split()
