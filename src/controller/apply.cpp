@@ -409,7 +409,8 @@ void letGoOfOrphans(const k8s::Client& client, const Cluster& cluster,
   for (const auto& pod : cluster.podsLabelled(ns, jobLabelValue(jobName))) {
     const auto owner = cluster.ownerOf(*pod);
     const auto ownerJob = owner ? cluster.job(ns + "/" + owner->name) : nullptr;
-    const bool ownerLives = ownerJob && k8s::text(ownerJob->metadata, "uid") == owner->uid;
+    const bool ownerLives =
+        ownerJob && k8s::text(ownerJob->metadata, "uid") == owner->uid && !beingDeleted(*ownerJob);
     if (pod->deleting && !ownerLives) {
       letGo(client, log, *pod);
     }

@@ -70,8 +70,8 @@ struct Learned {
 // precondition: one changed since is left to the reconcile its change brings), once the written
 // status accounts for it or nothing ever will.
 void letGo(const k8s::Client& client, const observability::Logger& log, const Pod& pod);
-// Lets go of the Pods labelled for a job that is gone that are being deleted and that no job of
-// the cache owns: those garbage collection deletes after their AutotuneJob.
+// Lets go of the Pods labelled for a job that is gone or being deleted that are being deleted and
+// that no live job of the cache owns: those garbage collection deletes after their AutotuneJob.
 void letGoOfOrphans(const k8s::Client& client, const Cluster& cluster,
                     const observability::Logger& log, const std::string& ns,
                     const std::string& jobName);

@@ -324,6 +324,10 @@ std::optional<LocalQueue> decodeLocalQueue(const json& object) {
   return queue;
 }
 
+bool beingDeleted(const CachedAutotuneJob& job) {
+  return member(job.metadata, "deletionTimestamp").is_string();
+}
+
 std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after) {
   const BatchJob* job = after != nullptr ? after : before;
   if (job == nullptr || job->ownerJobName.empty()) {

@@ -209,6 +209,10 @@ inline std::string formatTime(Timestamp time) {
   return observability::formatTime(time, observability::Fraction::kMillisecondsUnlessWhole);
 }
 
+// Whether its deletion has begun (metadata.deletionTimestamp): garbage collection is deleting
+// what it owns (foreground deletion), or a finalizer of someone else's holds it.
+bool beingDeleted(const CachedAutotuneJob& job);
+
 // The job a trial's batch Job belongs to, if any.
 std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJob* after);
 

@@ -69,6 +69,9 @@ std::vector<ObservedRun> observeRuns(const Cluster& cluster,
     auto state = readTrialPod(*pod, job.spec, snapshot.missingNodes.gone);
     if (!state) {
       snapshot.unreadable.push_back(state.error());
+      if (pod->deleting && pod->heldForItsResult()) {
+        snapshot.settled.push_back(pod);  // it tells nothing: nothing is lost with it
+      }
     } else if (pod->batchJob.empty()) {
       observed.push_back({std::move(*state), pod->deleting, {pod}});
     } else {

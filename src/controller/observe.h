@@ -73,7 +73,8 @@ struct Snapshot {
   std::vector<TrialRun> staleRuns;  // of recorded or superseded trials, to delete
   // Pods held by api::kTrialResultFinalizer that the written status needs no more and that no
   // deletion of staleRuns lets go: those of recorded trials being deleted or kept (spec.cleanup),
-  // and those being deleted that are not the job's trials (an earlier job's of the same name).
+  // and those being deleted that are not the job's trials (an earlier job's of the same name) or
+  // cannot be read.
   std::vector<runtime::Shared<Pod>> settled;
   // Names of trial runs taken by objects this job does not own (left by an earlier job of the
   // same name, or anyone's): such a trial is recorded Failed, never adopted.

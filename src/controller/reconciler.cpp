@@ -25,10 +25,12 @@ runtime::ReconcileResult Reconciler::reconcile(const std::string& key, const Con
 
 runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& context) {
   const auto job = cluster_.job(key);
-  if (!job) {
+  // A job being deleted launches and writes nothing more: its Pods go with it, and each is let
+  // go of as garbage collection deletes it.
+  if (!job || beingDeleted(*job)) {
     const auto slash = key.find('/');
     letGoOfOrphans(client_, cluster_, context.log, key.substr(0, slash), key.substr(slash + 1));
-    if (hooks_.jobGone) {
+    if (!job && hooks_.jobGone) {
       hooks_.jobGone(key.substr(0, slash), key.substr(slash + 1));
     }
     return {};

@@ -655,6 +655,41 @@ TEST_F(Reconcile, ThePodsOfADeletedJobAreLetGoOf) {
   EXPECT_TRUE(pods().empty());
 }
 
+// A trial Pod someone stripped of its trial-name annotation cannot be read; deleted, it is still
+// let go of rather than held for ever.
+TEST_F(Reconcile, ATrialPodThatCannotBeReadIsLetGoOfOnceDeleted) {
+  submit(gpt2Job());
+  reconcile();
+  const std::string first = pods()[0]["metadata"]["name"];
+  pod(first)["metadata"]["annotations"].erase("autotune.io/trial-name");
+  deleteAsAUserWould(client_, first);
+  reconcile();
+  EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
+}
+
+// The job deleted in the foreground while a trial runs: garbage collection deletes its Pod first.
+// The job launches nothing more and writes nothing: the Pod is let go of, not relaunched.
+TEST_F(Reconcile, AJobBeingDeletedLetsGoOfItsPodsAndLaunchesNothing) {
+  submit(gpt2Job());
+  reconcile();
+  const auto trials = pods();
+  ASSERT_FALSE(trials.empty());
+  for (const json& trial : trials) {
+    run(trial["metadata"]["name"], now_);
+  }
+  json& deleting = api_->objects.at(std::string(kJobs) + "/gpt2");
+  deleting["metadata"]["deletionTimestamp"] = formatTime(now_);
+  deleting["metadata"]["finalizers"] = json::array({"foregroundDeletion"});
+  for (const json& trial : trials) {
+    deleteAsAUserWould(client_, trial["metadata"]["name"]);
+  }
+  api_->writes.clear();
+  reconcile();
+  EXPECT_TRUE(pods().empty());
+  EXPECT_EQ(api_->count("POST " + std::string(kPodsPath)), 0);
+  EXPECT_EQ(api_->count("PUT " + std::string(kJobs) + "/gpt2/status"), 0);
+}
+
 // A Pod of ours that is not being deleted is kept by its finalizer, even when its job is gone:
 // garbage collection deletes it first, and only then is it let go of.
 TEST_F(Reconcile, APodOfADeletedJobIsLetGoOfOnlyOnceItIsBeingDeleted) {
