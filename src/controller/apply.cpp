@@ -354,15 +354,9 @@ bool Apply::removeSeen(const k8s::Resource& resource, const std::string& name,
 // is let go of first: the status written before accounts for it.
 void Apply::remove(const TrialRun& run) {
   std::vector<std::string> podKeys;
-  for (const auto& pod :
-       cluster_.podsLabelled(namespace_, jobLabelValue(k8s::text(metadata_, "name")))) {
-    const bool ofRun = run.carrier == TrialRun::Carrier::kPod
-                           ? pod->name == run.name && pod->uid == run.uid
-                           : pod->batchJob == run.name && pod->batchJobUid == run.uid;
-    if (ofRun) {
-      letGo(client_, context_.log, *pod);
-      podKeys.push_back(pod->key);
-    }
+  for (const auto& pod : podsOf(run)) {
+    letGo(client_, context_.log, *pod);
+    podKeys.push_back(pod->key);
   }
   const bool removed = run.carrier == TrialRun::Carrier::kPod
                            ? removeSeen(k8s::kPods, run.name, run.uid)
@@ -378,6 +372,20 @@ void Apply::remove(const TrialRun& run) {
       cluster_.deletingPod(*pod);
     }
   }
+}
+
+// The run's Pods the cache holds: the Pod of that UID, by its key; or the Pods of the batch Job of
+// that UID, among those labelled for the job.
+std::vector<runtime::Shared<Pod>> Apply::podsOf(const TrialRun& run) const {
+  if (run.carrier == TrialRun::Carrier::kPod) {
+    const auto pod = cluster_.pod(namespace_ + "/" + run.name);
+    return pod && pod->uid == run.uid ? std::vector{pod} : std::vector<runtime::Shared<Pod>>{};
+  }
+  auto pods = cluster_.podsLabelled(namespace_, jobLabelValue(k8s::text(metadata_, "name")));
+  std::erase_if(pods, [&](const auto& pod) {
+    return pod->batchJob != run.name || pod->batchJobUid != run.uid;
+  });
+  return pods;
 }
 
 void letGo(const k8s::Client& client, const observability::Logger& log, const Pod& pod) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "api/job.h"
 #include "controller/cluster.h"
@@ -128,6 +129,7 @@ class Apply {
   std::optional<Made> create(const k8s::Resource& resource, const nlohmann::json& object,
                              const RunLaunch& launch, Learned& learned);
   void remove(const TrialRun& run);
+  std::vector<runtime::Shared<Pod>> podsOf(const TrialRun& run) const;
   bool removeSeen(const k8s::Resource& resource, const std::string& name, const std::string& uid);
   // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
   void lookUpNode(const std::string& name);

@@ -27,7 +27,8 @@ import re
 import subprocess
 import sys
 
-PROJECT_PREFIX = "ghcr.io/autotune-operator"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from project_images import PROJECT_PREFIX, image_folders, image_name, version  # noqa: E402
 # The chart's templates name the version as the chart's appVersion, which must be the project's.
 APP_VERSION = ":{{ .Chart.AppVersion }}"
 VARIABLE = re.compile(r"^\$(\{\w+\}|\w+)$")
@@ -35,12 +36,6 @@ HOST = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+(:[0-9]+)?$|^[a-z0-9-]+:[0-9]+$")
 USES = re.compile(r"docker |kind load|minikube image|image:")
 SKIPPED = ("tests/configs/", "tests/fuzz/", "tests/node-sim/", "tests/docs/")
 TEXT = (".md", ".yaml", ".yml", ".json", ".sh", ".txt", ".tpl", ".py", "Dockerfile", "Makefile")
-
-
-def image_names(source_dir):
-    folders = sorted(entry for entry in os.listdir(os.path.join(source_dir, "images"))
-                     if os.path.isfile(os.path.join(source_dir, "images", entry, "Dockerfile")))
-    return ["autotune-operator" if folder == "operator" else folder for folder in folders]
 
 
 def reference_pattern(names):
@@ -73,16 +68,15 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     source_dir = os.path.abspath(sys.argv[1])
-    with open(os.path.join(source_dir, "CMakeLists.txt"), encoding="utf-8") as handle:
-        version = re.search(r"project\(\S+ VERSION ([0-9.]+)", handle.read()).group(1)
+    project_version = version(source_dir)
     problems = []
     chart = os.path.join(source_dir, "charts", "autotune-operator", "Chart.yaml")
     with open(chart, encoding="utf-8") as handle:
         app_version = re.search(r'^appVersion: "?([^"\n]+)"?$', handle.read(), re.M).group(1)
-    if app_version != version:
+    if app_version != project_version:
         problems.append(f"charts/autotune-operator/Chart.yaml: appVersion {app_version}, "
-                        f"but the project's version is {version}")
-    names = image_names(source_dir)
+                        f"but the project's version is {project_version}")
+    names = [image_name(folder) for folder in image_folders(source_dir)]
     reference = reference_pattern(names)
     checked = 0
     for path in files(source_dir):
@@ -100,20 +94,20 @@ def main():
                         problems.append(f"{path}:{number}: {image}: the project's images are "
                                         f"named {PROJECT_PREFIX}/{name} (scripts/images moves "
                                         f"them under your registry)")
-                    elif tag is not None and tag not in (":" + version, APP_VERSION) \
+                    elif tag is not None and tag not in (":" + project_version, APP_VERSION) \
                             and not VARIABLE.match(tag[1:]):
                         problems.append(f"{path}:{number}: {image}{tag}, but the project's "
-                                        f"version is {version}")
+                                        f"version is {project_version}")
                     elif tag is None and USES.search(line):
                         problems.append(f"{path}:{number}: {image} without a tag (:latest); "
-                                        f"use {image}:{version}")
+                                        f"use {image}:{project_version}")
     for problem in problems:
         print(problem)
     if problems:
         print(f"image_tags_test: {len(problems)} references to the project's images are wrong")
         return 1
     print(f"image_tags_test: all {checked} references to the project's images ({', '.join(names)}) "
-          f"are under {PROJECT_PREFIX} or a variable, with version {version}")
+          f"are under {PROJECT_PREFIX} or a variable, with version {project_version}")
     return 0
 
 

@@ -11,12 +11,12 @@ byte; bad registries, names and files are refused with the reason before docker 
 """
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
-PROJECT_PREFIX = "ghcr.io/autotune-operator"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from project_images import PROJECT_PREFIX, image_folders, image_name, version  # noqa: E402
 REGISTRY = "registry.example.com:5000/ml-platform"
 
 FAKE_DOCKER = """#!/bin/sh
@@ -56,15 +56,6 @@ class Script:
             with open(self.log, encoding="utf-8") as handle:
                 calls = [line.rstrip("\n").split("|", 1) for line in handle]
         return done, calls
-
-
-def image_folders(source_dir):
-    return sorted(entry for entry in os.listdir(os.path.join(source_dir, "images"))
-                  if os.path.isfile(os.path.join(source_dir, "images", entry, "Dockerfile")))
-
-
-def image_name(folder):
-    return "autotune-operator" if folder == "operator" else folder
 
 
 def check_builds(script, source_dir, version):
@@ -182,13 +173,12 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     source_dir = os.path.abspath(sys.argv[1])
-    with open(os.path.join(source_dir, "CMakeLists.txt"), encoding="utf-8") as handle:
-        version = re.search(r"project\(\S+ VERSION ([0-9.]+)", handle.read()).group(1)
+    project_version = version(source_dir)
     with tempfile.TemporaryDirectory() as scratch:
         script = Script(source_dir, scratch)
-        check_builds(script, source_dir, version)
-        check_pushes(script, version)
-        check_rewrite(script, source_dir, version)
+        check_builds(script, source_dir, project_version)
+        check_pushes(script, project_version)
+        check_rewrite(script, source_dir, project_version)
         check_refusals(script)
     if failures:
         print(f"images_script_test: {len(failures)} checks failed")
