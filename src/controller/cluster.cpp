@@ -285,6 +285,10 @@ void Cluster::jobWaits(const CachedAutotuneJob& job, int gpus) {
   waiting_.set(job.key, job.creationTimestamp, gpus);
 }
 
+void Cluster::jobWaitsForNode(const std::string& key, bool waits) {
+  waiting_.setWaitsForNode(key, waits);
+}
+
 void Cluster::jobWaitsForRoom(const std::string& key, bool waits, Timestamp now) {
   const std::scoped_lock lock(mutex_);
   if (waits) {
@@ -335,6 +339,9 @@ std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node
   };
   if (const int more = offered(after) - offered(before); more > 0) {
     for (auto& key : waiting_.takers(more)) {
+      keys.insert(std::move(key));
+    }
+    for (auto& key : waiting_.waitingForNode()) {
       keys.insert(std::move(key));
     }
   }
@@ -462,6 +469,7 @@ void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJo
   const std::string& key = after != nullptr ? after->key : before->key;
   if (after == nullptr) {
     waiting_.set(key, before->creationTimestamp, 0);
+    waiting_.setWaitsForNode(key, false);
   }
   const std::scoped_lock lock(mutex_);
   if (const auto found = phaseOf_.find(key); found != phaseOf_.end()) {

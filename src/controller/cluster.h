@@ -114,13 +114,16 @@ class Cluster {
   int slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const;
   // The job waits for `gpus` GPUs, or none (WaitingJobs).
   void jobWaits(const CachedAutotuneJob& job, int gpus);
+  // Whether no node watched can hold a trial of the job: a node that comes to offer more GPUs
+  // wakes it (WaitingJobs::waitingForNode).
+  void jobWaitsForNode(const std::string& key, bool waits);
   // Whether the job waits for room now (GPUs, a quota) to launch trials it wants; since when it
   // has, while it does: its next launches were wanted since then. Not kept over a restart.
   void jobWaitsForRoom(const std::string& key, bool waits, Timestamp now);
   std::optional<Timestamp> waitingForRoomSince(const std::string& key) const;
   // What a Node's change concerns: the jobs with Pods on it, and when it offers more GPUs than
-  // before, the waiting jobs they may go to (WaitingJobs::takers); nothing when nothing a job
-  // reads of the Node changed (a heartbeat).
+  // before, the waiting jobs they may go to (WaitingJobs::takers) and those no node could hold;
+  // nothing when nothing a job reads of the Node changed (a heartbeat).
   std::vector<std::string> jobsConcernedBy(const Node* before, const Node* after) const;
   // What a trial Pod's change concerns: its job.
   std::vector<std::string> jobsConcernedByPod(const Pod* before, const Pod* after) const;

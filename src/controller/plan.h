@@ -69,6 +69,8 @@ struct Plan {
   int gpusWaitedFor = 0;
   // Trials it wants now wait for room (GPUs, a quota), with or without GPUs held for them.
   bool waitsForRoom = false;
+  // No node watched can hold a trial of it (Unschedulable).
+  bool waitsForNode = false;
   std::optional<runtime::Duration> requeueAfter;
   // A create waits (a quota, the server failing): look again with the work queue's backoff.
   bool retry = false;

@@ -298,6 +298,7 @@ void goOn(Draft& draft) {
   if (!draft.slots.schedulable) {
     status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
     draft.setRunning(false, "Unschedulable", status.message);
+    draft.plan.waitsForNode = true;
     draft.plan.requeueAfter = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
     return;
   }

@@ -37,4 +37,18 @@ std::vector<std::string> WaitingJobs::takers(int gpus) const {
   return keys;
 }
 
+void WaitingJobs::setWaitsForNode(const std::string& key, bool waits) {
+  const std::scoped_lock lock(mutex_);
+  if (waits) {
+    forNode_.insert(key);
+  } else {
+    forNode_.erase(key);
+  }
+}
+
+std::vector<std::string> WaitingJobs::waitingForNode() const {
+  const std::scoped_lock lock(mutex_);
+  return {forNode_.begin(), forNode_.end()};
+}
+
 }  // namespace autotune::controller

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,12 +29,19 @@ class WaitingJobs {
   // GPUs they wait for add up to `gpus`. The ones after them would find the GPUs held for these.
   std::vector<std::string> takers(int gpus) const;
 
+  // The job `key` waits, or no longer does, for a node that can hold one of its trials: none of
+  // the nodes watched can now. It holds no GPUs back from other jobs.
+  void setWaitsForNode(const std::string& key, bool waits);
+  // The jobs waiting for a node: any node that comes to offer more GPUs may hold their trials.
+  std::vector<std::string> waitingForNode() const;
+
  private:
   using Order = std::tuple<std::string, std::string>;  // (creationTimestamp, key)
 
   mutable std::mutex mutex_;
   std::map<Order, int> gpus_;  // GPUs waited for, oldest job first
   std::map<std::string, Order, std::less<>> orderOf_;
+  std::set<std::string, std::less<>> forNode_;
 };
 
 }  // namespace autotune::controller

@@ -349,6 +349,15 @@ TEST(Cluster, ANodeHeartbeatConcernsNoJobButItsLossConcernsTheJobsOnIt) {
   EXPECT_EQ(cluster.jobsConcernedBy(&down, &ready),
             (std::vector<std::string>{"ml/gpt2", "ml/waiting"}));
   EXPECT_EQ(cluster.jobsConcernedBy(&ready, &fewerGpus), onIt);
+
+  // A job no node could hold is woken by any node that comes to offer more GPUs, until it waits
+  // no more or is gone.
+  cluster.jobWaitsForNode("ml/too-big", true);
+  EXPECT_EQ(cluster.jobsConcernedBy(nullptr, &other),
+            (std::vector<std::string>{"ml/too-big", "ml/waiting"}));
+  EXPECT_EQ(cluster.jobsConcernedBy(&ready, &fewerGpus), onIt);
+  cluster.jobWaitsForNode("ml/too-big", false);
+  EXPECT_EQ(cluster.jobsConcernedBy(nullptr, &other), std::vector<std::string>{"ml/waiting"});
 }
 
 }  // namespace

@@ -273,6 +273,8 @@ TEST(Plan, TrialsThatEndedTogetherAreRecordedInOrderUnderOneEvent) {
 TEST(Plan, AJobNoNodeCanHoldWaitsWithoutPodsAndLooksAgain) {
   const Plan plan = planned(snapshotOf(gridJob(2), nodesOf({4, 4})));
   EXPECT_TRUE(plan.launches.empty());
+  EXPECT_TRUE(plan.waitsForNode);
+  EXPECT_FALSE(planned(snapshotOf(gridJob(2), nodesOf({8, 8}))).waitsForNode);
   const api::Condition* running = conditionOf(plan.status, "Running");
   ASSERT_NE(running, nullptr);
   EXPECT_EQ(running->status, "False");

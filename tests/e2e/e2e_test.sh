@@ -695,6 +695,33 @@ case_busy_cluster() {
   end_case
 }
 
+# Sets or removes ($1: KEY=VALUE or KEY-) a label on both simulated GPU nodes.
+label_gpu_nodes() { kubectl label nodes -l autotune.io/node-sim=true --overwrite "$1" >/dev/null; }
+
+# GPU nodes without the label GPU feature discovery writes (nvidia.com/gpu.present=true) are not
+# watched (--node-selector): a job whose trials only they could hold says which nodes it looked at
+# and creates no Pod; once the nodes carry the label again, its trials run, each once.
+case_unwatched_nodes() {
+  begin_case unwatched-nodes
+  local job=unwatched gfd_label=nvidia.com/gpu.present
+  check "both GPU nodes lose the label $gfd_label" label_gpu_nodes "$gfd_label-" || return 0
+  if ! check "a job of two 16-GPU trials is created" create_job "$job" strategy=grid stages='[1]' \
+    micro='[1, 3]' early=0; then
+    label_gpu_nodes "$gfd_label=true"
+    return 0
+  fi
+  expect "Running=False, reason Unschedulable, naming the nodes watched and --node-selector" \
+    eventually 60 job_satisfies "$job" \
+    'cond("Running").get("reason") == "Unschedulable"
+     and "the largest has 0 (of the nodes labelled nvidia.com/gpu.present=true" in status["message"]
+     and "the only ones the operator watches: its --node-selector)" in status["message"]'
+  expect "no trial Pod is created" no_pods_in_namespace
+  check "both GPU nodes carry the label again" label_gpu_nodes "$gfd_label=true" || return 0
+  check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
+  expect "each trial was launched once and recorded once" launched_once "$job"
+  end_case
+}
+
 # A Pod of another team's, labelled for the job $3 and asking for all 16 GPUs of a node, that is
 # never placed: held by a scheduling gate ($4 = gated), or naming a scheduler nobody runs.
 labelled_pod() {
@@ -1580,7 +1607,7 @@ case_deepspeed_two_nodes() {
 declare -A themes=(
   [search]="rbac example strategies oom profiling crash timeout unschedulable invalid configs
     sharing deletion hostile foreign hold pod_security multinode_oom wrapper"
-  [busy]="busy_cluster quota preemption tenants"
+  [busy]="busy_cluster quota preemption tenants unwatched_nodes"
   [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
   [restarts]="restart ended_while_down multinode"
 )
