@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/text.h"
 #include "commands.h"
 #include "executor/local_run.h"
 #include "executor/results_directory.h"
@@ -283,7 +284,7 @@ bool printTrials(const AutotuneJob& job) {
 }
 
 int planJob(const std::string& path) {
-  const auto text = autotune::executor::readFile(path);
+  const auto text = autotune::api::readText(path);
   if (!text) {
     std::cerr << path << ": cannot be read\n";
     return kExitInvalid;
@@ -348,7 +349,7 @@ int run(const std::vector<std::string>& args) {
 
 // The job given with --job, or nothing; false after saying why it cannot be used.
 bool readReportJob(const std::string& path, std::optional<AutotuneJob>& job) {
-  const auto text = autotune::executor::readFile(path);
+  const auto text = autotune::api::readText(path);
   if (!text) {
     std::cerr << "--job " << path << ": cannot be read\n";
     return false;

@@ -20,7 +20,9 @@ inline constexpr std::string_view kTrialNameAnnotation = "autotune.io/trial-name
 inline constexpr std::string_view kTrialResultFinalizer = "autotune.io/trial-result";
 
 // The output ConfigMap's files: the tuned config the training job mounts, the command that runs
-// it, DeepSpeed's summary table, and every trial's record.
+// it, DeepSpeed's summary table, and every trial's record. `autotune run`'s results directory
+// holds the last two under the same names, where `autotune report` reads them as it reads the
+// ConfigMap.
 inline constexpr std::string_view kOutputConfigFile = "ds_config.json";
 inline constexpr std::string_view kOutputCommandFile = "cmd.txt";
 inline constexpr std::string_view kOutputSummaryFile = "summary.txt";

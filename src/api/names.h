@@ -7,6 +7,8 @@
 namespace autotune::api {
 
 inline constexpr std::size_t kMaxLabelValueLength = 63;
+// A DNS-1123 label: a Pod's host name, a Service's name, a batch/v1 Job's (its Pods' label).
+inline constexpr std::size_t kMaxDnsLabelLength = 63;
 
 // [a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*, at most 253 characters: the
 // name of most objects.

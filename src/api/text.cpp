@@ -1,5 +1,8 @@
 #include "api/text.h"
 
+#include <fstream>
+#include <sstream>
+
 namespace autotune::api {
 namespace {
 
@@ -109,6 +112,16 @@ std::string oneLine(std::string_view text) {
     }
   }
   return line;
+}
+
+std::optional<std::string> readText(const std::filesystem::path& path) {
+  const std::ifstream file(path);
+  if (!file) {
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
 }
 
 }  // namespace autotune::api

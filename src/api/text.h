@@ -5,6 +5,8 @@
 // invalid UTF-8 of valid text.
 
 #include <cstddef>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,5 +28,8 @@ std::string tailOf(std::string_view text, std::size_t maxBytes);
 // validUtf8(text) as one line: every control character (newline, carriage return, tab, a
 // terminal's escape) becomes a space. Its JSON form needs no escapes but for '"' and '\\'.
 std::string oneLine(std::string_view text);
+
+// The whole of the file at `path`, byte for byte, or nothing when it cannot be read.
+std::optional<std::string> readText(const std::filesystem::path& path);
 
 }  // namespace autotune::api

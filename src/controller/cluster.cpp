@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/job.h"
+#include "controller/conditions.h"
 #include "k8s/object.h"
 
 namespace autotune::controller {
@@ -27,6 +28,17 @@ std::string labelled(const std::string& ns, const std::string& jobLabel) {
 
 std::string phaseOf(const CachedAutotuneJob& job) {
   return std::string(api::toString(job.status.phase));
+}
+
+// The GPUs a job's written status says it waits for: its queued trials' while its Running
+// condition says it waits for GPU slots. At most what its reconcile will say (the scheduler's
+// queued Pods count too), and only until then.
+int gpusWaitedForAsWritten(const CachedAutotuneJob& job) {
+  const api::Condition* running = findCondition(job.status, condition::kRunning);
+  if (!job.decoded || running == nullptr || running->reason != queued::kWaitingForGpus) {
+    return 0;
+  }
+  return job.status.trials.queued * job.decoded->job.spec.resources.gpusPerTrial;
 }
 
 // A store of objects found by their own key and versioned by their resourceVersion.
@@ -470,6 +482,12 @@ void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJo
   if (after == nullptr) {
     waiting_.set(key, before->creationTimestamp, 0);
     waiting_.setWaitsForNode(key, false);
+  } else if (before == nullptr) {
+    // A job first seen (after a restart: every job) holds back what it waited for from younger
+    // jobs at once, not from its own first reconcile on, which may come after theirs.
+    if (const int gpus = gpusWaitedForAsWritten(*after); gpus > 0) {
+      waiting_.set(key, after->creationTimestamp, gpus);
+    }
   }
   const std::scoped_lock lock(mutex_);
   if (const auto found = phaseOf_.find(key); found != phaseOf_.end()) {

@@ -200,9 +200,8 @@ int wantedNow(const Draft& draft) {
   if (draft.slots.byGpus >= draft.slots.byParallelism) {
     return decided;
   }
-  tuning::EngineInput input = question(draft.snapshot);
-  input.freeSlots = std::max(0, draft.slots.byParallelism);
-  return std::max(decided, static_cast<int>(tuning::decide(input).launch.size()));
+  const auto wanted = wantedWith(draft.snapshot, std::max(0, draft.slots.byParallelism));
+  return std::max(decided, static_cast<int>(wanted.size()));
 }
 
 void launchWanted(Draft& draft) {
@@ -318,6 +317,12 @@ tuning::EngineInput question(const Snapshot& snapshot) {
   const Slots slots = slotsOf(snapshot);
   input.freeSlots = tuning::freeSlots(slots.byParallelism, slots.byGpus);
   return input;
+}
+
+std::vector<tuning::Trial> wantedWith(const Snapshot& snapshot, int freeSlots) {
+  tuning::EngineInput input = question(snapshot);
+  input.freeSlots = freeSlots;
+  return tuning::decide(input).launch;
 }
 
 namespace plan_steps {

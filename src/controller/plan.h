@@ -31,6 +31,8 @@ Slots slotsOf(const Snapshot& snapshot);
 
 // What the engine is asked.
 tuning::EngineInput question(const Snapshot& snapshot);
+// What the engine would launch were `freeSlots` trials free to start now, the GPUs not counted.
+std::vector<tuning::Trial> wantedWith(const Snapshot& snapshot, int freeSlots);
 
 // A trial's run to create.
 struct RunLaunch {

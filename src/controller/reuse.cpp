@@ -58,9 +58,7 @@ std::string digestRunBefore(const Snapshot& snapshot, const KeptMeasurements& ke
 // What the engine would launch with room for the job's whole parallelism: a reused result takes
 // no GPU, so a job on a full cluster still takes what was measured before.
 std::vector<tuning::Trial> wantedWithRoom(const Snapshot& snapshot) {
-  tuning::EngineInput input = question(snapshot);
-  input.freeSlots = std::max(1, snapshot.job.spec.parallelism);
-  return tuning::decide(input).launch;
+  return wantedWith(snapshot, std::max(1, snapshot.job.spec.parallelism));
 }
 
 }  // namespace

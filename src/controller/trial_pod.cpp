@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/names.h"
 #include "controller/objects.h"
 #include "k8s/object.h"
 #include "tuning/naming.h"
@@ -267,7 +268,8 @@ json trialPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
 }
 
 std::string trialBatchJobName(std::string_view jobName, std::string_view trialName, int attempt) {
-  constexpr std::size_t kMaxLength = 56;  // room for "-<index>" in a 63-character host name
+  // Room for "-<index>" in the host name of each of its Pods.
+  constexpr std::size_t kMaxLength = api::kMaxDnsLabelLength - 7;
   std::string name = trialPodName(jobName, trialName, attempt);
   if (name.empty() || std::isalpha(static_cast<unsigned char>(name.front())) == 0) {
     name.insert(0, "t");

@@ -4,7 +4,8 @@
 // those trials are held back from every job created after it, so that GPUs a trial frees go to
 // the oldest waiting job rather than to whichever reconciles first. Each reconcile of a job says
 // how many GPUs it waits for (Plan::gpusWaitedFor): a job whose search has ended, or that wants no
-// launch, waits for none. After a restart the queue fills again as every job is reconciled.
+// launch, waits for none. After a restart the queue fills again from each job's written status as
+// the watch lists it (Cluster::jobChanged), and each job's first reconcile corrects its share.
 // Thread-safe.
 
 #include <map>

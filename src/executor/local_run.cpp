@@ -4,12 +4,11 @@
 #include <array>
 #include <csignal>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "api/codec.h"
+#include "api/text.h"
 #include "executor/gpu_slots.h"
 #include "executor/process.h"
 #include "executor/progress.h"
@@ -208,9 +207,9 @@ class LocalRun {
       exit.exitCode = status->exitCode;
       exit.signal = status->signal;
       exit.timedOut = it->timedOut;
-      exit.message = tuning::tail(readFile(it->paths.stderrLog).value_or(""),
+      exit.message = tuning::tail(api::readText(it->paths.stderrLog).value_or(""),
                                   tuning::kTerminationMessageBytes);
-      exit.metrics = readFile(it->paths.protocol.metrics);
+      exit.metrics = api::readText(it->paths.protocol.metrics);
       const double seconds = std::chrono::duration<double>(Clock::now() - it->started).count();
       const tuning::RecordedExit recorded =
           tuning::recordExit(it->trial.name, it->trial.space, exit, job_.spec, it->trial.profile,
@@ -356,7 +355,7 @@ class LocalRun {
 };
 
 std::optional<std::string> readJob(const std::string& path, std::ostream& err) {
-  auto text = readFile(path);
+  auto text = api::readText(path);
   if (!text) {
     err << path << ": cannot be read\n";
   }

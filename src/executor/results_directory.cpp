@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "api/codec.h"
+#include "api/labels.h"
+#include "api/text.h"
 #include "tuning/naming.h"
 #include "tuning/results.h"
 
@@ -21,7 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kResultsFile = "results.json";
 constexpr std::string_view kLockFile = ".lock";
 
 std::string systemError(const std::string& what) {
@@ -37,16 +36,6 @@ nlohmann::json recordJson(const api::TrialRecord& record, int launchIndex) {
 }
 
 }  // namespace
-
-std::optional<std::string> readFile(const fs::path& path) {
-  const std::ifstream file(path);
-  if (!file) {
-    return std::nullopt;
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::string specIdentity(const api::Spec& spec) {
   nlohmann::json identity = api::encode(spec);
@@ -150,13 +139,13 @@ ResultsDirectory::~ResultsDirectory() {
 }
 
 tl::expected<void, std::string> ResultsDirectory::load() {
-  const fs::path path = root_ / kResultsFile;
+  const fs::path path = root_ / api::kOutputResultsFile;
   // A fresh directory is one of no trials from the start: a search that can launch none (nothing
   // fits) is still one that `autotune report` draws.
   if (!fs::exists(path)) {
     return save();
   }
-  const auto text = readFile(path);
+  const auto text = api::readText(path);
   if (!text) {
     return tl::unexpected(path.string() + " cannot be read");
   }
@@ -206,7 +195,7 @@ tl::expected<void, std::string> ResultsDirectory::save() const {
   api::Status status;
   status.gpuHours = gpuHours();
   saved["gpuHours"] = api::encode(status)["gpuHours"];
-  return writeFileAtomically(root_ / kResultsFile, saved.dump(2) + "\n");
+  return writeFileAtomically(root_ / api::kOutputResultsFile, saved.dump(2) + "\n");
 }
 
 TrialPaths ResultsDirectory::pathsFor(const tuning::Trial& trial) const {
@@ -267,13 +256,14 @@ tl::expected<void, std::string> ResultsDirectory::writeFailure(const std::string
   std::error_code ignored;
   fs::remove(optimalConfigPath(), ignored);
   fs::remove(root_ / "cmd_optimal.txt", ignored);
-  return writeFileAtomically(root_ / "summary.txt",
+  return writeFileAtomically(root_ / api::kOutputSummaryFile,
                              summary + tuning::gpuHoursLine(gpuHours()) + "\n");
 }
 
 tl::expected<void, std::string> ResultsDirectory::writeOutcome(const tuning::Report& report) {
   for (const auto& [path, content] : std::vector<std::pair<fs::path, std::string>>{
-           {root_ / "summary.txt", report.summary + tuning::gpuHoursLine(gpuHours()) + "\n"},
+           {root_ / api::kOutputSummaryFile,
+            report.summary + tuning::gpuHoursLine(gpuHours()) + "\n"},
            {optimalConfigPath(), report.config},
            {root_ / "cmd_optimal.txt", report.command + "\n"}}) {
     if (auto written = writeFileAtomically(path, content); !written) {

@@ -106,9 +106,6 @@ class ResultsDirectory {
 // user may change between runs (parallelism, trial and failure limits, timeouts).
 std::string specIdentity(const api::Spec& spec);
 
-// A whole file, or nothing when it cannot be read.
-std::optional<std::string> readFile(const std::filesystem::path& path);
-
 // Writes a file through a temporary file and a rename, so readers see the old or the new whole.
 tl::expected<void, std::string> writeFileAtomically(const std::filesystem::path& path,
                                                     const std::string& content);

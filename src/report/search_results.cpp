@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "api/codec.h"
 #include "api/labels.h"
+#include "api/text.h"
 
 namespace autotune::report {
 namespace {
@@ -31,16 +30,6 @@ std::optional<std::string> textOf(const json& object, std::string_view key) {
     return std::nullopt;
   }
   return member.get<std::string>();
-}
-
-std::optional<std::string> readText(const fs::path& path) {
-  const std::ifstream file(path);
-  if (!file) {
-    return std::nullopt;
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 std::string joined(const std::vector<std::string>& lines) {
@@ -179,10 +168,10 @@ tl::expected<SearchResults, std::string> fromConfigMap(const json& configMap,
 void addDirectoryFiles(const fs::path& directory, SearchResults& results) {
   const auto fill = [&](std::optional<std::string>& field, std::string_view name) {
     if (!field) {
-      field = readText(directory / name);
+      field = api::readText(directory / name);
     }
   };
-  fill(results.summary, "summary.txt");
+  fill(results.summary, api::kOutputSummaryFile);
   fill(results.bestConfig, "ds_config_optimal.json");
   fill(results.command, "cmd_optimal.txt");
   for (auto& trial : results.trials) {
@@ -190,7 +179,7 @@ void addDirectoryFiles(const fs::path& directory, SearchResults& results) {
     if (trial.record.name.find('/') != std::string::npos || !trial.gpus.empty()) {
       continue;
     }
-    const auto text = readText(directory / "exps" / (trial.record.name + ".json"));
+    const auto text = api::readText(directory / "exps" / (trial.record.name + ".json"));
     const json experiment = json::parse(text.value_or(""), nullptr, false);
     trial.gpus = textOf(experiment, "gpus").value_or("");
   }
@@ -226,8 +215,8 @@ tl::expected<SearchResults, std::string> parseResults(std::string_view text,
 tl::expected<SearchResults, std::string> loadResults(const fs::path& path) {
   std::error_code error;
   const bool directory = fs::is_directory(path, error);
-  const fs::path file = directory ? path / "results.json" : path;
-  const auto text = readText(file);
+  const fs::path file = directory ? path / api::kOutputResultsFile : path;
+  const auto text = api::readText(file);
   if (!text) {
     return tl::unexpected(directory ? path.string() +
                                           ": holds no results.json; not a results directory of "
@@ -235,7 +224,7 @@ tl::expected<SearchResults, std::string> loadResults(const fs::path& path) {
                                     : file.string() + ": cannot be read");
   }
   auto results = parseResults(*text, file.string());
-  if (results && (directory || file.filename() == "results.json")) {
+  if (results && (directory || file.filename() == api::kOutputResultsFile)) {
     addDirectoryFiles(file.parent_path(), *results);
   }
   return results;

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "api/names.h"
+
 namespace autotune::tuning {
 
 inline constexpr std::string_view kProfileTrialName = "profile_model_info";
@@ -77,8 +79,6 @@ std::string podName(std::string_view jobName, std::string_view trialName);
 // The trial's value for the autotune.io/trial label (also at most 63 characters).
 std::string trialLabel(std::string_view trialName);
 
-inline constexpr std::size_t kMaxDnsLabelLength = 63;
-
 // What the start of a cut name may end in, before the '-' that follows it.
 enum class CutEnd {
   kAlphanumeric,  // as every DNS name and label value needs
@@ -88,7 +88,7 @@ enum class CutEnd {
 // A name of at most maxLength characters: `name` itself when it fits; else its start, shortened
 // to end as `cutEnd` says, then '-' and a 10-digit hash of the whole name, so that distinct names
 // keep distinct results. At 63 characters a name can become a label value (a batch/v1 Job's).
-std::string boundedName(std::string_view name, std::size_t maxLength = kMaxDnsLabelLength,
+std::string boundedName(std::string_view name, std::size_t maxLength = api::kMaxDnsLabelLength,
                         CutEnd cutEnd = CutEnd::kAlphanumeric);
 
 // Any text as a label value: kept when it is one, else its valid characters cut to fit and a hash

@@ -189,6 +189,40 @@ TEST(Cluster, KueueWorkloadsAndLocalQueuesConcernTheJobsTheyHold) {
   EXPECT_TRUE(cluster.jobsConcernedByLocalQueue(nullptr, &*other).empty());
 }
 
+// After a restart, a job whose written status says it waits for GPU slots holds them back from
+// younger jobs as soon as the watch lists it, before any reconcile; its reconcile then says what
+// it really waits for, which a later watch event of the same job does not undo.
+TEST(Cluster, AJobsWrittenWaitHoldsGpusFromTheStartUntilItsReconcileSaysOtherwise) {
+  Cluster cluster;
+  auto& jobs = cluster.addAutotuneJobs("");
+  json old = autotuneJob("old", 8);
+  old["metadata"]["creationTimestamp"] = "2026-11-22T10:00:00Z";
+  old["status"] = {{"phase", "Running"},
+                   {"trials", {{"queued", 2}}},
+                   {"conditions",
+                    {{{"type", "Running"},
+                      {"status", "True"},
+                      {"reason", "WaitingForGPUs"},
+                      {"message", "waiting for free nvidia.com/gpu slots"},
+                      {"lastTransitionTime", "2026-11-22T10:00:05Z"}}}}};
+  json busy = autotuneJob("busy", 8);
+  busy["metadata"]["creationTimestamp"] = "2026-11-22T10:30:00Z";
+  busy["status"] = old["status"];
+  busy["status"]["conditions"][0]["reason"] = "Queued";
+  jobs.upsert(old);
+  jobs.upsert(busy);
+  CachedAutotuneJob young;
+  young.key = "ml/young";
+  young.creationTimestamp = "2026-11-22T11:00:00Z";
+  EXPECT_EQ(cluster.slotsHeldForOlderJobs(young, 8), 2);
+  EXPECT_EQ(cluster.slotsHeldForOlderJobs(young, 16), 1);
+
+  cluster.jobWaits(*cluster.job("ml/old"), 0);
+  old["metadata"]["resourceVersion"] = "2";
+  jobs.upsert(old);
+  EXPECT_EQ(cluster.slotsHeldForOlderJobs(young, 8), 0);
+}
+
 // --- whose trial a Pod is ------------------------------------------------------------------------
 
 json gpuNode(const std::string& name) {
