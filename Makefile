@@ -94,6 +94,7 @@ bench: build controlplane
 	bench/operator_overhead.sh 3
 	bench/operator_scale.sh
 	bench/handover.sh 5
+	bench/handover.sh 5 1000
 	bench/big_cluster.sh
 
 clean:

@@ -1,5 +1,6 @@
 #include "controller/apply.h"
 
+#include <chrono>
 #include <set>
 #include <utility>
 #include <vector>
@@ -52,7 +53,16 @@ Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks&
       metadata_(job.metadata),
       written_(api::encode(job.status)) {}
 
-std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan) {
+runtime::ReconcileResult stoppedBy(const k8s::Error& error) {
+  constexpr auto kAfterConflict = std::chrono::seconds(1);
+  if (error.kind == k8s::ErrorKind::kConflict) {
+    return runtime::ReconcileResult::after(
+        std::chrono::duration_cast<runtime::Duration>(kAfterConflict));
+  }
+  return runtime::ReconcileResult::retry();
+}
+
+k8s::Result<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan) {
   std::set<std::string> kept;
   for (const auto& measurement : plan.measurements) {
     if (keepMeasurement(measurement)) {
@@ -66,7 +76,7 @@ std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& pla
     if (auto refused = writeOutput(job, *plan.output)) {
       context_.log.warn("could not write the output", {{"configMap", job.spec.output.configMapName},
                                                        {"reason", refused->reason},
-                                                       {"error", refused->message}});
+                                                       {"detail", refused->detail}});
       Learned learned;
       learned.outputRefused = std::move(refused);
       return learned;
@@ -83,7 +93,7 @@ std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& pla
       }
       context_.log.warn("could not create the afterTuning Job",
                         {{"error", k8s::describe(created.error())}});
-      return std::nullopt;
+      return tl::unexpected(created.error());
     }
     if (!created) {
       if (auto held = afterTuningHeld(job, *plan.afterTuning); !held || !held->empty()) {
@@ -91,23 +101,19 @@ std::optional<Learned> Apply::write(const api::AutotuneJob& job, const Plan& pla
       }
     }
   }
-  if (!writeStatus(plan.status)) {
-    return std::nullopt;
-  }
-  return Learned{};
+  return writeStatus(plan.status).map([] { return Learned{}; });
 }
 
 // A create of the afterTuning Job that found its name taken: by this job's own Job (a reconcile
 // cut short after creating it), which is how things should be, or by someone else's, which is
 // left alone and not named as the job's.
-std::optional<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job,
-                                              const json& afterTuning) {
+k8s::Result<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job, const json& afterTuning) {
   const std::string name = k8s::text(k8s::metadataOf(afterTuning), "name");
   auto existing = client_.get(k8s::kBatchJobs, namespace_, name);
   if (!existing) {
     context_.log.warn("could not read the afterTuning Job",
                       {{"job", name}, {"error", k8s::describe(existing.error())}});
-    return std::nullopt;
+    return tl::unexpected(existing.error());
   }
   if (const json* controller = k8s::controllerOf(*existing);
       controller != nullptr && k8s::text(*controller, "uid") == job.uid()) {
@@ -136,11 +142,7 @@ std::optional<OutputRefusal> Apply::writeOutput(const api::AutotuneJob& job,
     return failed(existing.error());
   }
   if (!isOutputOf(*existing, job.uid())) {
-    return OutputRefusal{"OutputConflict", "it exists and is not this job's output (" +
-                                               holderOf(*existing) +
-                                               "), so it is left as it is; delete it, or create "
-                                               "the job again with another "
-                                               "spec.output.configMapName"};
+    return OutputRefusal{kOutputConflict, holderOf(*existing)};
   }
   auto applied = client_.patch(k8s::kConfigMaps, namespace_, name, k8s::PatchType::kApply,
                                configMap, {std::string(kFieldManager), true});
@@ -289,8 +291,8 @@ runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& 
 }
 
 runtime::ReconcileResult Apply::refused(const Plan& plan) {
-  if (!writeStatus(plan.status)) {
-    return runtime::ReconcileResult::retry();
+  if (auto written = writeStatus(plan.status); !written) {
+    return stoppedBy(written.error());
   }
   for (const auto& event : plan.events) {
     report(event);
@@ -299,27 +301,33 @@ runtime::ReconcileResult Apply::refused(const Plan& plan) {
 }
 
 void Apply::reportException(const std::string& message) {
-  writeStatus(reconcileThrew(job_, message, context_.now));
+  // Whether or not the status took it (writeStatus logs why not), the Event tells it.
+  static_cast<void>(writeStatus(reconcileThrew(job_, message, context_.now)));
   report(reconcileException(message));
 }
 
 // Writes `status` when it differs from what the API server holds. A Conflict (the cache was
-// behind) fails the reconcile, which is retried on a fresher read.
-bool Apply::writeStatus(const api::Status& status) {
+// behind) stops the reconcile until the newer job is read (stoppedBy).
+k8s::Result<void> Apply::writeStatus(const api::Status& status) {
   json encoded = api::encode(status);
   if (encoded == written_) {
-    return true;
+    return {};
   }
   auto written = client_.updateStatus(kAutotuneJobs, namespace_, statusUpdate(metadata_, encoded));
   if (!written) {
-    context_.log.warn("could not write the status", {{"error", k8s::describe(written.error())}});
-    return false;
+    // A Conflict is no failure: the job changed since the cache gave it, and the change wakes it.
+    if (written.error().kind == k8s::ErrorKind::kConflict) {
+      context_.log.debug("the job changed since it was read", {});
+    } else {
+      context_.log.warn("could not write the status", {{"error", k8s::describe(written.error())}});
+    }
+    return tl::unexpected(written.error());
   }
   metadata_["resourceVersion"] = k8s::versionOf(*written);
   written_ = std::move(encoded);
   cluster_.wroteStatus(*written, context_.now);
   context_.log.debug("status written", {{"phase", std::string(api::toString(status.phase))}});
-  return true;
+  return {};
 }
 
 void Apply::lookUpNode(const std::string& name) {

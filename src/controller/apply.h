@@ -67,6 +67,12 @@ struct Learned {
   }
 };
 
+// How a reconcile that the API server stopped is looked at again. After a Conflict it read the job
+// as it was before another write, whose watch event wakes it once the cache holds it; a look a
+// second on guards against a lost event, with no backoff: nothing failed. After anything else,
+// with the work queue's backoff.
+runtime::ReconcileResult stoppedBy(const k8s::Error& error);
+
 // Takes api::kTrialResultFinalizer off the Pod, as the cache last saw it (its resourceVersion a
 // precondition: one changed since is left to the reconcile its change brings), once the written
 // status accounts for it or nothing ever will.
@@ -88,8 +94,8 @@ class Apply {
   // The output and the afterTuning Job when the search is over, then the status. The status
   // write is conditional on the resourceVersion read, so a reconcile that read a stale job stops
   // here, before it can launch anything twice. Returns what it learned (the output refused: then
-  // nothing else is written), or nothing when the reconcile is to stop and be retried.
-  std::optional<Learned> write(const api::AutotuneJob& job, const Plan& plan);
+  // nothing else is written), or the error that stopped it (stoppedBy).
+  k8s::Result<Learned> write(const api::AutotuneJob& job, const Plan& plan);
   // Creates the plan's runs, after write(). Learns the names taken by objects the job does not
   // own.
   Learned launch(const api::AutotuneJob& job, const Plan& plan);
@@ -105,8 +111,8 @@ class Apply {
   // Creates the output ConfigMap, or applies it over one this job controls. Anyone else's is left
   // alone: server-side apply with force would take it over, and garbage collection would then
   // delete it with the job.
-  std::optional<Learned> afterTuningHeld(const api::AutotuneJob& job,
-                                         const nlohmann::json& afterTuning);
+  k8s::Result<Learned> afterTuningHeld(const api::AutotuneJob& job,
+                                       const nlohmann::json& afterTuning);
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
                                            const nlohmann::json& configMap);
   // Creates a measurement ConfigMap, or writes it over the measurement of that name (a newer
@@ -116,7 +122,7 @@ class Apply {
   bool keepMeasurement(const nlohmann::json& unsealed);
   k8s::Result<nlohmann::json> writeKept(const nlohmann::json& configMap);
   void forgetBeyondBound(const std::set<std::string>& justKept);
-  bool writeStatus(const api::Status& status);
+  k8s::Result<void> writeStatus(const api::Status& status);
   // Returns false when the run was not created by this call; a name taken, or a create refused,
   // goes into `learned`.
   bool createRun(const RunLaunch& launch, Learned& learned);

@@ -32,12 +32,12 @@ json measurementOver(const json& existing, const json& configMap) {
 }
 
 // Why a ConfigMap at a measurement's name is not the operator's to write over, if it is not.
-std::optional<std::string> notOurs(const json& existing, const MeasurementSeal& seal) {
+std::optional<NotOurs> notOurs(const json& existing, const MeasurementSeal& seal) {
   if (k8s::text(k8s::member(k8s::metadataOf(existing), "labels"), kMeasurementLabel).empty()) {
-    return "is not a measurement";
+    return NotOurs::kNotAMeasurement;
   }
   if (!seal.holds(existing)) {
-    return "bears no seal of this operator";
+    return NotOurs::kUnsealed;
   }
   return std::nullopt;
 }
@@ -56,9 +56,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
     auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
     if (existing) {
       if (auto why = notOurs(*existing, seal)) {
-        report(measurementNotKept(trial, "ConfigMap " + name + " exists and " + *why + " (" +
-                                             holderOf(*existing) +
-                                             "); it is left alone: delete it to keep this one"));
+        report(measurementNameTaken(trial, name, *why, holderOf(*existing)));
         return false;
       }
     }
@@ -69,7 +67,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
   if (!written) {
     context_.log.warn("could not keep a measurement",
                       {{"configMap", name}, {"error", k8s::describe(written.error())}});
-    report(measurementNotKept(trial, "ConfigMap " + name + ": " + k8s::describe(written.error())));
+    report(measurementNotWritten(trial, name, k8s::describe(written.error())));
   }
   return written.has_value();
 }

@@ -148,6 +148,19 @@ JobEvent measurementNotKept(const std::string& trial, const std::string& why) {
           "The measurement of trial " + trial + " was not kept for reuse: " + why};
 }
 
+JobEvent measurementNotWritten(const std::string& trial, const std::string& configMap,
+                               const std::string& serverError) {
+  return measurementNotKept(trial, "ConfigMap " + configMap + ": " + serverError);
+}
+
+JobEvent measurementNameTaken(const std::string& trial, const std::string& configMap, NotOurs why,
+                              const std::string& holder) {
+  const std::string notOurs =
+      why == NotOurs::kNotAMeasurement ? "is not a measurement" : "bears no seal of this operator";
+  return measurementNotKept(trial, "ConfigMap " + configMap + " exists and " + notOurs + " (" +
+                                       holder + "); it is left alone: delete it to keep this one");
+}
+
 JobEvent localQueueNotFound(const std::string& message) {
   return {std::string(queued::kLocalQueueNotFound), "Warning", "", message};
 }
@@ -182,8 +195,8 @@ JobEvent specWarning(std::int64_t generation, const api::FieldErrors& warnings) 
           listed(warnings, kEventMessageBytes)};
 }
 
-JobEvent outputNotWritten(const std::string& reason, const std::string& message) {
-  return {reason, "Warning", "", message};
+JobEvent outputNotWritten(std::string_view reason, const std::string& message) {
+  return {std::string(reason), "Warning", "", message};
 }
 
 JobEvent reconcileException(const std::string& message) {

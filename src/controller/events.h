@@ -69,6 +69,15 @@ JobEvent foreignPod(const Pod& pod);
 JobEvent measurementIgnored(const std::string& message);
 // A finished trial's measurement could not be kept (the API refused it, or it is too large).
 JobEvent measurementNotKept(const std::string& trial, const std::string& why);
+// The API server did not take the measurement's ConfigMap `configMap`: `serverError` says why.
+JobEvent measurementNotWritten(const std::string& trial, const std::string& configMap,
+                               const std::string& serverError);
+// Why a ConfigMap at a measurement's name is not the operator's to write over.
+enum class NotOurs { kNotAMeasurement, kUnsealed };
+// A finished trial's measurement was not kept: a ConfigMap that is not the operator's (`why`),
+// made by `holder` (holderOf), holds its name `configMap`, and is left alone.
+JobEvent measurementNameTaken(const std::string& trial, const std::string& configMap, NotOurs why,
+                              const std::string& holder);
 // spec.queueName names a Kueue LocalQueue its namespace does not have.
 JobEvent localQueueNotFound(const std::string& message);
 
@@ -79,7 +88,7 @@ JobEvent searchFailed(const std::string& message);
 JobEvent trialNotMeasured(const std::string& trial, const std::string& message);
 JobEvent invalidSpec(const std::string& message);
 JobEvent specWarning(std::int64_t generation, const api::FieldErrors& warnings);
-JobEvent outputNotWritten(const std::string& reason, const std::string& message);
+JobEvent outputNotWritten(std::string_view reason, const std::string& message);
 JobEvent reconcileException(const std::string& message);
 
 // The core/v1 Event reporting `reported` on the job with `metadata`, stamped `now`.

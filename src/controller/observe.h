@@ -31,10 +31,12 @@ struct Concluded {
 };
 
 // Why the output ConfigMap was not written: `reason` is OutputWriteFailed (the API refused or
-// failed) or OutputConflict (a ConfigMap of that name is not this job's).
+// failed) or kOutputConflict (a ConfigMap of that name is not this job's).
+inline constexpr std::string_view kOutputConflict = "OutputConflict";
 struct OutputRefusal {
-  std::string reason;
-  std::string message;
+  std::string_view reason;
+  // For kOutputConflict, who holds the name (holderOf); else what the API server said.
+  std::string detail;
 };
 
 // A create of a trial's run that the API server refused: a quota, a policy, a webhook, or a

@@ -59,7 +59,7 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
     learned = apply.launch(snapshot.job, planned);
   }
   if (!learned) {
-    return runtime::ReconcileResult::retry();
+    return stoppedBy(learned.error());
   }
   // What apply learned, the plan could not know: made again knowing it, it is written, and its
   // runs were launched already.
@@ -70,8 +70,8 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
     snapshot.afterTuningTaken = learned->afterTuningTaken;
     snapshot.afterTuningRefused = learned->afterTuningRefused;
     planned = plan(snapshot, decision);
-    if (!apply.write(snapshot.job, planned)) {
-      return runtime::ReconcileResult::retry();
+    if (auto rewritten = apply.write(snapshot.job, planned); !rewritten) {
+      return stoppedBy(rewritten.error());
     }
   }
   const auto result = apply.finish(snapshot.job, planned);

@@ -176,9 +176,14 @@ void endRunning(Draft& draft, bool succeeded, std::string_view reason, const std
 // The output could not be written: the status keeps the results and the best, without the final
 // phase, says why, and the write is retried; the Event only when the status did not say it yet.
 void awaitOutput(Draft& draft, const OutputRefusal& refusal) {
-  const std::string message = api::headOf("ConfigMap " + draft.spec().output.configMapName +
-                                              " could not be written: " + refusal.message,
-                                          kEventMessageBytes);
+  const std::string why = refusal.reason == kOutputConflict
+                              ? "it exists and is not this job's output (" + refusal.detail +
+                                    "), so it is left as it is; delete it, or create the job "
+                                    "again with another spec.output.configMapName"
+                              : refusal.detail;
+  const std::string message = api::headOf(
+      "ConfigMap " + draft.spec().output.configMapName + " could not be written: " + why,
+      kEventMessageBytes);
   const api::Condition* told = findCondition(draft.status(), condition::kOutputWritten);
   if (told == nullptr || told->status != "False" || told->message != message) {
     draft.plan.events.push_back(outputNotWritten(refusal.reason, message));

@@ -418,6 +418,27 @@ TEST_F(Reconcile, AReconcileAfterARestartCreatesNothingTwice) {
   }
 }
 
+// A status write that finds the job changed since the cache read it stops the reconcile before any
+// Pod is created, and is no failure (no backoff): the newer job, once the watch brings it, is
+// reconciled again, with a look a second on as a guard. A refusal fails it, to be retried with
+// backoff.
+TEST_F(Reconcile, AJobChangedSinceItWasReadStopsTheReconcileWithoutFailingIt) {
+  submit(gpt2Job());
+  syncCaches();
+  api_->objects.at(std::string(kJobs) + "/gpt2")["metadata"]["resourceVersion"] = "2";
+  Reconciler reconciler(client_, cluster_, {});
+  const auto stale = reconciler.reconcile(
+      "ml/gpt2", Context{observability::Logger(observability::LogLevel::kError, log_), now_, {}});
+  EXPECT_FALSE(stale.failed);
+  EXPECT_EQ(stale.requeueAfter, std::chrono::duration_cast<runtime::Duration>(seconds(1)));
+  EXPECT_TRUE(pods().empty());
+
+  api_->refused[std::string(kJobs) + "/gpt2"] = "the status is frozen";
+  const auto refused = reconcile();
+  EXPECT_TRUE(refused.failed);
+  EXPECT_TRUE(pods().empty());
+}
+
 TEST_F(Reconcile, ASemanticallyInvalidSpecFailsNamingTheFieldAndLaunchesNothing) {
   json invalid = gpt2Job();
   invalid["spec"]["argMappings"] = {{"no_such_key", "--flag"}};
