@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "api/job.h"
-#include "controller/conditions.h"
 #include "k8s/object.h"
 
 namespace autotune::controller {
@@ -28,17 +27,6 @@ std::string labelled(const std::string& ns, const std::string& jobLabel) {
 
 std::string phaseOf(const CachedAutotuneJob& job) {
   return std::string(api::toString(job.status.phase));
-}
-
-// The GPUs a job's written status says it waits for: its queued trials' while its Running
-// condition says it waits for GPU slots. At most what its reconcile will say (the scheduler's
-// queued Pods count too), and only until then.
-int gpusWaitedForAsWritten(const CachedAutotuneJob& job) {
-  const api::Condition* running = findCondition(job.status, condition::kRunning);
-  if (!job.decoded || running == nullptr || running->reason != queued::kWaitingForGpus) {
-    return 0;
-  }
-  return job.status.trials.queued * job.decoded->job.spec.resources.gpusPerTrial;
 }
 
 // A store of objects found by their own key and versioned by their resourceVersion.

@@ -1,6 +1,16 @@
 #include "controller/waiting_jobs.h"
 
+#include "controller/conditions.h"
+
 namespace autotune::controller {
+
+int gpusWaitedForAsWritten(const CachedAutotuneJob& job) {
+  const api::Condition* running = findCondition(job.status, condition::kRunning);
+  if (!job.decoded || running == nullptr || running->reason != queued::kWaitingForGpus) {
+    return 0;
+  }
+  return job.status.trials.queued * job.decoded->job.spec.resources.gpusPerTrial;
+}
 
 void WaitingJobs::set(const std::string& key, const std::string& creationTimestamp, int gpus) {
   const std::scoped_lock lock(mutex_);

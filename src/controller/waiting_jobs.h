@@ -15,7 +15,14 @@
 #include <tuple>
 #include <vector>
 
+#include "controller/objects.h"
+
 namespace autotune::controller {
+
+// The GPUs a job's written status says it waits for: its queued trials' while its Running
+// condition says it waits for GPU slots. At most what its reconcile will say (the scheduler's
+// queued Pods count too), and only until then.
+int gpusWaitedForAsWritten(const CachedAutotuneJob& job);
 
 class WaitingJobs {
  public:
