@@ -1,5 +1,9 @@
 #include "controller/waiting_jobs.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "controller/conditions.h"
 
 namespace autotune::controller {
@@ -9,7 +13,12 @@ int gpusWaitedForAsWritten(const CachedAutotuneJob& job) {
   if (!job.decoded || running == nullptr || running->reason != queued::kWaitingForGpus) {
     return 0;
   }
-  return job.status.trials.queued * job.decoded->job.spec.resources.gpusPerTrial;
+  // Whoever may write the job's status may write any count: never more than its parallelism's
+  // trials, and never past what an int holds.
+  const api::Spec& spec = job.decoded->job.spec;
+  const std::int64_t trials = std::clamp(job.status.trials.queued, 0, spec.parallelism);
+  return static_cast<int>(std::min<std::int64_t>(trials * spec.resources.gpusPerTrial,
+                                                 std::numeric_limits<int>::max()));
 }
 
 void WaitingJobs::set(const std::string& key, const std::string& creationTimestamp, int gpus) {

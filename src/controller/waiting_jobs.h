@@ -21,7 +21,7 @@ namespace autotune::controller {
 
 // The GPUs a job's written status says it waits for: its queued trials' while its Running
 // condition says it waits for GPU slots. At most what its reconcile will say (the scheduler's
-// queued Pods count too), and only until then.
+// queued Pods count too), and only until then; at most its parallelism's trials.
 int gpusWaitedForAsWritten(const CachedAutotuneJob& job);
 
 class WaitingJobs {

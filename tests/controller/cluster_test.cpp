@@ -189,31 +189,43 @@ TEST(Cluster, KueueWorkloadsAndLocalQueuesConcernTheJobsTheyHold) {
   EXPECT_TRUE(cluster.jobsConcernedByLocalQueue(nullptr, &*other).empty());
 }
 
-// After a restart, a job whose written status says it waits for GPU slots holds them back from
-// younger jobs as soon as the watch lists it, before any reconcile; its reconcile then says what
-// it really waits for, which a later watch event of the same job does not undo.
-TEST(Cluster, AJobsWrittenWaitHoldsGpusFromTheStartUntilItsReconcileSaysOtherwise) {
-  Cluster cluster;
-  auto& jobs = cluster.addAutotuneJobs("");
-  json old = autotuneJob("old", 8);
-  old["metadata"]["creationTimestamp"] = "2026-11-22T10:00:00Z";
-  old["status"] = {{"phase", "Running"},
-                   {"trials", {{"queued", 2}}},
+// Job `name` (8 GPUs per trial, parallelism `parallelism`), created at 10:00, as its status says
+// it waits for GPUs with `queued` trials not created.
+json waitingAsWritten(const std::string& name, int parallelism, int queued) {
+  json job = autotuneJob(name, 8);
+  job["metadata"]["creationTimestamp"] = "2026-11-22T10:00:00Z";
+  job["spec"]["parallelism"] = parallelism;
+  job["status"] = {{"phase", "Running"},
+                   {"trials", {{"queued", queued}}},
                    {"conditions",
                     {{{"type", "Running"},
                       {"status", "True"},
                       {"reason", "WaitingForGPUs"},
                       {"message", "waiting for free nvidia.com/gpu slots"},
                       {"lastTransitionTime", "2026-11-22T10:00:05Z"}}}}};
-  json busy = autotuneJob("busy", 8);
-  busy["metadata"]["creationTimestamp"] = "2026-11-22T10:30:00Z";
-  busy["status"] = old["status"];
-  busy["status"]["conditions"][0]["reason"] = "Queued";
-  jobs.upsert(old);
-  jobs.upsert(busy);
+  return job;
+}
+
+CachedAutotuneJob youngJob() {
   CachedAutotuneJob young;
   young.key = "ml/young";
   young.creationTimestamp = "2026-11-22T11:00:00Z";
+  return young;
+}
+
+// After a restart, a job whose written status says it waits for GPU slots holds them back from
+// younger jobs as soon as the watch lists it, before any reconcile; its reconcile then says what
+// it really waits for, which a later watch event of the same job does not undo.
+TEST(Cluster, AJobsWrittenWaitHoldsGpusFromTheStartUntilItsReconcileSaysOtherwise) {
+  Cluster cluster;
+  auto& jobs = cluster.addAutotuneJobs("");
+  json old = waitingAsWritten("old", 2, 2);
+  json busy = waitingAsWritten("busy", 2, 2);
+  busy["metadata"]["creationTimestamp"] = "2026-11-22T10:30:00Z";
+  busy["status"]["conditions"][0]["reason"] = "Queued";
+  jobs.upsert(old);
+  jobs.upsert(busy);
+  const CachedAutotuneJob young = youngJob();
   EXPECT_EQ(cluster.slotsHeldForOlderJobs(young, 8), 2);
   EXPECT_EQ(cluster.slotsHeldForOlderJobs(young, 16), 1);
 
@@ -221,6 +233,14 @@ TEST(Cluster, AJobsWrittenWaitHoldsGpusFromTheStartUntilItsReconcileSaysOtherwis
   old["metadata"]["resourceVersion"] = "2";
   jobs.upsert(old);
   EXPECT_EQ(cluster.slotsHeldForOlderJobs(young, 8), 0);
+}
+
+// A written count is anyone's who may write the job's status: a wait read from it holds at most
+// the job's parallelism's GPUs, however large the count.
+TEST(Cluster, AWrittenWaitHoldsNoMoreThanTheJobsParallelism) {
+  Cluster cluster;
+  cluster.addAutotuneJobs("").upsert(waitingAsWritten("forged", 3, 2147483647));
+  EXPECT_EQ(cluster.slotsHeldForOlderJobs(youngJob(), 8), 3);
 }
 
 // --- whose trial a Pod is ------------------------------------------------------------------------
