@@ -54,6 +54,10 @@ struct ModelInfo {
 inline constexpr std::array<std::string_view, 4> kRendezvousVariables = {
     "AUTOTUNE_NUM_NODES", "AUTOTUNE_NODE_RANK", "AUTOTUNE_MASTER_ADDR", "AUTOTUNE_MASTER_PORT"};
 inline constexpr int kMaxNodesPerTrial = 64;
+// Sixteen GPUs on each of the most nodes a trial may have. With the most trials a job may run
+// (kMaxTrials, which also bounds spec.parallelism), every count of a job's GPUs fits an int.
+inline constexpr int kMaxGpusPerTrial = 1024;
+inline constexpr int kMaxTrials = 1000;
 // Where rank 0 of a multi-node trial listens for the others: torch.distributed's usual port.
 inline constexpr int kMasterPort = 29500;
 

@@ -54,8 +54,8 @@ void checkMetadata(const json& metadata, FieldErrors& errors) {
 // --- numbers and ranges ---
 
 void checkSearch(const Search& search, FieldErrors& errors) {
-  if (search.maxTrials < 1 || search.maxTrials > 1000) {
-    fail(errors, "spec.search.maxTrials", "must be between 1 and 1000");
+  if (search.maxTrials < 1 || search.maxTrials > kMaxTrials) {
+    fail(errors, "spec.search.maxTrials", "must be between 1 and " + std::to_string(kMaxTrials));
   }
   if (search.earlyStopping < 0) {
     fail(errors, "spec.search.earlyStopping", "must be at least 0 (0 turns early stopping off)");
@@ -80,8 +80,9 @@ void checkSearch(const Search& search, FieldErrors& errors) {
 }
 
 void checkResources(const Resources& resources, FieldErrors& errors) {
-  if (resources.gpusPerTrial < 1) {
-    fail(errors, "spec.resources.gpusPerTrial", "must be at least 1");
+  if (resources.gpusPerTrial < 1 || resources.gpusPerTrial > kMaxGpusPerTrial) {
+    fail(errors, "spec.resources.gpusPerTrial",
+         "must be between 1 and " + std::to_string(kMaxGpusPerTrial));
   }
   if (resources.nodesPerTrial < 1) {
     fail(errors, "spec.resources.nodesPerTrial", "must be at least 1");
@@ -131,8 +132,8 @@ void checkTimeout(const std::string& path, const Duration& timeout, FieldErrors&
 }
 
 void checkRunLimits(const Spec& spec, FieldErrors& errors) {
-  if (spec.parallelism < 1) {
-    fail(errors, "spec.parallelism", "must be at least 1");
+  if (spec.parallelism < 1 || spec.parallelism > kMaxTrials) {
+    fail(errors, "spec.parallelism", "must be between 1 and " + std::to_string(kMaxTrials));
   }
   if (spec.maxFailedTrials < 1) {
     fail(errors, "spec.maxFailedTrials", "must be at least 1");

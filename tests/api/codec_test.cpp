@@ -510,7 +510,8 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
        "must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending "
        "with a letter or digit, at most 253 characters"},
       {"metadata: {name: null}", "metadata.name", "is required"},
-      {"spec: {resources: {gpusPerTrial: 0}}", "spec.resources.gpusPerTrial", "must be at least 1"},
+      {"spec: {resources: {gpusPerTrial: 0}}", "spec.resources.gpusPerTrial",
+       "must be between 1 and 1024"},
       {"spec: {resources: {gpusPerTrial: [1, 2]}}", "spec.resources.gpusPerTrial",
        "must be an integer, not a list"},
       {"spec: {resources: {gpusPerTrial: eight}}", "spec.resources.gpusPerTrial",
@@ -545,7 +546,7 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
       {"spec: {search: {maxTrial: 5}}", "spec.search.maxTrial", "unknown field"},
       {"spec: {serach: {maxTrials: 5}}", "spec.serach", "unknown field"},
       {"spec: {search: [deepspeed]}", "spec.search", "must be an object, not a list"},
-      {"spec: {parallelism: 0}", "spec.parallelism", "must be at least 1"},
+      {"spec: {parallelism: 0}", "spec.parallelism", "must be between 1 and 1000"},
       {"spec: {maxFailedTrials: 0}", "spec.maxFailedTrials", "must be at least 1"},
       {"spec: {trialTimeout: 30}", "spec.trialTimeout", "must be a duration such as 30m or 1h30m"},
       {"spec: {trialTimeout: 30 minutes}", "spec.trialTimeout",

@@ -216,9 +216,13 @@ TEST(Validate, RangesAreCheckedAtTheirBounds) {
   job.spec.search.plateauThreshold = 0;
   job.spec.search.minMicroBatchSize = 4;
   job.spec.search.maxMicroBatchSize = 4;
+  job.spec.parallelism = 1000;
+  job.spec.resources.gpusPerTrial = 1024;
   EXPECT_THAT(validate(job), IsEmpty());
 
   job.spec.search.maxTrials = 1001;
+  job.spec.parallelism = 1001;
+  job.spec.resources.gpusPerTrial = 1025;
   job.spec.search.plateauThreshold = 1.0;
   job.spec.search.numTuningMicroBatchSizes = 0;
   job.spec.resources.nodesPerTrial = 0;
@@ -227,10 +231,11 @@ TEST(Validate, RangesAreCheckedAtTheirBounds) {
   job.spec.model.hiddenSize = 0;
   job.spec.trialTimeout = Duration::fromSeconds(0);
   EXPECT_THAT(pathsOf(job),
-              ElementsAre("spec.model.hiddenSize", "spec.resources.nodesPerTrial",
-                          "spec.resources.modelParallelSize", "spec.resources.gpuMemory",
-                          "spec.search.maxTrials", "spec.search.plateauThreshold",
-                          "spec.search.numTuningMicroBatchSizes", "spec.trialTimeout"));
+              ElementsAre("spec.model.hiddenSize", "spec.resources.gpusPerTrial",
+                          "spec.resources.nodesPerTrial", "spec.resources.modelParallelSize",
+                          "spec.resources.gpuMemory", "spec.search.maxTrials",
+                          "spec.search.plateauThreshold", "spec.search.numTuningMicroBatchSizes",
+                          "spec.parallelism", "spec.trialTimeout"));
 }
 
 TEST(Validate, NodesPerTrialMustDivideTheGpus) {

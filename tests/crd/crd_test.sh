@@ -197,6 +197,8 @@ check_creation() {
     'maxTrials 0|spec.search.maxTrials|{"spec": {"search": {"maxTrials": 0}}}|greater than or equal to 1'
     'maxTrials 5000|spec.search.maxTrials|{"spec": {"search": {"maxTrials": 5000}}}|less than or equal to 1000'
     'parallelism 0|spec.parallelism|{"spec": {"parallelism": 0}}|'
+    'parallelism 1001|spec.parallelism|{"spec": {"parallelism": 1001}}|less than or equal to 1000'
+    'gpusPerTrial 2147483647|spec.resources.gpusPerTrial|{"spec": {"resources": {"gpusPerTrial": 2147483647}}}|less than or equal to 1024'
     'maxFailedTrials 0|spec.maxFailedTrials|{"spec": {"maxFailedTrials": 0}}|'
     'a job without deepspeedConfig|spec.deepspeedConfig|{"spec": {"deepspeedConfig": null}}|'
     'a deepspeedConfig that is a list|spec.deepspeedConfig|{"spec": {"deepspeedConfig": [1]}}|'
