@@ -18,9 +18,9 @@
 #include "controller/output.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
-#include "k8s/object.h"
 #include "k8s/resources.h"
 #include "k8s/transport.h"
+#include "object/read.h"
 
 namespace autotune::cli {
 namespace {
@@ -159,7 +159,7 @@ int printBest(const Cluster& cluster, const std::string& name) {
   }
   const auto configMap = outputOf(cluster, *job);
   const nlohmann::json& config =
-      configMap ? k8s::member(k8s::member(*configMap, "data"), api::kOutputConfigFile)
+      configMap ? object::member(object::member(*configMap, "data"), api::kOutputConfigFile)
                 : nlohmann::json();
   if (!config.is_string()) {
     std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << name

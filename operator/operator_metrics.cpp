@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "k8s/object.h"
+#include "object/read.h"
 
 namespace autotune::wiring {
 namespace {
@@ -138,8 +138,8 @@ controller::EventSenderHooks eventSenderHooks(observability::Metrics& metrics,
   // An Event about a job deleted meanwhile would be refused with its namespace, or read by no one.
   hooks.exists = [&cluster](const json& involved) {
     const auto job =
-        cluster.job(k8s::text(involved, "namespace") + "/" + k8s::text(involved, "name"));
-    return job && k8s::text(job->metadata, "uid") == k8s::text(involved, "uid");
+        cluster.job(object::text(involved, "namespace") + "/" + object::text(involved, "name"));
+    return job && object::text(job->metadata, "uid") == object::text(involved, "uid");
   };
   hooks.failed = [log](const std::string& reason, const k8s::Error& error) {
     log.warn("could not record an Event", {{"reason", reason}, {"error", k8s::describe(error)}});

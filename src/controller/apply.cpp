@@ -9,8 +9,8 @@
 #include "api/labels.h"
 #include "controller/output.h"
 #include "controller/trial_pod.h"
-#include "k8s/object.h"
 #include "k8s/resources.h"
+#include "object/read.h"
 
 namespace autotune::controller {
 namespace {
@@ -33,10 +33,10 @@ json statusUpdate(const json& metadata, const json& status) {
   return {{"apiVersion", api::kApiVersion},
           {"kind", api::kKind},
           {"metadata",
-           {{"name", k8s::text(metadata, "name")},
-            {"namespace", k8s::text(metadata, "namespace")},
-            {"uid", k8s::text(metadata, "uid")},
-            {"resourceVersion", k8s::text(metadata, "resourceVersion")}}},
+           {{"name", object::text(metadata, "name")},
+            {"namespace", object::text(metadata, "namespace")},
+            {"uid", object::text(metadata, "uid")},
+            {"resourceVersion", object::text(metadata, "resourceVersion")}}},
           {"status", status}};
 }
 
@@ -49,7 +49,7 @@ Apply::Apply(const k8s::Client& client, Cluster& cluster, const ReconcilerHooks&
       hooks_(hooks),
       context_(context),
       job_(job),
-      namespace_(k8s::text(job.metadata, "namespace")),
+      namespace_(object::text(job.metadata, "namespace")),
       metadata_(job.metadata),
       written_(api::encode(job.status)) {}
 
@@ -66,7 +66,7 @@ k8s::Result<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan)
   std::set<std::string> kept;
   for (const auto& measurement : plan.measurements) {
     if (keepMeasurement(measurement)) {
-      kept.insert(k8s::text(k8s::metadataOf(measurement), "name"));
+      kept.insert(object::text(object::metadataOf(measurement), "name"));
     }
   }
   if (!kept.empty()) {
@@ -108,15 +108,15 @@ k8s::Result<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan)
 // cut short after creating it), which is how things should be, or by someone else's, which is
 // left alone and not named as the job's.
 k8s::Result<Learned> Apply::afterTuningHeld(const api::AutotuneJob& job, const json& afterTuning) {
-  const std::string name = k8s::text(k8s::metadataOf(afterTuning), "name");
+  const std::string name = object::text(object::metadataOf(afterTuning), "name");
   auto existing = client_.get(k8s::kBatchJobs, namespace_, name);
   if (!existing) {
     context_.log.warn("could not read the afterTuning Job",
                       {{"job", name}, {"error", k8s::describe(existing.error())}});
     return tl::unexpected(existing.error());
   }
-  if (const json* controller = k8s::controllerOf(*existing);
-      controller != nullptr && k8s::text(*controller, "uid") == job.uid()) {
+  if (const json* controller = object::controllerOf(*existing);
+      controller != nullptr && object::text(*controller, "uid") == job.uid()) {
     return Learned{};
   }
   Learned learned;
@@ -202,7 +202,7 @@ std::optional<Apply::Made> Apply::create(const k8s::Resource& resource, const js
   if (created) {
     return Made{std::move(*created), true};
   }
-  const std::string name = k8s::text(k8s::metadataOf(object), "name");
+  const std::string name = object::text(object::metadataOf(object), "name");
   if (!alreadyExists(created)) {
     context_.log.warn("could not launch a trial", {{"trial", launch.trial},
                                                    {"object", resource.plural + "/" + name},
@@ -214,7 +214,7 @@ std::optional<Apply::Made> Apply::create(const k8s::Resource& resource, const js
   if (!existing) {
     return std::nullopt;
   }
-  if (!k8s::controlledBy(*existing, k8s::text(metadata_, "uid"))) {
+  if (!object::controlledBy(*existing, object::text(metadata_, "uid"))) {
     learned.namesTaken.insert(launch.run.name);
     return std::nullopt;
   }
@@ -239,7 +239,7 @@ bool Apply::createBatchJob(const RunLaunch& launch, Learned& learned) {
   }
   json object = launch.object;
   object["metadata"]["annotations"][std::string(kServiceUidAnnotation)] =
-      k8s::text(k8s::metadataOf(service->object), "uid");
+      object::text(object::metadataOf(service->object), "uid");
   const auto made = create(k8s::kBatchJobs, object, launch, learned);
   if (!made || !made->byThisCall) {
     return false;
@@ -323,7 +323,7 @@ k8s::Result<void> Apply::writeStatus(const api::Status& status) {
     }
     return tl::unexpected(written.error());
   }
-  metadata_["resourceVersion"] = k8s::versionOf(*written);
+  metadata_["resourceVersion"] = object::versionOf(*written);
   written_ = std::move(encoded);
   cluster_.wroteStatus(*written, context_.now);
   context_.log.debug("status written", {{"phase", std::string(api::toString(status.phase))}});
@@ -390,7 +390,7 @@ std::vector<runtime::Shared<Pod>> Apply::podsOf(const TrialRun& run) const {
     const auto pod = cluster_.pod(namespace_ + "/" + run.name);
     return pod && pod->uid == run.uid ? std::vector{pod} : std::vector<runtime::Shared<Pod>>{};
   }
-  auto pods = cluster_.podsLabelled(namespace_, jobLabelValue(k8s::text(metadata_, "name")));
+  auto pods = cluster_.podsLabelled(namespace_, jobLabelValue(object::text(metadata_, "name")));
   std::erase_if(pods, [&](const auto& pod) {
     return pod->batchJob != run.name || pod->batchJobUid != run.uid;
   });
@@ -426,8 +426,8 @@ void letGoOfOrphans(const k8s::Client& client, const Cluster& cluster,
   for (const auto& pod : cluster.podsLabelled(ns, jobLabelValue(jobName))) {
     const auto owner = cluster.ownerOf(*pod);
     const auto ownerJob = owner ? cluster.job(ns + "/" + owner->name) : nullptr;
-    const bool ownerLives =
-        ownerJob && k8s::text(ownerJob->metadata, "uid") == owner->uid && !beingDeleted(*ownerJob);
+    const bool ownerLives = ownerJob && object::text(ownerJob->metadata, "uid") == owner->uid &&
+                            !beingDeleted(*ownerJob);
     if (pod->deleting && !ownerLives) {
       letGo(client, log, *pod);
     }

@@ -9,8 +9,8 @@
 #include "controller/apply.h"
 #include "controller/events.h"
 #include "controller/output.h"
-#include "k8s/object.h"
 #include "k8s/resources.h"
+#include "object/read.h"
 #include "tuning/results.h"
 
 namespace autotune::controller {
@@ -21,19 +21,20 @@ using nlohmann::json;
 // A merge patch that makes a kept measurement's ConfigMap the measurement `configMap`: its labels
 // and annotations set, and its data exactly the measurement's, whatever keys were added by hand.
 json measurementOver(const json& existing, const json& configMap) {
-  const json& data = k8s::member(existing, "data");
-  const json& metadata = k8s::metadataOf(configMap);
+  const json& data = object::member(existing, "data");
+  const json& metadata = object::metadataOf(configMap);
   return {{"metadata",
-           {{"labels", k8s::member(metadata, "labels")},
-            {"annotations", k8s::member(metadata, "annotations")}}},
+           {{"labels", object::member(metadata, "labels")},
+            {"annotations", object::member(metadata, "annotations")}}},
           {"data", tuning::mergePatch(data.is_object() ? data : json::object(),
-                                      k8s::member(configMap, "data"))},
+                                      object::member(configMap, "data"))},
           {"binaryData", nullptr}};
 }
 
 // Why a ConfigMap at a measurement's name is not the operator's to write over, if it is not.
 std::optional<NotOurs> notOurs(const json& existing, const MeasurementSeal& seal) {
-  if (k8s::text(k8s::member(k8s::metadataOf(existing), "labels"), kMeasurementLabel).empty()) {
+  if (object::text(object::member(object::metadataOf(existing), "labels"), kMeasurementLabel)
+          .empty()) {
     return NotOurs::kNotAMeasurement;
   }
   if (!seal.holds(existing)) {
@@ -47,10 +48,10 @@ std::optional<NotOurs> notOurs(const json& existing, const MeasurementSeal& seal
 bool Apply::keepMeasurement(const json& unsealed) {
   const MeasurementSeal& seal = cluster_.measurementPolicy().seal;
   const json configMap = seal.sealed(unsealed);
-  const json& metadata = k8s::metadataOf(configMap);
-  const std::string name = k8s::text(metadata, "name");
+  const json& metadata = object::metadataOf(configMap);
+  const std::string name = object::text(metadata, "name");
   const std::string trial =
-      k8s::text(k8s::member(metadata, "annotations"), api::kTrialNameAnnotation);
+      object::text(object::member(metadata, "annotations"), api::kTrialNameAnnotation);
   auto written = writeKept(configMap);
   if (!written && written.error().kind == k8s::ErrorKind::kAlreadyExists) {
     auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
@@ -78,7 +79,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
 // ConfigMap gone) falls back to the create, whose AlreadyExists the caller resolves by reading the
 // ConfigMap.
 k8s::Result<json> Apply::writeKept(const json& configMap) {
-  const std::string name = k8s::text(k8s::metadataOf(configMap), "name");
+  const std::string name = object::text(object::metadataOf(configMap), "name");
   if (const auto cached = cluster_.measurement(namespace_, name); cached && cached->sealed) {
     json over = measurementOver(json::object(), configMap);
     over["metadata"]["resourceVersion"] = cached->resourceVersion;

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "api/job.h"
-#include "k8s/object.h"
+#include "object/read.h"
 
 namespace autotune::controller {
 namespace {
@@ -190,7 +190,7 @@ bool Cluster::reservesGpus(const std::string& podKey) const {
     return false;
   }
   const auto job = this->job(pod->ns + "/" + owner->name);
-  return job && k8s::text(job->metadata, "uid") == owner->uid && !hasEnded(job->status.phase);
+  return job && object::text(job->metadata, "uid") == owner->uid && !hasEnded(job->status.phase);
 }
 
 std::vector<runtime::Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
@@ -419,7 +419,7 @@ void Cluster::wroteStatus(const nlohmann::json& object, Timestamp at) {
     const std::scoped_lock lock(mutex_);
     statusWrittenAt_[decoded->key] = at;
   }
-  if (auto* store = storeFor(jobs_, k8s::text(k8s::metadataOf(object), "namespace"))) {
+  if (auto* store = storeFor(jobs_, object::text(object::metadataOf(object), "namespace"))) {
     store->put(std::make_shared<const CachedAutotuneJob>(std::move(*decoded)));
   }
 }

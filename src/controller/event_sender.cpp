@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "controller/events.h"
-#include "k8s/object.h"
 #include "k8s/resources.h"
+#include "object/read.h"
 
 namespace autotune::controller {
 namespace {
@@ -18,21 +18,21 @@ constexpr auto kBudgetWait = std::chrono::milliseconds(200);
 constexpr std::string_view kJoin = "; ";
 
 std::string jobOf(const json& event) {
-  const json& involved = k8s::member(event, "involvedObject");
-  return k8s::text(involved, "namespace") + "/" + k8s::text(involved, "name");
+  const json& involved = object::member(event, "involvedObject");
+  return object::text(involved, "namespace") + "/" + object::text(involved, "name");
 }
 
 bool endsItsJob(const json& event) {
-  const std::string reason = k8s::text(event, "reason");
+  const std::string reason = object::text(event, "reason");
   return reason == kCompletedReason || reason == kSearchFailedReason;
 }
 
 // The queue a report joins: a Normal Event that of its job and reason, a Warning one of its own
 // (its name: job, reason and subject).
 std::string groupOf(const json& event) {
-  std::string key = jobOf(event) + "/" + k8s::text(event, "reason");
-  if (k8s::text(event, "type") == "Warning") {
-    key += "/" + k8s::text(k8s::metadataOf(event), "name");
+  std::string key = jobOf(event) + "/" + object::text(event, "reason");
+  if (object::text(event, "type") == "Warning") {
+    key += "/" + object::text(object::metadataOf(event), "name");
   }
   return key;
 }
@@ -43,10 +43,10 @@ std::vector<json> mergedEvents(const std::vector<json>& events) {
   std::vector<json> merged;
   std::size_t joined = 0;
   for (const auto& event : events) {
-    const std::string message = k8s::text(event, "message");
+    const std::string message = object::text(event, "message");
     if (!merged.empty()) {
       json& last = merged.back();
-      std::string sofar = k8s::text(last, "message");
+      std::string sofar = object::text(last, "message");
       if (sofar.size() + kJoin.size() + message.size() <= kEventMessageBytes) {
         sofar.append(kJoin).append(message);
         last["message"] = std::move(sofar);
@@ -128,14 +128,14 @@ std::vector<EventSender::Group> EventSender::takeDue() {
 }
 
 void EventSender::post(const json& event) const {
-  if (hooks_.exists && !hooks_.exists(k8s::member(event, "involvedObject"))) {
+  if (hooks_.exists && !hooks_.exists(object::member(event, "involvedObject"))) {
     return;
   }
   const auto created =
-      client_.create(k8s::kEvents, k8s::text(k8s::metadataOf(event), "namespace"), event);
+      client_.create(k8s::kEvents, object::text(object::metadataOf(event), "namespace"), event);
   // The same report made again (a reconcile run again after a restart) is the same Event.
   if (!created && created.error().kind != k8s::ErrorKind::kAlreadyExists && hooks_.failed) {
-    hooks_.failed(k8s::text(event, "reason"), created.error());
+    hooks_.failed(object::text(event, "reason"), created.error());
   }
 }
 

@@ -5,7 +5,7 @@
 #include "api/text.h"
 #include "controller/conditions.h"
 #include "controller/trial_pod.h"
-#include "k8s/object.h"
+#include "object/read.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
 #include "tuning/results.h"
@@ -205,9 +205,9 @@ JobEvent reconcileException(const std::string& message) {
 
 nlohmann::json eventObject(const nlohmann::json& jobMetadata, const JobEvent& reported,
                            Timestamp now) {
-  const std::string jobName = k8s::text(jobMetadata, "name");
-  const std::string ns = k8s::text(jobMetadata, "namespace");
-  const std::string uid = k8s::text(jobMetadata, "uid");
+  const std::string jobName = object::text(jobMetadata, "name");
+  const std::string ns = object::text(jobMetadata, "namespace");
+  const std::string uid = object::text(jobMetadata, "uid");
   const std::string stamp = formatTime(now);
   return {{"apiVersion", "v1"},
           {"kind", "Event"},

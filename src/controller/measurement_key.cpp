@@ -4,8 +4,8 @@
 
 #include <array>
 
-#include "k8s/object.h"
 #include "k8s/resources.h"
+#include "object/read.h"
 
 namespace autotune::controller {
 namespace {
@@ -24,7 +24,7 @@ k8s::Error failure(std::string message) {
 
 // The key as the Secret holds it: its base64 text is key enough, and never leaves the process.
 k8s::Result<MeasurementSeal> sealIn(const json& secret, const std::string& secretName) {
-  const json& key = k8s::member(k8s::member(secret, "data"), kKeyField);
+  const json& key = object::member(object::member(secret, "data"), kKeyField);
   if (!key.is_string() || key.get_ref<const std::string&>().size() < kKeyBytes) {
     return tl::make_unexpected(failure("Secret " + secretName + " holds no data." +
                                        std::string(kKeyField) + " of " + std::to_string(kKeyBytes) +

@@ -11,16 +11,16 @@
 
 #include "api/codec.h"
 #include "api/labels.h"
-#include "k8s/object.h"
+#include "object/read.h"
 #include "observability/time.h"
 #include "tuning/protocol.h"
 
 namespace autotune::controller {
 namespace {
 
-using k8s::member;
-using k8s::text;
 using nlohmann::json;
+using object::member;
+using object::text;
 
 constexpr std::string_view kIdentityKey = "identity.json";
 constexpr std::string_view kResultKey = "result.json";
@@ -242,7 +242,7 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
   if (!result) {
     return tl::make_unexpected(result.error());
   }
-  auto image = identityImage(*identity, text(k8s::metadataOf(object), "namespace"));
+  auto image = identityImage(*identity, text(object::metadataOf(object), "namespace"));
   if (!image) {
     return tl::make_unexpected(image.error());
   }
@@ -251,7 +251,7 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
     measurement->identityDigest = sha256Hex(*identity);
     measurement->imageDigest = image->starts_with("sha256:") ? std::move(*image) : "";
     measurement->measuredBy =
-        text(member(k8s::metadataOf(object), "annotations"), kMeasuredByAnnotation);
+        text(member(object::metadataOf(object), "annotations"), kMeasuredByAnnotation);
   }
   return measurement;
 }
@@ -259,7 +259,7 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
 // The text a seal is made over: all the operator wrote that another job would trust. Other
 // annotations (kubectl's, say) may come and go.
 std::string sealedText(const json& configMap) {
-  const json& metadata = k8s::metadataOf(configMap);
+  const json& metadata = object::metadataOf(configMap);
   const json& annotations = member(metadata, "annotations");
   return json::array({text(metadata, "namespace"), text(metadata, "name"),
                       text(annotations, kMeasuredByAnnotation),
@@ -289,7 +289,7 @@ json MeasurementSeal::sealed(json configMap) const {
 
 bool MeasurementSeal::holds(const json& configMap) const {
   const std::string claimed =
-      text(member(k8s::metadataOf(configMap), "annotations"), kSealAnnotation);
+      text(member(object::metadataOf(configMap), "annotations"), kSealAnnotation);
   const std::string expected = of(configMap);
   return !expected.empty() && claimed.size() == expected.size() &&
          CRYPTO_memcmp(claimed.data(), expected.data(), expected.size()) == 0;
@@ -354,14 +354,14 @@ std::optional<RanOn> expectedRanOn(const api::Spec& spec, const GpuCapacity& cap
 
 std::optional<MeasurementObject> decodeMeasurementObject(const json& object,
                                                          const MeasurementSeal& seal) {
-  const json& metadata = k8s::metadataOf(object);
+  const json& metadata = object::metadataOf(object);
   MeasurementObject decoded;
   decoded.ns = text(metadata, "namespace");
   decoded.name = text(metadata, "name");
   if (decoded.name.empty()) {
     return std::nullopt;
   }
-  decoded.key = k8s::keyOf(object);
+  decoded.key = object::keyOf(object);
   decoded.resourceVersion = text(metadata, "resourceVersion");
   decoded.uid = text(metadata, "uid");
   decoded.measuredByUid = text(member(metadata, "annotations"), kMeasuredByUidAnnotation);

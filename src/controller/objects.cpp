@@ -10,14 +10,14 @@
 #include "api/labels.h"
 #include "api/units.h"
 #include "controller/trial_pod.h"
-#include "k8s/object.h"
+#include "object/read.h"
 
 namespace autotune::controller {
 namespace {
 
-using k8s::member;
-using k8s::text;
 using nlohmann::json;
+using object::member;
+using object::text;
 
 constexpr std::int64_t kMebibyte = std::int64_t{1} << 20;
 
@@ -161,10 +161,10 @@ void readOwner(const json& metadata, Pod& pod) {
 // What names a namespaced object in the caches: false when it has no name.
 template <class Object>
 bool readIdentity(const json& object, Object& into) {
-  const json& metadata = k8s::metadataOf(object);
+  const json& metadata = object::metadataOf(object);
   into.ns = text(metadata, "namespace");
   into.name = text(metadata, "name");
-  into.key = k8s::keyOf(object);
+  into.key = object::keyOf(object);
   into.resourceVersion = text(metadata, "resourceVersion");
   into.uid = text(metadata, "uid");
   return !into.name.empty();
@@ -177,7 +177,7 @@ bool Pod::heldForItsResult() const {
 }
 
 std::optional<Pod> decodePod(const json& object) {
-  const json& metadata = k8s::metadataOf(object);
+  const json& metadata = object::metadataOf(object);
   Pod pod;
   if (!readIdentity(object, pod)) {
     return std::nullopt;
@@ -230,11 +230,11 @@ std::optional<Pod> decodePod(const json& object) {
 
 std::optional<Node> decodeNode(const json& object) {
   Node node;
-  node.name = text(k8s::metadataOf(object), "name");
+  node.name = text(object::metadataOf(object), "name");
   if (node.name.empty()) {
     return std::nullopt;
   }
-  node.resourceVersion = k8s::versionOf(object);
+  node.resourceVersion = object::versionOf(object);
   node.gpus = gpus(member(member(member(object, "status"), "allocatable"), kGpuResource));
   node.schedulable = member(member(object, "spec"), "unschedulable") != true && isReady(object);
   node.gpuMemoryBytes = labelledMemory(object);
@@ -251,9 +251,9 @@ std::optional<CachedAutotuneJob> decodeAutotuneJob(const json& object) {
       annotations->erase("kubectl.kubernetes.io/last-applied-configuration");
     }
   }
-  const json& metadata = k8s::metadataOf(slim);
+  const json& metadata = object::metadataOf(slim);
   CachedAutotuneJob job;
-  job.key = k8s::keyOf(slim);
+  job.key = object::keyOf(slim);
   if (text(metadata, "name").empty()) {
     return std::nullopt;
   }
@@ -272,14 +272,14 @@ std::optional<CachedAutotuneJob> decodeAutotuneJob(const json& object) {
 }
 
 std::optional<BatchJob> decodeBatchJob(const json& object) {
-  const json& metadata = k8s::metadataOf(object);
+  const json& metadata = object::metadataOf(object);
   BatchJob job;
   if (!readIdentity(object, job)) {
     return std::nullopt;
   }
   job.serviceUid = text(member(metadata, "annotations"), kServiceUidAnnotation);
   job.jobLabel = text(member(metadata, "labels"), kJobLabel);
-  if (const json* owner = k8s::controllerOf(object);
+  if (const json* owner = object::controllerOf(object);
       owner != nullptr && text(*owner, "kind") == api::kKind) {
     job.ownerJobName = text(*owner, "name");
     job.ownerJobUid = text(*owner, "uid");
@@ -295,7 +295,7 @@ std::optional<Workload> decodeWorkload(const json& object) {
   if (!readIdentity(object, workload)) {
     return std::nullopt;
   }
-  if (const json* owner = k8s::controllerOf(object); owner != nullptr) {
+  if (const json* owner = object::controllerOf(object); owner != nullptr) {
     workload.ownerKind = text(*owner, "kind");
     workload.ownerName = text(*owner, "name");
     workload.ownerUid = text(*owner, "uid");

@@ -4,7 +4,7 @@
 
 #include "api/labels.h"
 #include "controller/trial_pod.h"
-#include "k8s/object.h"
+#include "object/read.h"
 #include "tuning/protocol.h"
 #include "tuning/results.h"
 
@@ -37,22 +37,24 @@ nlohmann::json outputConfigMap(const api::AutotuneJob& job, const tuning::Trial&
 namespace {
 
 std::string writtenFor(const nlohmann::json& configMap) {
-  return k8s::text(k8s::member(k8s::metadataOf(configMap), "annotations"), kJobUidAnnotation);
+  return object::text(object::member(object::metadataOf(configMap), "annotations"),
+                      kJobUidAnnotation);
 }
 
 }  // namespace
 
 bool isOutputOf(const nlohmann::json& configMap, const std::string& jobUid) {
   return !jobUid.empty() &&
-         (writtenFor(configMap) == jobUid || k8s::controlledBy(configMap, jobUid));
+         (writtenFor(configMap) == jobUid || object::controlledBy(configMap, jobUid));
 }
 
 std::string holderOf(const nlohmann::json& configMap) {
   if (const std::string uid = writtenFor(configMap); !uid.empty()) {
     return "written for the AutotuneJob with UID " + uid;
   }
-  if (const nlohmann::json* controller = k8s::controllerOf(configMap)) {
-    return "controlled by " + k8s::text(*controller, "kind") + " " + k8s::text(*controller, "name");
+  if (const nlohmann::json* controller = object::controllerOf(configMap)) {
+    return "controlled by " + object::text(*controller, "kind") + " " +
+           object::text(*controller, "name");
   }
   return "made by none of the operator's jobs";
 }

@@ -7,8 +7,8 @@
 #include "controller/observe.h"
 #include "controller/plan.h"
 #include "controller/reuse.h"
-#include "k8s/object.h"
 #include "k8s/resources.h"
+#include "object/read.h"
 #include "tuning/engine.h"
 
 namespace autotune::controller {
@@ -109,7 +109,7 @@ runtime::Shared<MeasurementObject> Reconciler::measurementNow(const std::string&
   if (!current) {
     return current.error().kind == k8s::ErrorKind::kNotFound ? nullptr : cached;
   }
-  if (k8s::text(k8s::metadataOf(*current), "resourceVersion") == cached->resourceVersion) {
+  if (object::text(object::metadataOf(*current), "resourceVersion") == cached->resourceVersion) {
     return cached;
   }
   auto decoded = decodeMeasurementObject(*current, cluster_.measurementPolicy().seal);

@@ -10,7 +10,7 @@
 
 #include "api/names.h"
 #include "controller/objects.h"
-#include "k8s/object.h"
+#include "object/read.h"
 #include "tuning/naming.h"
 #include "tuning/protocol.h"
 
@@ -36,7 +36,7 @@ void upsert(json& list, json item, std::string_view alsoKey = {}) {
     if (!entry.is_object()) {
       return false;
     }
-    return k8s::text(entry, "name") == k8s::text(item, "name") ||
+    return object::text(entry, "name") == object::text(item, "name") ||
            (!alsoKey.empty() && entry.contains(alsoKey) && entry.at(alsoKey) == item.at(alsoKey));
   };
   json kept = json::array();
@@ -95,7 +95,7 @@ json environment(const json& templateContainer, const api::AutotuneJob& job,
     env.push_back(variable);
   }
   for (json variable : arrayAt(templateContainer, "env")) {
-    if (!variable.is_object() || protocolNames.contains(k8s::text(variable, "name"))) {
+    if (!variable.is_object() || protocolNames.contains(object::text(variable, "name"))) {
       continue;
     }
     if (const auto value = variable.find("value"); value != variable.end() && value->is_string()) {
@@ -211,7 +211,7 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
 
   const auto primary = tuning::primaryContainer(spec);
   const json templateContainer = primary ? primary->container : json::object();
-  std::string messagePath = k8s::text(templateContainer, "terminationMessagePath");
+  std::string messagePath = object::text(templateContainer, "terminationMessagePath");
   if (messagePath.empty()) {
     messagePath = kDefaultTerminationMessagePath;
   }

@@ -5,10 +5,13 @@
 #include <array>
 #include <utility>
 
-#include "k8s/object.h"
+#include "object/read.h"
 
 namespace autotune::k8s {
 namespace {
+
+using object::member;
+using object::text;
 
 using nlohmann::json;
 

@@ -5,10 +5,12 @@
 #include <cctype>
 #include <cstdio>
 
-#include "k8s/object.h"
+#include "object/read.h"
 
 namespace autotune::k8s {
 namespace {
+
+using object::text;
 
 constexpr std::string_view kJsonContent = "application/json";
 

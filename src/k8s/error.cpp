@@ -7,10 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "k8s/object.h"
+#include "object/read.h"
 
 namespace autotune::k8s {
 namespace {
+
+using object::text;
 
 using nlohmann::json;
 

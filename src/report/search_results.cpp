@@ -7,6 +7,7 @@
 #include "api/codec.h"
 #include "api/labels.h"
 #include "api/text.h"
+#include "object/read.h"
 
 namespace autotune::report {
 namespace {
@@ -14,22 +15,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The member `key` of an object, else null: the documents are the user's, of any shape.
-const json& memberOf(const json& value, std::string_view key) {
-  static const json kAbsent;
-  if (!value.is_object()) {
-    return kAbsent;
-  }
-  const auto found = value.find(std::string(key));
-  return found == value.end() ? kAbsent : *found;
-}
+// The documents are the user's, of any shape.
+using object::member;
 
 std::optional<std::string> textOf(const json& object, std::string_view key) {
-  const json& member = memberOf(object, key);
-  if (!member.is_string()) {
+  const json& found = member(object, key);
+  if (!found.is_string()) {
     return std::nullopt;
   }
-  return member.get<std::string>();
+  return found.get<std::string>();
 }
 
 std::string joined(const std::vector<std::string>& lines) {
@@ -106,12 +100,12 @@ tl::expected<std::vector<FinishedTrial>, std::string> decodeRecords(const json& 
 // A local run's results.json: {"job", "trials": [... each with its launchIndex], "model"}.
 tl::expected<SearchResults, std::string> fromLocalRun(const json& document,
                                                       const std::string& source) {
-  json trials = memberOf(document, "trials");
+  json trials = member(document, "trials");
   if (trials.is_array()) {
     // Written in launch order; sorted again so that a hand-edited file still reads in it.
     std::stable_sort(trials.begin(), trials.end(), [](const json& a, const json& b) {
       const auto index = [](const json& entry) {
-        const json& launchIndex = memberOf(entry, "launchIndex");
+        const json& launchIndex = member(entry, "launchIndex");
         return launchIndex.is_number() ? launchIndex.get<double>() : 0.0;
       };
       return index(a) < index(b);
@@ -124,7 +118,7 @@ tl::expected<SearchResults, std::string> fromLocalRun(const json& document,
   SearchResults results;
   results.jobName = textOf(document, "job").value_or("");
   results.trials = std::move(*records);
-  if (const json& model = memberOf(document, "model"); !model.is_null()) {
+  if (const json& model = member(document, "model"); !model.is_null()) {
     auto status = api::decodeStatus({{"model", model}});
     if (!status) {
       api::FieldError error = status.error().front();
@@ -139,7 +133,7 @@ tl::expected<SearchResults, std::string> fromLocalRun(const json& document,
 // The output ConfigMap: its data holds results.json and the files the report shows with it.
 tl::expected<SearchResults, std::string> fromConfigMap(const json& configMap,
                                                        const std::string& source) {
-  const json& data = memberOf(configMap, "data");
+  const json& data = member(configMap, "data");
   const auto resultsText = textOf(data, api::kOutputResultsFile);
   if (!resultsText) {
     return tl::unexpected(source +
@@ -157,7 +151,7 @@ tl::expected<SearchResults, std::string> fromConfigMap(const json& configMap,
   SearchResults results;
   results.trials = std::move(*records);
   results.jobName =
-      textOf(memberOf(memberOf(configMap, "metadata"), "labels"), api::kJobLabel).value_or("");
+      textOf(member(member(configMap, "metadata"), "labels"), api::kJobLabel).value_or("");
   results.summary = textOf(data, api::kOutputSummaryFile);
   results.bestConfig = textOf(data, api::kOutputConfigFile);
   results.command = textOf(data, api::kOutputCommandFile);
@@ -200,7 +194,7 @@ tl::expected<SearchResults, std::string> parseResults(std::string_view text,
       return results;
     });
   }
-  if (!memberOf(*document, "trials").is_null()) {
+  if (!member(*document, "trials").is_null()) {
     return fromLocalRun(*document, source);
   }
   if (textOf(*document, "kind") == "ConfigMap") {

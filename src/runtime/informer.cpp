@@ -7,7 +7,9 @@ namespace autotune::runtime {
 namespace {
 
 // Whether the object can be stored: anything without a name has no key to be found by.
-bool named(const nlohmann::json& object) { return !k8s::text(metadataOf(object), "name").empty(); }
+bool named(const nlohmann::json& object) {
+  return !object::text(metadataOf(object), "name").empty();
+}
 
 }  // namespace
 
@@ -81,9 +83,9 @@ WatchPhase Watcher::list() {
     }
     const auto& metadata = metadataOf(*page);
     if (version.empty()) {
-      version = k8s::text(metadata, "resourceVersion");
+      version = object::text(metadata, "resourceVersion");
     }
-    options.continueToken = k8s::text(metadata, "continue");
+    options.continueToken = object::text(metadata, "continue");
   } while (!options.continueToken.empty());
 
   // The store tells its listeners of objects that vanished while no watch was open.

@@ -17,13 +17,13 @@
 #include <utility>
 #include <vector>
 
-#include "k8s/object.h"
+#include "object/read.h"
 
 namespace autotune::runtime {
 
-using k8s::keyOf;
-using k8s::metadataOf;
-using k8s::versionOf;
+using object::keyOf;
+using object::metadataOf;
+using object::versionOf;
 
 // What a Watcher writes into. Every object it passes has a name.
 class Store {

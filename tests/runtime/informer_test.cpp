@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "k8s/object.h"
 #include "k8s/resources.h"
+#include "object/read.h"
 #include "runtime/clock.h"
 #include "support/fake_transport.h"
 
@@ -101,7 +101,8 @@ TEST(Store, PutIfPresentNeverBringsBackAnObjectTheWatchRemoved) {
 TEST(Store, FindsObjectsByIndexAndDropsThemFromItWhenTheyChange) {
   auto store = rawStore();
   store->addIndex("job", [](const json& object) {
-    const std::string job = k8s::text(k8s::member(metadataOf(object), "labels"), "autotune.io/job");
+    const std::string job =
+        object::text(object::member(metadataOf(object), "labels"), "autotune.io/job");
     return job.empty() ? std::vector<std::string>{} : std::vector<std::string>{job};
   });
   store->replace({configMap("a", "1", "x", {{"autotune.io/job", "gpt2"}}),
@@ -135,7 +136,7 @@ TEST(Store, ListenersHearEachChangeWithTheObjectBeforeAndAfter) {
 TEST(Store, DecodesEachObjectOnceAndLeavesOutWhatItCannotDecode) {
   Indexed<int> sizes(
       [](const json& object) -> std::optional<int> {
-        const json& data = k8s::member(object, "data");
+        const json& data = object::member(object, "data");
         return data.is_object() ? std::optional(static_cast<int>(data.size())) : std::nullopt;
       },
       [](const int& size) { return std::to_string(size); });

@@ -1,12 +1,12 @@
 #pragma once
-// Reading the fields of objects from the API server, which may be missing or of an unexpected
+// Reading the fields of Kubernetes objects, which may be missing or of an unexpected
 // type, without throwing: what the server sends is input, and no reader may fail on any of it.
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-namespace autotune::k8s {
+namespace autotune::object {
 
 // object[key], or null when `object` is not an object or has no such key.
 const nlohmann::json& member(const nlohmann::json& object, std::string_view key);
@@ -29,4 +29,4 @@ const nlohmann::json* controllerOf(const nlohmann::json& object);
 // Whether the object with `uid` (not empty) controls `object`.
 bool controlledBy(const nlohmann::json& object, const std::string& uid);
 
-}  // namespace autotune::k8s
+}  // namespace autotune::object

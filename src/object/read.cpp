@@ -1,8 +1,8 @@
-#include "k8s/object.h"
+#include "object/read.h"
 
 #include <algorithm>
 
-namespace autotune::k8s {
+namespace autotune::object {
 
 const nlohmann::json& member(const nlohmann::json& object, std::string_view key) {
   static const nlohmann::json kMissing;
@@ -51,4 +51,4 @@ bool controlledBy(const nlohmann::json& object, const std::string& uid) {
   return !uid.empty() && controller != nullptr && text(*controller, "uid") == uid;
 }
 
-}  // namespace autotune::k8s
+}  // namespace autotune::object
