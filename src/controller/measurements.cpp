@@ -12,7 +12,7 @@
 #include "api/codec.h"
 #include "api/labels.h"
 #include "object/read.h"
-#include "observability/time.h"
+#include "object/time.h"
 #include "tuning/protocol.h"
 
 namespace autotune::controller {
@@ -220,7 +220,7 @@ tl::expected<Measurement, std::string> readResult(std::string_view written) {
   if (auto why = implausible(measurement.record, measurement.model)) {
     return tl::make_unexpected("data.result.json: " + std::move(*why));
   }
-  const auto measuredAt = observability::parseTime(measurement.record.startTime);
+  const auto measuredAt = object::parseTime(measurement.record.startTime);
   if (!measuredAt) {
     return tl::make_unexpected("data.result.json: startTime: must be an RFC 3339 time");
   }

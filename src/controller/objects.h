@@ -17,7 +17,7 @@
 #include "api/codec.h"
 #include "api/job.h"
 #include "k8s/client.h"
-#include "observability/time.h"
+#include "object/time.h"
 
 namespace autotune::controller {
 
@@ -202,11 +202,11 @@ std::optional<BatchJob> decodeBatchJob(const nlohmann::json& object);
 std::optional<Workload> decodeWorkload(const nlohmann::json& object);
 std::optional<LocalQueue> decodeLocalQueue(const nlohmann::json& object);
 
-using observability::parseTime;
+using object::parseTime;
 
 // RFC 3339 in UTC: whole seconds without a fraction (as metav1.Time), others with milliseconds.
 inline std::string formatTime(Timestamp time) {
-  return observability::formatTime(time, observability::Fraction::kMillisecondsUnlessWhole);
+  return object::formatTime(time, object::Fraction::kMillisecondsUnlessWhole);
 }
 
 // Whether its deletion has begun (metadata.deletionTimestamp): garbage collection is deleting

@@ -13,7 +13,7 @@
 #include "executor/process.h"
 #include "executor/progress.h"
 #include "executor/results_directory.h"
-#include "observability/time.h"
+#include "object/time.h"
 #include "report/report.h"
 #include "tuning/engine.h"
 #include "tuning/protocol.h"
@@ -41,8 +41,7 @@ void installStopHandlers() {
 
 // RFC 3339 with milliseconds, so that the intervals of short trials can be compared.
 std::string utcNow() {
-  return observability::formatTime(std::chrono::system_clock::now(),
-                                   observability::Fraction::kMilliseconds);
+  return object::formatTime(std::chrono::system_clock::now(), object::Fraction::kMilliseconds);
 }
 
 // The last line of a reason: for a crash, usually the exception that ended it.

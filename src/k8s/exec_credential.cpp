@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "observability/time.h"
+#include "object/time.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX names it so
 
@@ -258,7 +258,7 @@ tl::expected<ExecCredential, std::string> credentialOf(const ExecPlugin& plugin,
                     "status.clientCertificateData"));
   }
   if (const std::string expiry = status.value("expirationTimestamp", ""); !expiry.empty()) {
-    credential.expiresAt = observability::parseTime(expiry);
+    credential.expiresAt = object::parseTime(expiry);
     if (!credential.expiresAt) {
       return tl::unexpected("printed an expirationTimestamp that is not an RFC 3339 time: \"" +
                             expiry + "\"");

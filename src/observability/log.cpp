@@ -6,7 +6,7 @@
 #include <mutex>
 #include <ostream>
 
-#include "observability/time.h"
+#include "object/time.h"
 
 namespace autotune::observability {
 namespace {
@@ -87,7 +87,8 @@ void Logger::log(LogLevel level, std::string_view message,
     add(field);
   }
 
-  std::string line = R"({"ts":")" + formatTime(sink_->now(), Fraction::kMilliseconds) +
+  std::string line = R"({"ts":")" +
+                     object::formatTime(sink_->now(), object::Fraction::kMilliseconds) +
                      R"(","level":")" + std::string(toString(level)) + R"(","msg":)" +
                      dump(nlohmann::json(std::string(message)));
   for (const auto* field : ordered) {

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <chrono>
 
-#include "observability/time.h"
+#include "object/time.h"
 
 namespace autotune::report {
 namespace {
 
 std::optional<double> secondsSinceEpoch(const std::string& time) {
-  const auto parsed = observability::parseTime(time);
+  const auto parsed = object::parseTime(time);
   if (!parsed) {
     return std::nullopt;
   }

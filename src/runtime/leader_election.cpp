@@ -5,7 +5,7 @@
 #include <thread>
 #include <utility>
 
-#include "observability/time.h"
+#include "object/time.h"
 
 namespace autotune::runtime {
 namespace {
@@ -23,8 +23,8 @@ LeaderElector::LeaderElector(const k8s::Client& client, LeaseOptions options, co
     : client_(client), options_(std::move(options)), clock_(clock) {}
 
 nlohmann::json LeaderElector::record(const nlohmann::json& current) const {
-  const std::string now = observability::formatTime(std::chrono::system_clock::now(),
-                                                    observability::Fraction::kMicroseconds);
+  const std::string now =
+      object::formatTime(std::chrono::system_clock::now(), object::Fraction::kMicroseconds);
   const bool ours = current.value("holderIdentity", "") == options_.identity;
   nlohmann::json spec = current;
   spec["holderIdentity"] = options_.identity;
@@ -141,8 +141,8 @@ void LeaderElector::release() {
   nlohmann::json released = *lease;
   released["spec"]["holderIdentity"] = "";
   released["spec"]["leaseDurationSeconds"] = 1;
-  released["spec"]["renewTime"] = observability::formatTime(std::chrono::system_clock::now(),
-                                                            observability::Fraction::kMicroseconds);
+  released["spec"]["renewTime"] =
+      object::formatTime(std::chrono::system_clock::now(), object::Fraction::kMicroseconds);
   [[maybe_unused]] const auto written = client_.update(k8s::kLeases, options_.ns, released);
 }
 

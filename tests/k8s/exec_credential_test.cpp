@@ -14,7 +14,7 @@
 #include <string>
 #include <system_error>
 
-#include "observability/time.h"
+#include "object/time.h"
 
 namespace autotune::k8s {
 namespace {
@@ -80,7 +80,7 @@ TEST_F(ExecCredentialTest, ATokenIsReadWithItsExpiry) {
       printed({{"token", "k8s-aws-v1.abc"}, {"expirationTimestamp", "2026-11-28T10:15:00Z"}})));
   ASSERT_TRUE(credential) << credential.error().message;
   EXPECT_EQ(credential->token, "k8s-aws-v1.abc");
-  EXPECT_EQ(credential->expiresAt, observability::parseTime("2026-11-28T10:15:00Z"));
+  EXPECT_EQ(credential->expiresAt, object::parseTime("2026-11-28T10:15:00Z"));
   EXPECT_TRUE(credential->clientCertData.empty());
 }
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "observability/time.h"
+#include "object/time.h"
 
 namespace autotune::nodesim {
 
@@ -118,10 +118,10 @@ Outcome exitOutcome(const nlohmann::json& container, std::optional<int> exitCode
 
 // RFC 3339 in whole seconds (metav1.Time) and in microseconds (metav1.MicroTime, for Leases).
 inline std::string timestamp(std::chrono::system_clock::time_point time) {
-  return observability::formatTime(time, observability::Fraction::kWholeSeconds);
+  return object::formatTime(time, object::Fraction::kWholeSeconds);
 }
 inline std::string microTimestamp(std::chrono::system_clock::time_point time) {
-  return observability::formatTime(time, observability::Fraction::kMicroseconds);
+  return object::formatTime(time, object::Fraction::kMicroseconds);
 }
 inline std::string now() { return timestamp(std::chrono::system_clock::now()); }
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "observability/time.h"
+#include "object/time.h"
 
 namespace autotune::observability {
 namespace {
@@ -50,9 +50,11 @@ TEST(Log, EachLineIsOneJsonObjectWithTimeLevelMessageAndFields) {
 }
 
 TEST(Log, TimestampsAreRfc3339InUtcWithMilliseconds) {
-  EXPECT_EQ(formatTime(kFixedTime, Fraction::kMilliseconds), "2026-03-01T12:00:00.042Z");
-  EXPECT_EQ(formatTime(std::chrono::system_clock::time_point{}, Fraction::kMilliseconds),
-            "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(object::formatTime(kFixedTime, object::Fraction::kMilliseconds),
+            "2026-03-01T12:00:00.042Z");
+  EXPECT_EQ(
+      object::formatTime(std::chrono::system_clock::time_point{}, object::Fraction::kMilliseconds),
+      "1970-01-01T00:00:00.000Z");
   std::ostringstream out;
   Logger(LogLevel::kInfo, out).info("Started");
   EXPECT_TRUE(std::regex_match(parseLines(out.str()).at(0)["ts"].get<std::string>(),

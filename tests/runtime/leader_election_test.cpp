@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "observability/time.h"
+#include "object/time.h"
 #include "support/fake_transport.h"
 
 namespace autotune::runtime {
@@ -270,7 +270,7 @@ TEST(ElectionDeadline, ARenewalThatHangsEndsLeadershipAtTheRenewDeadline) {
 TEST(MicroTime, IsRfc3339WithMicrosecondsInUtc) {
   const auto when = std::chrono::system_clock::time_point(std::chrono::microseconds(
       1795305600LL * 1000000 + 123456));  // 2026-11-22T00:00:00Z plus 0.123456 s
-  EXPECT_EQ(observability::formatTime(when, observability::Fraction::kMicroseconds),
+  EXPECT_EQ(object::formatTime(when, object::Fraction::kMicroseconds),
             "2026-11-22T00:00:00.123456Z");
 }
 

@@ -22,7 +22,7 @@
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/resources.h"
-#include "observability/time.h"
+#include "object/time.h"
 #include "runtime/clock.h"
 #include "runtime/informer.h"
 #include "runtime/leader_election.h"
@@ -278,8 +278,8 @@ TEST_F(Election, ALeaderThatCannotRenewStopsLeading) {
   bool taken = false;
   for (int attempt = 0; attempt < 10 && !taken && lease; ++attempt) {
     (*lease)["spec"]["holderIdentity"] = "intruder";
-    (*lease)["spec"]["renewTime"] = observability::formatTime(
-        std::chrono::system_clock::now(), observability::Fraction::kMicroseconds);
+    (*lease)["spec"]["renewTime"] =
+        object::formatTime(std::chrono::system_clock::now(), object::Fraction::kMicroseconds);
     taken = client().update(kLeases, ns(), *lease) != nullptr;
     lease = client().get(kLeases, ns(), "autotune");
   }

@@ -1,11 +1,11 @@
-#include "observability/time.h"
+#include "object/time.h"
 
 #include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 
-namespace autotune::observability {
+namespace autotune::object {
 namespace {
 
 std::optional<int> digits(std::string_view text, std::size_t position, std::size_t count) {
@@ -124,4 +124,4 @@ std::string formatTime(TimePoint time, Fraction fraction) {
   return result + "Z";
 }
 
-}  // namespace autotune::observability
+}  // namespace autotune::object

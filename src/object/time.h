@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace autotune::observability {
+namespace autotune::object {
 
 using TimePoint = std::chrono::system_clock::time_point;
 
@@ -24,4 +24,4 @@ enum class Fraction {
 // In UTC, with the fraction of the second asked for.
 std::string formatTime(TimePoint time, Fraction fraction);
 
-}  // namespace autotune::observability
+}  // namespace autotune::object
