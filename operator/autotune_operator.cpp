@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/labels.h"
 #include "command_line.h"
 #include "controller/cluster.h"
 #include "controller/event_sender.h"
@@ -165,7 +166,7 @@ void watchAll(runtime::Manager& manager, const Options& options, controller::Clu
                                                  cluster.addAutotuneJobs(ns),
                                                  controller::jobKeysOfAutotuneJob);
     manager.watch<controller::Pod>(
-        {k8s::kPods, ns, std::string(controller::kJobLabel)}, cluster.addPods(ns),
+        {k8s::kPods, ns, std::string(api::kJobLabel)}, cluster.addPods(ns),
         [&cluster](const controller::Pod* before, const controller::Pod* after) {
           return cluster.jobsConcernedByPod(before, after);
         },
@@ -173,12 +174,11 @@ void watchAll(runtime::Manager& manager, const Options& options, controller::Clu
         [&cluster](const controller::Pod* before, const controller::Pod* after) {
           return cluster.jobsWokenByPod(before, after);
         });
-    manager.watch<controller::BatchJob>({k8s::kBatchJobs, ns, std::string(controller::kJobLabel)},
+    manager.watch<controller::BatchJob>({k8s::kBatchJobs, ns, std::string(api::kJobLabel)},
                                         cluster.addBatchJobs(ns), controller::jobKeysOfBatchJob);
     // Kept measurements are looked up as jobs launch trials: a change concerns no job now.
     manager.watch<controller::MeasurementObject>(
-        {k8s::kConfigMaps, ns, std::string(controller::kMeasurementLabel)},
-        cluster.addMeasurements(ns),
+        {k8s::kConfigMaps, ns, std::string(api::kMeasurementLabel)}, cluster.addMeasurements(ns),
         [](const controller::MeasurementObject*, const controller::MeasurementObject*) {
           return std::vector<std::string>{};
         });

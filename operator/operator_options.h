@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/labels.h"
 #include "controller/measurements.h"
 #include "controller/objects.h"
 #include "controller/trial_pod.h"
@@ -24,8 +25,8 @@ struct Options {
   std::string probeAddress = ":8081";
   bool leaderElect = false;
   bool kueue = false;
-  std::string workloadSelector{controller::kJobLabel};
-  std::string nodeSelector{controller::kGpuPresentSelector};
+  std::string workloadSelector{api::kJobLabel};
+  std::string nodeSelector{api::kGpuPresentSelector};
   std::string leaseNamespace;
   std::string leaseName = "autotune-operator";
   std::string measurementKeySecret = "autotune-operator-measurement-key";

@@ -62,6 +62,25 @@ runtime::ReconcileResult stoppedBy(const k8s::Error& error) {
   return runtime::ReconcileResult::retry();
 }
 
+Refusal refusalOf(const k8s::Error& error) {
+  switch (error.kind) {
+    case k8s::ErrorKind::kForbidden:
+      if (object::exceededQuota(error.message)) {
+        return Refusal::kQuota;
+      }
+      // RBAC: the operator's own rights, which an administrator can mend.
+      if (error.message.find("cannot create resource") != std::string::npos) {
+        return Refusal::kTransient;
+      }
+      return Refusal::kForGood;
+    case k8s::ErrorKind::kInvalid:
+    case k8s::ErrorKind::kBadRequest:
+      return Refusal::kForGood;
+    default:
+      return Refusal::kTransient;
+  }
+}
+
 k8s::Result<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan) {
   std::set<std::string> kept;
   for (const auto& measurement : plan.measurements) {
@@ -85,10 +104,9 @@ k8s::Result<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan)
   if (plan.afterTuning) {
     auto created = client_.create(k8s::kBatchJobs, namespace_, *plan.afterTuning);
     if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
-      const RefusedCreate refused{"", created.error().kind, created.error().message};
-      if (refusalOf(refused) == Refusal::kForGood) {
+      if (refusalOf(created.error()) == Refusal::kForGood) {
         Learned learned;
-        learned.afterTuningRefused = refused.message;
+        learned.afterTuningRefused = created.error().message;
         return learned;
       }
       context_.log.warn("could not create the afterTuning Job",
@@ -207,7 +225,8 @@ std::optional<Apply::Made> Apply::create(const k8s::Resource& resource, const js
     context_.log.warn("could not launch a trial", {{"trial", launch.trial},
                                                    {"object", resource.plural + "/" + name},
                                                    {"error", k8s::describe(created.error())}});
-    learned.refusedCreates.push_back({launch.trial, created.error().kind, created.error().message});
+    learned.refusedCreates.push_back(
+        {launch.trial, refusalOf(created.error()), created.error().message});
     return std::nullopt;
   }
   auto existing = client_.get(resource, namespace_, name);
@@ -238,7 +257,7 @@ bool Apply::createBatchJob(const RunLaunch& launch, Learned& learned) {
     return false;
   }
   json object = launch.object;
-  object["metadata"]["annotations"][std::string(kServiceUidAnnotation)] =
+  object["metadata"]["annotations"][std::string(api::kServiceUidAnnotation)] =
       object::text(object::metadataOf(service->object), "uid");
   const auto made = create(k8s::kBatchJobs, object, launch, learned);
   if (!made || !made->byThisCall) {
@@ -385,10 +404,10 @@ void Apply::remove(const TrialRun& run) {
 
 // The run's Pods the cache holds: the Pod of that UID, by its key; or the Pods of the batch Job of
 // that UID, among those labelled for the job.
-std::vector<runtime::Shared<Pod>> Apply::podsOf(const TrialRun& run) const {
+std::vector<Shared<Pod>> Apply::podsOf(const TrialRun& run) const {
   if (run.carrier == TrialRun::Carrier::kPod) {
     const auto pod = cluster_.pod(namespace_ + "/" + run.name);
-    return pod && pod->uid == run.uid ? std::vector{pod} : std::vector<runtime::Shared<Pod>>{};
+    return pod && pod->uid == run.uid ? std::vector{pod} : std::vector<Shared<Pod>>{};
   }
   auto pods = cluster_.podsLabelled(namespace_, jobLabelValue(object::text(metadata_, "name")));
   std::erase_if(pods, [&](const auto& pod) {

@@ -73,6 +73,9 @@ struct Learned {
 // with the work queue's backoff.
 runtime::ReconcileResult stoppedBy(const k8s::Error& error);
 
+// How the plan takes a create the API server refused with this error (Refusal).
+Refusal refusalOf(const k8s::Error& error);
+
 // Takes api::kTrialResultFinalizer off the Pod, as the cache last saw it (its resourceVersion a
 // precondition: one changed since is left to the reconcile its change brings), once the written
 // status accounts for it or nothing ever will.
@@ -135,7 +138,7 @@ class Apply {
   std::optional<Made> create(const k8s::Resource& resource, const nlohmann::json& object,
                              const RunLaunch& launch, Learned& learned);
   void remove(const TrialRun& run);
-  std::vector<runtime::Shared<Pod>> podsOf(const TrialRun& run) const;
+  std::vector<Shared<Pod>> podsOf(const TrialRun& run) const;
   bool removeSeen(const k8s::Resource& resource, const std::string& name, const std::string& uid);
   // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
   void lookUpNode(const std::string& name);

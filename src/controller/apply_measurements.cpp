@@ -33,7 +33,7 @@ json measurementOver(const json& existing, const json& configMap) {
 
 // Why a ConfigMap at a measurement's name is not the operator's to write over, if it is not.
 std::optional<NotOurs> notOurs(const json& existing, const MeasurementSeal& seal) {
-  if (object::text(object::member(object::metadataOf(existing), "labels"), kMeasurementLabel)
+  if (object::text(object::member(object::metadataOf(existing), "labels"), api::kMeasurementLabel)
           .empty()) {
     return NotOurs::kNotAMeasurement;
   }

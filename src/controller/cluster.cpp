@@ -138,26 +138,26 @@ MeasurementStore& Cluster::addMeasurements(const std::string& ns) {
   return *measurements_.back().second;
 }
 
-runtime::Shared<CachedAutotuneJob> Cluster::job(const std::string& key) const {
+Shared<CachedAutotuneJob> Cluster::job(const std::string& key) const {
   const std::string ns = key.substr(0, key.find('/'));
   const auto* store = storeFor(jobs_, ns);
   return store == nullptr ? nullptr : store->get(key);
 }
 
-std::vector<runtime::Shared<CachedAutotuneJob>> Cluster::jobs() const {
-  std::vector<runtime::Shared<CachedAutotuneJob>> all;
+std::vector<Shared<CachedAutotuneJob>> Cluster::jobs() const {
+  std::vector<Shared<CachedAutotuneJob>> all;
   for (const auto& [ns, store] : jobs_) {
     std::ranges::move(store->list(), std::back_inserter(all));
   }
   return all;
 }
 
-runtime::Shared<Pod> Cluster::pod(const std::string& key) const {
+Shared<Pod> Cluster::pod(const std::string& key) const {
   const auto* store = storeFor(pods_, key.substr(0, key.find('/')));
   return store == nullptr ? nullptr : store->get(key);
 }
 
-runtime::Shared<BatchJob> Cluster::batchJob(const std::string& key) const {
+Shared<BatchJob> Cluster::batchJob(const std::string& key) const {
   const auto* store = storeFor(batchJobs_, key.substr(0, key.find('/')));
   return store == nullptr ? nullptr : store->get(key);
 }
@@ -193,8 +193,8 @@ bool Cluster::reservesGpus(const std::string& podKey) const {
   return job && object::text(job->metadata, "uid") == owner->uid && !hasEnded(job->status.phase);
 }
 
-std::vector<runtime::Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
-                                                        const std::string& jobLabel) const {
+std::vector<Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
+                                               const std::string& jobLabel) const {
   const auto* store = storeFor(pods_, ns);
   if (store == nullptr) {
     return {};
@@ -202,9 +202,8 @@ std::vector<runtime::Shared<Pod>> Cluster::podsLabelled(const std::string& ns,
   return store->byIndex(std::string(kByJobLabel), labelled(ns, jobLabel));
 }
 
-runtime::Shared<Workload> Cluster::workloadOf(const std::string& ns, std::string_view kind,
-                                              const std::string& name,
-                                              const std::string& uid) const {
+Shared<Workload> Cluster::workloadOf(const std::string& ns, std::string_view kind,
+                                     const std::string& name, const std::string& uid) const {
   const auto* store = storeFor(workloads_, ns);
   if (store == nullptr) {
     return nullptr;
@@ -217,13 +216,13 @@ runtime::Shared<Workload> Cluster::workloadOf(const std::string& ns, std::string
   return nullptr;
 }
 
-runtime::Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
-                                                        const std::string& name) const {
+Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
+                                               const std::string& name) const {
   const auto* store = storeFor(measurements_, ns);
   return store == nullptr ? nullptr : store->get(ns + "/" + name);
 }
 
-std::vector<runtime::Shared<MeasurementObject>> Cluster::claimMeasurementsBeyondBound(
+std::vector<Shared<MeasurementObject>> Cluster::claimMeasurementsBeyondBound(
     const std::string& ns, const std::set<std::string>& justKept) {
   auto* store = storeFor(measurements_, ns);
   if (store == nullptr) {
@@ -238,14 +237,14 @@ std::vector<runtime::Shared<MeasurementObject>> Cluster::claimMeasurementsBeyond
   return claimed;
 }
 
-void Cluster::measurementNotDeleted(runtime::Shared<MeasurementObject> measurement) {
+void Cluster::measurementNotDeleted(Shared<MeasurementObject> measurement) {
   if (auto* store = storeFor(measurements_, measurement->ns)) {
     store->put(std::move(measurement));
   }
 }
 
-std::vector<runtime::Shared<MeasurementObject>> Cluster::measurementsBy(
-    const std::string& ns, const std::string& jobUid) const {
+std::vector<Shared<MeasurementObject>> Cluster::measurementsBy(const std::string& ns,
+                                                               const std::string& jobUid) const {
   const auto* store = storeFor(measurements_, ns);
   if (store == nullptr) {
     return {};

@@ -68,33 +68,31 @@ class Cluster {
   // The measurement ConfigMaps of a namespace ("" for all): measurements.h.
   MeasurementStore& addMeasurements(const std::string& ns);
 
-  runtime::Shared<CachedAutotuneJob> job(const std::string& key) const;
+  Shared<CachedAutotuneJob> job(const std::string& key) const;
   // Every AutotuneJob the watches hold.
-  std::vector<runtime::Shared<CachedAutotuneJob>> jobs() const;
-  runtime::Shared<Pod> pod(const std::string& key) const;
-  runtime::Shared<BatchJob> batchJob(const std::string& key) const;
+  std::vector<Shared<CachedAutotuneJob>> jobs() const;
+  Shared<Pod> pod(const std::string& key) const;
+  Shared<BatchJob> batchJob(const std::string& key) const;
   // The Pods labelled for the job of this name in its namespace, whoever owns them.
-  std::vector<runtime::Shared<Pod>> podsLabelled(const std::string& ns,
-                                                 const std::string& jobLabel) const;
+  std::vector<Shared<Pod>> podsLabelled(const std::string& ns, const std::string& jobLabel) const;
   // The Workload Kueue made for a trial's run (`kind` Pod or Job, its name and UID), if any.
-  runtime::Shared<Workload> workloadOf(const std::string& ns, std::string_view kind,
-                                       const std::string& name, const std::string& uid) const;
-  runtime::Shared<Node> node(const std::string& name) const { return nodes_->get(name); }
+  Shared<Workload> workloadOf(const std::string& ns, std::string_view kind, const std::string& name,
+                              const std::string& uid) const;
+  Shared<Node> node(const std::string& name) const { return nodes_->get(name); }
   // The measurement ConfigMap of that name, if the cache holds one.
-  runtime::Shared<MeasurementObject> measurement(const std::string& ns,
-                                                 const std::string& name) const;
+  Shared<MeasurementObject> measurement(const std::string& ns, const std::string& name) const;
   // The measurements of a namespace the operator deletes to keep within its bound, having just
   // kept those named in `justKept` (beyondBound), taken out of the cache as they are claimed: a
   // reconcile of another job of the namespace, at once or before the watch reports the deletes,
   // does not claim them again (each a DELETE answered 404).
-  std::vector<runtime::Shared<MeasurementObject>> claimMeasurementsBeyondBound(
+  std::vector<Shared<MeasurementObject>> claimMeasurementsBeyondBound(
       const std::string& ns, const std::set<std::string>& justKept);
   // A claimed measurement whose delete failed: back in the cache, to be claimed again.
-  void measurementNotDeleted(runtime::Shared<MeasurementObject> measurement);
+  void measurementNotDeleted(Shared<MeasurementObject> measurement);
   const MeasurementPolicy& measurementPolicy() const { return measurementPolicy_; }
   // The measurement ConfigMaps the job with this UID made.
-  std::vector<runtime::Shared<MeasurementObject>> measurementsBy(const std::string& ns,
-                                                                 const std::string& jobUid) const;
+  std::vector<Shared<MeasurementObject>> measurementsBy(const std::string& ns,
+                                                        const std::string& jobUid) const;
   // Whether the LocalQueue exists, or that Kueue's objects are not watched in that namespace.
   QueueState localQueue(const std::string& ns, const std::string& name) const;
   // Of the nodes `named`, those the Node cache lacks, and what the API server said of them.

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "api/labels.h"
 #include "api/text.h"
 #include "controller/conditions.h"
 #include "controller/trial_pod.h"
@@ -96,7 +97,7 @@ JobEvent trialRelaunched(const std::string& trial, const TrialRun& replaced, Rel
 }
 
 JobEvent quotaExceeded(const std::string& serverMessage) {
-  return {"QuotaExceeded", "Warning", "quota " + k8s::exceededQuota(serverMessage).value_or(""),
+  return {"QuotaExceeded", "Warning", "quota " + object::exceededQuota(serverMessage).value_or(""),
           "A trial waits: its create was refused by a ResourceQuota: " + serverMessage};
 }
 
@@ -133,7 +134,7 @@ JobEvent foreignPod(const Pod& pod) {
       : !pod.batchJob.empty()  ? "Job " + pod.batchJob + ", which is not a trial of this job's"
                                : "none";
   return {"ForeignPod", "Warning", pod.name,
-          "Pod " + pod.name + " carries this job's label " + std::string(kJobLabel) +
+          "Pod " + pod.name + " carries this job's label " + std::string(api::kJobLabel) +
               " but is not one of its trials (its controller: " + controller +
               "): it is not read, counted or deleted"};
 }

@@ -22,8 +22,8 @@ struct NodeGpus {
   int allocatable = 0;  // status.allocatable nvidia.com/gpu
   int used = 0;         // held by unfinished Pods bound to this node
   int reserved = 0;     // wanted by unbound Pods that fit here (see gpuCapacity)
-  std::optional<std::int64_t> memoryBytes;  // per GPU, from kGpuMemoryLabel
-  std::string product;                      // from kGpuProductLabel
+  std::optional<std::int64_t> memoryBytes;  // per GPU, from api::kGpuMemoryLabel
+  std::string product;                      // from api::kGpuProductLabel
 
   int free() const;
 };

@@ -251,7 +251,7 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
     measurement->identityDigest = sha256Hex(*identity);
     measurement->imageDigest = image->starts_with("sha256:") ? std::move(*image) : "";
     measurement->measuredBy =
-        text(member(object::metadataOf(object), "annotations"), kMeasuredByAnnotation);
+        text(member(object::metadataOf(object), "annotations"), api::kMeasuredByAnnotation);
   }
   return measurement;
 }
@@ -262,8 +262,8 @@ std::string sealedText(const json& configMap) {
   const json& metadata = object::metadataOf(configMap);
   const json& annotations = member(metadata, "annotations");
   return json::array({text(metadata, "namespace"), text(metadata, "name"),
-                      text(annotations, kMeasuredByAnnotation),
-                      text(annotations, kMeasuredByUidAnnotation),
+                      text(annotations, api::kMeasuredByAnnotation),
+                      text(annotations, api::kMeasuredByUidAnnotation),
                       text(annotations, api::kTrialNameAnnotation), member(configMap, "data")})
       .dump();
 }
@@ -283,13 +283,13 @@ std::string MeasurementSeal::of(const json& configMap) const {
 }
 
 json MeasurementSeal::sealed(json configMap) const {
-  configMap["metadata"]["annotations"][std::string(kSealAnnotation)] = of(configMap);
+  configMap["metadata"]["annotations"][std::string(api::kSealAnnotation)] = of(configMap);
   return configMap;
 }
 
 bool MeasurementSeal::holds(const json& configMap) const {
   const std::string claimed =
-      text(member(object::metadataOf(configMap), "annotations"), kSealAnnotation);
+      text(member(object::metadataOf(configMap), "annotations"), api::kSealAnnotation);
   const std::string expected = of(configMap);
   return !expected.empty() && claimed.size() == expected.size() &&
          CRYPTO_memcmp(claimed.data(), expected.data(), expected.size()) == 0;
@@ -364,16 +364,16 @@ std::optional<MeasurementObject> decodeMeasurementObject(const json& object,
   decoded.key = object::keyOf(object);
   decoded.resourceVersion = text(metadata, "resourceVersion");
   decoded.uid = text(metadata, "uid");
-  decoded.measuredByUid = text(member(metadata, "annotations"), kMeasuredByUidAnnotation);
-  const std::string version = text(member(metadata, "labels"), kMeasurementLabel);
+  decoded.measuredByUid = text(member(metadata, "annotations"), api::kMeasuredByUidAnnotation);
+  const std::string version = text(member(metadata, "labels"), api::kMeasurementLabel);
   decoded.sealed = seal.holds(object);
   if (!decoded.sealed) {
     decoded.measurement = tl::make_unexpected(
-        "it bears no seal of this operator (" + std::string(kSealAnnotation) +
+        "it bears no seal of this operator (" + std::string(api::kSealAnnotation) +
         "): written by someone else, edited, or sealed under a key since replaced");
   } else if (version != kMeasurementVersion) {
     decoded.measurement =
-        tl::make_unexpected("label " + std::string(kMeasurementLabel) + " is \"" + version +
+        tl::make_unexpected("label " + std::string(api::kMeasurementLabel) + " is \"" + version +
                             "\", not " + std::string(kMeasurementVersion));
   } else {
     decoded.measurement = readMeasurement(object);
@@ -422,11 +422,11 @@ std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
         {"namespace", job.namespaceName()},
         {"labels",
          {{"app.kubernetes.io/managed-by", "autotune-operator"},
-          {std::string(kMeasurementLabel), std::string(kMeasurementVersion)},
-          {std::string(kEnvironmentLabel), identity.environment()}}},
+          {std::string(api::kMeasurementLabel), std::string(kMeasurementVersion)},
+          {std::string(api::kEnvironmentLabel), identity.environment()}}},
         {"annotations",
-         {{std::string(kMeasuredByAnnotation), job.namespaceName() + "/" + job.name()},
-          {std::string(kMeasuredByUidAnnotation), job.uid()},
+         {{std::string(api::kMeasuredByAnnotation), job.namespaceName() + "/" + job.name()},
+          {std::string(api::kMeasuredByUidAnnotation), job.uid()},
           {std::string(api::kTrialNameAnnotation), record.name}}}}},
       {"data",
        {{std::string(kIdentityKey), identity.document.dump()},

@@ -23,18 +23,8 @@
 
 namespace autotune::controller {
 
-// Marks a measurement ConfigMap; its value is the layout's version.
-inline constexpr std::string_view kMeasurementLabel = "autotune.io/measurement";
 inline constexpr std::string_view kMeasurementVersion = "v2";
-// The identity less the DeepSpeed config, hashed: one environment's measurements, to list or
-// delete together.
-inline constexpr std::string_view kEnvironmentLabel = "autotune.io/environment";
 inline constexpr std::string_view kMeasurementPrefix = "autotune-m-";
-// The job that measured it: namespace/name, and its UID.
-inline constexpr std::string_view kMeasuredByAnnotation = "autotune.io/measured-by";
-inline constexpr std::string_view kMeasuredByUidAnnotation = "autotune.io/measured-by-uid";
-// The operator's seal over the ConfigMap (MeasurementSeal).
-inline constexpr std::string_view kSealAnnotation = "autotune.io/seal";
 // Past this a measurement ConfigMap is not written: well under etcd's 1.5 MiB per object.
 inline constexpr std::size_t kMeasurementBytes = std::size_t{256} * 1024;
 
@@ -133,7 +123,7 @@ struct MeasurementObject {
   std::string name;
   std::string resourceVersion;
   std::string uid;
-  std::string measuredByUid;  // kMeasuredByUidAnnotation
+  std::string measuredByUid;  // api::kMeasuredByUidAnnotation
   bool sealed = false;        // by this operator's key: only then read, reused or deleted
   // Why it cannot be used, naming the key and field: not sealed, edited by hand, cut short,
   // another layout.

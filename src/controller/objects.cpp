@@ -88,7 +88,7 @@ bool isReady(const json& node) {
 // Per-GPU memory from the label: a number of MiB as GPU feature discovery writes it, or a
 // quantity with its unit.
 std::optional<std::int64_t> labelledMemory(const json& node) {
-  const std::string value = text(member(member(node, "metadata"), "labels"), kGpuMemoryLabel);
+  const std::string value = text(member(member(node, "metadata"), "labels"), api::kGpuMemoryLabel);
   if (value.empty()) {
     return std::nullopt;
   }
@@ -152,7 +152,7 @@ void readOwner(const json& metadata, Pod& pod) {
     } else if (text(owner, "kind") == "Job" && text(owner, "apiVersion") == "batch/v1") {
       pod.batchJob = text(owner, "name");
       pod.batchJobUid = text(owner, "uid");
-      pod.completionIndex = text(member(metadata, "annotations"), kCompletionIndexAnnotation);
+      pod.completionIndex = text(member(metadata, "annotations"), api::kCompletionIndexAnnotation);
     }
     return;
   }
@@ -184,13 +184,13 @@ std::optional<Pod> decodePod(const json& object) {
   }
   readOwner(metadata, pod);
   const json& labels = member(metadata, "labels");
-  pod.jobLabel = text(labels, kJobLabel);
-  pod.space = text(labels, kSpaceLabel);
+  pod.jobLabel = text(labels, api::kJobLabel);
+  pod.space = text(labels, api::kSpaceLabel);
   const json& annotations = member(metadata, "annotations");
-  pod.trialName = text(annotations, kTrialNameAnnotation);
-  pod.attemptText = text(annotations, kAttemptAnnotation);
-  pod.preemptionsText = text(annotations, kPreemptionsAnnotation);
-  pod.wantedSince = timeAt(annotations, kWantedSinceAnnotation);
+  pod.trialName = text(annotations, api::kTrialNameAnnotation);
+  pod.attemptText = text(annotations, api::kAttemptAnnotation);
+  pod.preemptionsText = text(annotations, api::kPreemptionsAnnotation);
+  pod.wantedSince = timeAt(annotations, api::kWantedSinceAnnotation);
   pod.created = timeAt(metadata, "creationTimestamp");
   pod.deleting = member(metadata, "deletionTimestamp").is_string();
   pod.deletionTimestamp = timeAt(metadata, "deletionTimestamp");
@@ -238,7 +238,7 @@ std::optional<Node> decodeNode(const json& object) {
   node.gpus = gpus(member(member(member(object, "status"), "allocatable"), kGpuResource));
   node.schedulable = member(member(object, "spec"), "unschedulable") != true && isReady(object);
   node.gpuMemoryBytes = labelledMemory(object);
-  node.gpuProduct = text(member(member(object, "metadata"), "labels"), kGpuProductLabel);
+  node.gpuProduct = text(member(member(object, "metadata"), "labels"), api::kGpuProductLabel);
   return node;
 }
 
@@ -277,8 +277,8 @@ std::optional<BatchJob> decodeBatchJob(const json& object) {
   if (!readIdentity(object, job)) {
     return std::nullopt;
   }
-  job.serviceUid = text(member(metadata, "annotations"), kServiceUidAnnotation);
-  job.jobLabel = text(member(metadata, "labels"), kJobLabel);
+  job.serviceUid = text(member(metadata, "annotations"), api::kServiceUidAnnotation);
+  job.jobLabel = text(member(metadata, "labels"), api::kJobLabel);
   if (const json* owner = object::controllerOf(object);
       owner != nullptr && text(*owner, "kind") == api::kKind) {
     job.ownerJobName = text(*owner, "name");

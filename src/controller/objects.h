@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -21,15 +22,12 @@
 
 namespace autotune::controller {
 
-// Per-GPU memory in MiB, as NVIDIA GPU feature discovery labels GPU nodes (e.g. 81920).
-inline constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
-// The GPU model, as GPU feature discovery labels GPU nodes (e.g. NVIDIA-H100-80GB-HBM3).
-inline constexpr std::string_view kGpuProductLabel = "nvidia.com/gpu.product";
-// The Nodes GPU feature discovery finds GPUs on: the ones the operator watches by default.
-inline constexpr std::string_view kGpuPresentSelector = "nvidia.com/gpu.present=true";
-
 // Wall-clock time, as the API server stamps objects.
 using Timestamp = std::chrono::system_clock::time_point;
+
+// An object as the cache holds it: read-only and shared, never copied (runtime::Shared).
+template <class T>
+using Shared = std::shared_ptr<const T>;
 
 // What a condition of a Pod's status says.
 struct PodCondition {

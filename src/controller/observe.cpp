@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "api/labels.h"
 #include "controller/trial_pod.h"
-#include "k8s/error.h"
 
 namespace autotune::controller {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 struct ObservedRun {
   TrialRunState state;
   bool deleting = false;  // all its Pods are being deleted
-  std::vector<runtime::Shared<Pod>> pods;
+  std::vector<Shared<Pod>> pods;
 };
 
 // A multi-node trial's batch Job suspended while its Pods are being stopped: a queueing system
@@ -49,8 +49,7 @@ bool isTrialOf(const Cluster& cluster, const Pod& pod, const api::AutotuneJob& j
 
 // The runs of the job's trials from its Pods; names taken by Pods it does not own, those Pods,
 // and Pods that cannot be read, go into the snapshot.
-std::vector<ObservedRun> observeRuns(const Cluster& cluster,
-                                     const std::vector<runtime::Shared<Pod>>& pods,
+std::vector<ObservedRun> observeRuns(const Cluster& cluster, const std::vector<Shared<Pod>>& pods,
                                      Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
   std::vector<ObservedRun> observed;
@@ -252,7 +251,7 @@ std::string noWorkloadYet(const TrialRunState& state, Snapshot& snapshot) {
   return words + " (after " + std::to_string(kWorkloadExpectedWithin.count()) +
          "s: check that Kueue manages this namespace, and that its Configuration copies the "
          "label " +
-         std::string(kJobLabel) +
+         std::string(api::kJobLabel) +
          " to Workloads, integrations.labelKeysToCopy, which the operator watches them by "
          "unless its --kueue-workload-selector says otherwise)";
 }
@@ -290,25 +289,6 @@ void readAdmissions(const Cluster& cluster, Snapshot& snapshot) {
 }
 
 }  // namespace
-
-Refusal refusalOf(const RefusedCreate& refused) {
-  switch (refused.kind) {
-    case k8s::ErrorKind::kForbidden:
-      if (k8s::exceededQuota(refused.message)) {
-        return Refusal::kQuota;
-      }
-      // RBAC: the operator's own rights, which an administrator can mend.
-      if (refused.message.find("cannot create resource") != std::string::npos) {
-        return Refusal::kTransient;
-      }
-      return Refusal::kForGood;
-    case k8s::ErrorKind::kInvalid:
-    case k8s::ErrorKind::kBadRequest:
-      return Refusal::kForGood;
-    default:
-      return Refusal::kTransient;
-  }
-}
 
 Snapshot observe(const Cluster& cluster, const CachedAutotuneJob& job, Timestamp now) {
   Snapshot snapshot;

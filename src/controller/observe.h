@@ -17,7 +17,6 @@
 #include "controller/objects.h"
 #include "controller/trial_run.h"
 #include "controller/trial_state.h"
-#include "k8s/error.h"
 
 namespace autotune::controller {
 
@@ -39,19 +38,19 @@ struct OutputRefusal {
   std::string detail;
 };
 
+// How a refused create is taken: a ResourceQuota's refusal waits for quota; Pod Security, a
+// policy, a webhook or an invalid object refuse the job's template for good; anything else (the
+// server failing, the operator's own rights) is tried again. Told apart by apply, which reads the
+// API server's error (refusalOf).
+enum class Refusal { kQuota, kForGood, kTransient };
+
 // A create of a trial's run that the API server refused: a quota, a policy, a webhook, or a
 // failure on its side.
 struct RefusedCreate {
   std::string trial;
-  k8s::ErrorKind kind = k8s::ErrorKind::kOther;
+  Refusal refusal = Refusal::kTransient;
   std::string message;  // the server's words
 };
-
-// How a refused create is taken: a ResourceQuota's refusal waits for quota; Pod Security, a
-// policy, a webhook or an invalid object refuse the job's template for good; anything else (the
-// server failing, the operator's own rights) is tried again.
-enum class Refusal { kQuota, kForGood, kTransient };
-Refusal refusalOf(const RefusedCreate& refused);
 
 // One valid job and its trials, as the cache held them at `now`.
 struct Snapshot {
@@ -77,13 +76,13 @@ struct Snapshot {
   // deletion of staleRuns lets go: those of recorded trials being deleted or kept (spec.cleanup),
   // and those being deleted that are not the job's trials (an earlier job's of the same name) or
   // cannot be read.
-  std::vector<runtime::Shared<Pod>> settled;
+  std::vector<Shared<Pod>> settled;
   // Names of trial runs taken by objects this job does not own (left by an earlier job of the
   // same name, or anyone's): such a trial is recorded Failed, never adopted.
   std::set<std::string> namesTaken;
   // Pods labelled for the job that are not its trials (Cluster::ownerOf) and are not being
   // deleted: neither read, counted nor deleted, and told of once (Cluster::noticeForeignPod).
-  std::vector<runtime::Shared<Pod>> foreignPods;
+  std::vector<Shared<Pod>> foreignPods;
   std::vector<std::string> unreadable;  // why some trial Pods could not be read
   MissingNodes missingNodes;            // nodes of its trial Pods that the Node cache lacks
   GpuCapacity capacity;

@@ -16,18 +16,19 @@ nlohmann::json outputConfigMap(const api::AutotuneJob& job, const tuning::Trial&
   const tuning::Report report =
       tuning::report(spec, job.name(), job.status.results, best, trials, elapsedSeconds,
                      std::string(tuning::kTrialConfigPath));
-  nlohmann::json configMap = {{"apiVersion", "v1"},
-                              {"kind", "ConfigMap"},
-                              {"metadata",
-                               {{"name", spec.output.configMapName},
-                                {"namespace", job.namespaceName()},
-                                {"labels", {{std::string(kJobLabel), jobLabelValue(job.name())}}},
-                                {"annotations", {{std::string(kJobUidAnnotation), job.uid()}}}}},
-                              {"data",
-                               {{std::string(api::kOutputConfigFile), report.config},
-                                {std::string(api::kOutputCommandFile), report.command + "\n"},
-                                {std::string(api::kOutputSummaryFile), report.summary},
-                                {std::string(api::kOutputResultsFile), report.results}}}};
+  nlohmann::json configMap = {
+      {"apiVersion", "v1"},
+      {"kind", "ConfigMap"},
+      {"metadata",
+       {{"name", spec.output.configMapName},
+        {"namespace", job.namespaceName()},
+        {"labels", {{std::string(api::kJobLabel), jobLabelValue(job.name())}}},
+        {"annotations", {{std::string(kJobUidAnnotation), job.uid()}}}}},
+      {"data",
+       {{std::string(api::kOutputConfigFile), report.config},
+        {std::string(api::kOutputCommandFile), report.command + "\n"},
+        {std::string(api::kOutputSummaryFile), report.summary},
+        {std::string(api::kOutputResultsFile), report.results}}}};
   if (!spec.output.retain) {
     configMap["metadata"]["ownerReferences"] = nlohmann::json::array({ownerReference(job)});
   }

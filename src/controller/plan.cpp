@@ -50,7 +50,7 @@ const RefusedCreate* refusalFor(const Snapshot& snapshot, const std::string& tri
 // A create that waits (a quota, the server failing) is tried again, with backoff; one refused for
 // good stops the launches.
 void takeRefusal(Draft& draft, const RefusedCreate& refused, const TrialRun& run) {
-  switch (refusalOf(refused)) {
+  switch (refused.refusal) {
     case Refusal::kForGood:
       draft.launchesRefused =
           run.describe() + " of trial " + refused.trial + " was refused: " + refused.message;
@@ -327,9 +327,9 @@ std::vector<tuning::Trial> wantedWith(const Snapshot& snapshot, int freeSlots) {
 
 namespace plan_steps {
 
-runtime::Duration requeueFor(std::chrono::system_clock::duration wait) {
+std::chrono::milliseconds requeueFor(std::chrono::system_clock::duration wait) {
   constexpr auto kMinRequeue = std::chrono::seconds(1);
-  return std::chrono::duration_cast<runtime::Duration>(
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
       std::max<std::chrono::system_clock::duration>(wait, kMinRequeue));
 }
 

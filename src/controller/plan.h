@@ -16,7 +16,6 @@
 #include "controller/events.h"
 #include "controller/observe.h"
 #include "controller/trial_run.h"
-#include "runtime/clock.h"
 #include "tuning/engine.h"
 
 namespace autotune::controller {
@@ -59,7 +58,7 @@ struct Plan {
   std::vector<TrialRun> deletions;            // once the status is written
   // Pods to let go of (api::kTrialResultFinalizer) once the status is written; the runs deleted
   // are let go of as they are deleted.
-  std::vector<runtime::Shared<Pod>> releases;
+  std::vector<Shared<Pod>> releases;
   NodeNames nodesToLookUp;                 // nodes the Node cache lacks, to ask the API about
   std::vector<JobEvent> events;            // once the status is written
   std::vector<api::TrialRecord> finished;  // newly recorded, for metrics
@@ -73,7 +72,7 @@ struct Plan {
   bool waitsForRoom = false;
   // No node watched can hold a trial of it (Unschedulable).
   bool waitsForNode = false;
-  std::optional<runtime::Duration> requeueAfter;
+  std::optional<std::chrono::milliseconds> requeueAfter;
   // A create waits (a quota, the server failing): look again with the work queue's backoff.
   bool retry = false;
 };

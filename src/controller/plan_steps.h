@@ -29,7 +29,7 @@ inline bool exhaustedUnmeasured(const TrialRunState& state) {
 }
 
 // A wait, at least a second, as a requeue.
-runtime::Duration requeueFor(std::chrono::system_clock::duration wait);
+std::chrono::milliseconds requeueFor(std::chrono::system_clock::duration wait);
 
 // The plan in the making, passed from step to step.
 struct Draft {

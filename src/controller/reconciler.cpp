@@ -99,8 +99,8 @@ runtime::ReconcileResult Reconciler::reportException(const std::string& key, con
 // trial, so an edit or a deletion the watch has not delivered yet must count. One read for each
 // hit, none for a miss; the cache's copy stands when the server's is the same version, or when the
 // read fails other than NotFound.
-runtime::Shared<MeasurementObject> Reconciler::measurementNow(const std::string& ns,
-                                                              const std::string& name) const {
+Shared<MeasurementObject> Reconciler::measurementNow(const std::string& ns,
+                                                     const std::string& name) const {
   auto cached = cluster_.measurement(ns, name);
   if (!cached) {
     return cached;

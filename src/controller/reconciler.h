@@ -28,8 +28,7 @@ class Reconciler {
   runtime::ReconcileResult run(const std::string& key, const Context& context);
   runtime::ReconcileResult reportException(const std::string& key, const Context& context,
                                            std::string_view what);
-  runtime::Shared<MeasurementObject> measurementNow(const std::string& ns,
-                                                    const std::string& name) const;
+  Shared<MeasurementObject> measurementNow(const std::string& ns, const std::string& name) const;
 
   const k8s::Client& client_;
   Cluster& cluster_;

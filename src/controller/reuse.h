@@ -19,11 +19,10 @@ namespace autotune::controller {
 // The kept measurements, as the cache holds them.
 struct KeptMeasurements {
   // The one of that name in that namespace, if there is one.
-  std::function<runtime::Shared<MeasurementObject>(const std::string& ns, const std::string& name)>
-      named;
+  std::function<Shared<MeasurementObject>(const std::string& ns, const std::string& name)> named;
   // Those the job with that UID made in that namespace.
-  std::function<std::vector<runtime::Shared<MeasurementObject>>(const std::string& ns,
-                                                                const std::string& jobUid)>
+  std::function<std::vector<Shared<MeasurementObject>>(const std::string& ns,
+                                                       const std::string& jobUid)>
       madeBy;
   MeasurementLimits limits;
 };

@@ -9,7 +9,7 @@
 #include "controller/output.h"
 #include "controller/plan_steps.h"
 #include "controller/trial_pod.h"
-#include "k8s/error.h"
+#include "object/read.h"
 #include "tuning/results.h"
 
 namespace autotune::controller::plan_steps {
@@ -135,7 +135,7 @@ std::string unschedulableBecause(const api::Resources& resources, const GpuCapac
          std::to_string(largest) + ofTheNodesWatched(capacity);
 }
 
-std::optional<runtime::Duration> nextDeadline(const Draft& draft) {
+std::optional<std::chrono::milliseconds> nextDeadline(const Draft& draft) {
   std::optional<Timestamp> soonest;
   for (const auto& state : draft.inFlight) {
     if (const auto due = deadline(state, draft.spec()); due && (!soonest || *due < *soonest)) {
@@ -198,7 +198,7 @@ void awaitOutput(Draft& draft, const OutputRefusal& refusal) {
 void tellQuotaRefusal(Draft& draft, const std::string& serverMessage) {
   const api::Condition* running = findCondition(draft.snapshot.job.status, condition::kRunning);
   const bool told = running != nullptr && running->reason == queued::kQuotaExceeded &&
-                    k8s::exceededQuota(running->message) == k8s::exceededQuota(serverMessage);
+                    object::exceededQuota(running->message) == object::exceededQuota(serverMessage);
   if (!told) {
     draft.plan.events.push_back(quotaExceeded(serverMessage));
   }
@@ -304,7 +304,7 @@ void goOn(Draft& draft) {
     status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
     draft.setRunning(false, "Unschedulable", status.message);
     draft.plan.waitsForNode = true;
-    draft.plan.requeueAfter = std::chrono::duration_cast<runtime::Duration>(kWaitingRecheck);
+    draft.plan.requeueAfter = kWaitingRecheck;
     return;
   }
   sayWhatHoldsItBack(draft, waits);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/labels.h"
 #include "api/names.h"
 #include "controller/objects.h"
 #include "object/read.h"
@@ -137,7 +138,8 @@ json* containerAt(json& podSpec, const std::optional<tuning::PrimaryContainer>& 
 }
 
 json configVolume() {
-  const std::string fieldPath = "metadata.annotations['" + std::string(kConfigAnnotation) + "']";
+  const std::string fieldPath =
+      "metadata.annotations['" + std::string(api::kConfigAnnotation) + "']";
   return {
       {"name", std::string(kConfigVolume)},
       {"downwardAPI",
@@ -170,7 +172,7 @@ namespace {
 // The environment a multi-node trial's Pods rendezvous with.
 json rendezvousEnvironment(const api::AutotuneJob& job, const std::string& name) {
   const std::string rankPath =
-      "metadata.annotations['" + std::string(kCompletionIndexAnnotation) + "']";
+      "metadata.annotations['" + std::string(api::kCompletionIndexAnnotation) + "']";
   return json::array(
       {{{"name", "AUTOTUNE_NUM_NODES"},
         {"value", std::to_string(job.spec.resources.nodesPerTrial)}},
@@ -184,8 +186,9 @@ void spreadOverNodes(json& podSpec, const std::string& name) {
   json affinity = objectAt(podSpec, "affinity");
   json antiAffinity = objectAt(affinity, "podAntiAffinity");
   json required = arrayAt(antiAffinity, "requiredDuringSchedulingIgnoredDuringExecution");
-  required.push_back({{"labelSelector", {{"matchLabels", {{std::string(kJobNameLabel), name}}}}},
-                      {"topologyKey", "kubernetes.io/hostname"}});
+  required.push_back(
+      {{"labelSelector", {{"matchLabels", {{std::string(api::kJobNameLabel), name}}}}},
+       {"topologyKey", "kubernetes.io/hostname"}});
   antiAffinity["requiredDuringSchedulingIgnoredDuringExecution"] = std::move(required);
   affinity["podAntiAffinity"] = std::move(antiAffinity);
   podSpec["affinity"] = std::move(affinity);
@@ -232,21 +235,22 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
   podSpec["volumes"] = std::move(volumes);
 
   json labels = objectAt(templateMetadata, "labels");
-  labels[std::string(kJobLabel)] = jobLabelValue(job.name());
-  labels[std::string(kTrialLabel)] = tuning::trialLabel(trial.name);
-  labels[std::string(kSpaceLabel)] = tuning::labelValue(trial.space);
+  labels[std::string(api::kJobLabel)] = jobLabelValue(job.name());
+  labels[std::string(api::kTrialLabel)] = tuning::trialLabel(trial.name);
+  labels[std::string(api::kSpaceLabel)] = tuning::labelValue(trial.space);
   if (!spec.queueName.empty()) {
-    labels[std::string(kQueueLabel)] = spec.queueName;
+    labels[std::string(api::kQueueLabel)] = spec.queueName;
   }
   json annotations = objectAt(templateMetadata, "annotations");
-  annotations[std::string(kConfigAnnotation)] = tuning::launchConfig(spec, trial, files).dump();
-  annotations[std::string(kTrialNameAnnotation)] = trial.name;
-  annotations[std::string(kAttemptAnnotation)] = std::to_string(attempt);
+  annotations[std::string(api::kConfigAnnotation)] =
+      tuning::launchConfig(spec, trial, files).dump();
+  annotations[std::string(api::kTrialNameAnnotation)] = trial.name;
+  annotations[std::string(api::kAttemptAnnotation)] = std::to_string(attempt);
   if (run.preemptions > 0) {
-    annotations[std::string(kPreemptionsAnnotation)] = std::to_string(run.preemptions);
+    annotations[std::string(api::kPreemptionsAnnotation)] = std::to_string(run.preemptions);
   }
   if (run.wantedSince) {
-    annotations[std::string(kWantedSinceAnnotation)] = formatTime(*run.wantedSince);
+    annotations[std::string(api::kWantedSinceAnnotation)] = formatTime(*run.wantedSince);
   }
 
   return {{"apiVersion", "v1"},
@@ -291,7 +295,7 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, cons
   // Kueue admits the Job, all its Pods together (its batch/job integration): its Pods are not
   // queued one by one.
   json podLabels = labels;
-  podLabels.erase(std::string(kQueueLabel));
+  podLabels.erase(std::string(api::kQueueLabel));
   const int nodes = job.spec.resources.nodesPerTrial;
   return {{"apiVersion", "batch/v1"},
           {"kind", "Job"},
@@ -300,8 +304,8 @@ json trialBatchJob(const api::AutotuneJob& job, const tuning::Trial& trial, cons
             {"namespace", job.namespaceName()},
             {"labels", labels},
             {"annotations",
-             {{std::string(kTrialNameAnnotation), trial.name},
-              {std::string(kAttemptAnnotation), std::to_string(attempt)}}},
+             {{std::string(api::kTrialNameAnnotation), trial.name},
+              {std::string(api::kAttemptAnnotation), std::to_string(attempt)}}},
             {"ownerReferences", json::array({ownerReference(job)})}}},
           {"spec",
            {{"completionMode", "Indexed"},
@@ -325,12 +329,12 @@ json trialService(const api::AutotuneJob& job, const tuning::Trial& trial, int a
            {{"name", name},
             {"namespace", job.namespaceName()},
             {"labels",
-             {{std::string(kJobLabel), jobLabelValue(job.name())},
-              {std::string(kTrialLabel), tuning::trialLabel(trial.name)}}},
+             {{std::string(api::kJobLabel), jobLabelValue(job.name())},
+              {std::string(api::kTrialLabel), tuning::trialLabel(trial.name)}}},
             {"ownerReferences", json::array({ownerReference(job)})}}},
           {"spec",
            {{"clusterIP", "None"},
-            {"selector", {{std::string(kJobNameLabel), name}}},
+            {"selector", {{std::string(api::kJobNameLabel), name}}},
             // Ranks look each other up before they are ready: they are what makes each other ready.
             {"publishNotReadyAddresses", true}}}};
 }
@@ -375,10 +379,10 @@ json afterTuningJob(const api::AutotuneJob& job, const tuning::Trial& best) {
   batchSpec["template"] = std::move(podTemplate);
 
   json labels = objectAt(objectAt(jobTemplate, "metadata"), "labels");
-  labels[std::string(kJobLabel)] = jobLabelValue(job.name());
+  labels[std::string(api::kJobLabel)] = jobLabelValue(job.name());
   // Kueue admits it from the job's queue, unless its own template names another.
-  if (!spec.queueName.empty() && !labels.contains(std::string(kQueueLabel))) {
-    labels[std::string(kQueueLabel)] = spec.queueName;
+  if (!spec.queueName.empty() && !labels.contains(std::string(api::kQueueLabel))) {
+    labels[std::string(api::kQueueLabel)] = spec.queueName;
   }
   return {{"apiVersion", "batch/v1"},
           {"kind", "Job"},

@@ -15,29 +15,6 @@
 
 namespace autotune::controller {
 
-// Labels on every trial Pod. The job label's value is jobLabelValue(job name).
-using api::kJobLabel;
-inline constexpr std::string_view kTrialLabel = "autotune.io/trial";  // trial name, DNS-safe
-inline constexpr std::string_view kSpaceLabel = "autotune.io/space";
-inline constexpr std::string_view kQueueLabel = "kueue.x-k8s.io/queue-name";
-
-// Annotations on every trial Pod.
-inline constexpr std::string_view kConfigAnnotation = "autotune.io/ds-config";
-using api::kTrialNameAnnotation;
-// How many times the trial was launched before this Pod, after its earlier Pods were lost.
-inline constexpr std::string_view kAttemptAnnotation = "autotune.io/attempt";
-// Of those earlier launches, how many were preempted or drained (they spent no relaunch).
-inline constexpr std::string_view kPreemptionsAnnotation = "autotune.io/preemptions";
-// Since when the trial has been wanted (RFC 3339), when that is before its run was created: its
-// job waited for room first, or earlier attempts ran. How long a trial waited counts from there.
-inline constexpr std::string_view kWantedSinceAnnotation = "autotune.io/wanted-since";
-// On a multi-node trial's batch Job: the UID of its Service, deleted with it.
-inline constexpr std::string_view kServiceUidAnnotation = "autotune.io/service-uid";
-// Set by the Job controller on each Pod of an Indexed Job.
-inline constexpr std::string_view kCompletionIndexAnnotation =
-    "batch.kubernetes.io/job-completion-index";
-inline constexpr std::string_view kJobNameLabel = "batch.kubernetes.io/job-name";
-
 // A trial Pod's activeDeadlineSeconds exceeds spec.trialTimeout by this much: the operator records
 // a trial that ran too long and deletes its Pod; the kubelet's deadline only acts when it did not.
 inline constexpr std::chrono::seconds kDeadlineGrace{120};

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <utility>
 
+#include "api/labels.h"
 #include "controller/trial_pod.h"
 #include "tuning/naming.h"
 
@@ -183,8 +184,8 @@ TrialRunState identityOf(const Pod& pod) {
 tl::expected<TrialRunState, std::string> readTrialPod(const Pod& pod, const api::Spec& spec,
                                                       const NodeNames& goneNodes) {
   if (pod.trialName.empty()) {
-    return tl::make_unexpected("pod " + pod.name + " has no " + std::string(kTrialNameAnnotation) +
-                               " annotation");
+    return tl::make_unexpected("pod " + pod.name + " has no " +
+                               std::string(api::kTrialNameAnnotation) + " annotation");
   }
   TrialRunState state = identityOf(pod);
   const ContainerStatus* primary = primaryStatus(pod, spec);

@@ -266,14 +266,4 @@ std::string describe(const Error& error) {
   return line;
 }
 
-std::optional<std::string> exceededQuota(std::string_view message) {
-  constexpr std::string_view kExceeded = "exceeded quota: ";
-  const auto start = message.find(kExceeded);
-  if (start == std::string_view::npos) {
-    return std::nullopt;
-  }
-  const auto from = start + kExceeded.size();
-  return std::string(message.substr(from, message.find(',', from) - from));
-}
-
 }  // namespace autotune::k8s

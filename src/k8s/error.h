@@ -70,8 +70,4 @@ Error transportError(std::string message);
 // causes the message does not already spell out are appended as `field: message`.
 std::string describe(const Error& error);
 
-// The ResourceQuota a refusal names, as the API server's quota admission words it ("exceeded
-// quota: NAME, requested: ..."); nothing when the message is no quota's refusal.
-std::optional<std::string> exceededQuota(std::string_view message);
-
 }  // namespace autotune::k8s

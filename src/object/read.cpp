@@ -51,4 +51,14 @@ bool controlledBy(const nlohmann::json& object, const std::string& uid) {
   return !uid.empty() && controller != nullptr && text(*controller, "uid") == uid;
 }
 
+std::optional<std::string> exceededQuota(std::string_view message) {
+  constexpr std::string_view kExceeded = "exceeded quota: ";
+  const auto start = message.find(kExceeded);
+  if (start == std::string_view::npos) {
+    return std::nullopt;
+  }
+  const auto from = start + kExceeded.size();
+  return std::string(message.substr(from, message.find(',', from) - from));
+}
+
 }  // namespace autotune::object

@@ -3,6 +3,7 @@
 // type, without throwing: what the server sends is input, and no reader may fail on any of it.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,5 +29,9 @@ const nlohmann::json* controllerOf(const nlohmann::json& object);
 
 // Whether the object with `uid` (not empty) controls `object`.
 bool controlledBy(const nlohmann::json& object, const std::string& uid);
+
+// The ResourceQuota a refusal's message (a Status's) names, as the API server's quota admission
+// words it ("exceeded quota: NAME, requested: ..."); nothing when it is no quota's refusal.
+std::optional<std::string> exceededQuota(std::string_view message);
 
 }  // namespace autotune::object

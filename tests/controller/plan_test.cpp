@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "controller/apply.h"
 #include "controller/trial_pod.h"
 
 namespace autotune::controller {
@@ -413,11 +414,20 @@ TEST(Plan, AFinishedJobOnlyDeletesWhatIsLeft) {
 
 // --- a shared cluster ----------------------------------------------------------------------------
 
+// A create of the trial's run refused with the API server's error, as apply tells it to the plan.
+RefusedCreate refusedWith(const std::string& trial, k8s::ErrorKind kind, std::string message) {
+  k8s::Error error;
+  error.kind = kind;
+  error.message = std::move(message);
+  return {trial, refusalOf(error), error.message};
+}
+
 RefusedCreate quotaRefusal(const std::string& trial) {
-  return {trial, k8s::ErrorKind::kForbidden,
-          "pods \"" + trialPodName("gpt2", trial) +
-              "\" is forbidden: exceeded quota: gpu, requested: requests.nvidia.com/gpu=8, used: "
-              "requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8"};
+  return refusedWith(
+      trial, k8s::ErrorKind::kForbidden,
+      "pods \"" + trialPodName("gpt2", trial) +
+          "\" is forbidden: exceeded quota: gpu, requested: requests.nvidia.com/gpu=8, used: "
+          "requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8");
 }
 
 // A create the quota refuses is no trial in flight and no attempt: the trial waits, counted
@@ -450,9 +460,9 @@ TEST(Plan, ATemplateRefusedForGoodStopsLaunchesAndFailsOnceNothingRuns) {
   Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));
   const std::string trial = planned(snapshot).launches.at(0).trial;
   snapshot.refusedCreates = {
-      {trial, k8s::ErrorKind::kForbidden,
-       "pods \"x\" is forbidden: violates PodSecurity \"restricted:latest\": "
-       "allowPrivilegeEscalation != false"}};
+      refusedWith(trial, k8s::ErrorKind::kForbidden,
+                  "pods \"x\" is forbidden: violates PodSecurity \"restricted:latest\": "
+                  "allowPrivilegeEscalation != false")};
   const Plan refused = planned(snapshot);
   EXPECT_EQ(refused.status.phase, api::Phase::kFailed);
   EXPECT_TRUE(refused.status.inFlight.empty());
@@ -467,7 +477,8 @@ TEST(Plan, ATemplateRefusedForGoodStopsLaunchesAndFailsOnceNothingRuns) {
   const Plan launched = planned(busy);
   busy.job.status = launched.status;
   busy.inFlight.push_back(running(launched.launches[0].trial));
-  busy.refusedCreates = {{launched.launches[1].trial, k8s::ErrorKind::kInvalid, "spec: Invalid"}};
+  busy.refusedCreates = {
+      refusedWith(launched.launches[1].trial, k8s::ErrorKind::kInvalid, "spec: Invalid")};
   const Plan waiting = planned(busy);
   EXPECT_NE(waiting.status.phase, api::Phase::kFailed);
   EXPECT_EQ(conditionOf(waiting.status, "LaunchRefused")->status, "True");

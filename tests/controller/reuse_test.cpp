@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/labels.h"
 #include "controller/cluster.h"
 #include "controller/plan.h"
 #include "controller/trial_pod.h"
@@ -319,9 +320,9 @@ TEST(Measurements, AKeptMeasurementReadsBackAsTheTrialsResult) {
   ASSERT_TRUE(configMap.has_value());
   EXPECT_EQ((*configMap)["metadata"]["name"], identity.name());
   EXPECT_FALSE((*configMap)["metadata"].contains("ownerReferences"));
-  EXPECT_EQ((*configMap)["metadata"]["labels"][std::string(kEnvironmentLabel)],
+  EXPECT_EQ((*configMap)["metadata"]["labels"][std::string(api::kEnvironmentLabel)],
             identity.environment());
-  EXPECT_FALSE((*configMap)["metadata"]["annotations"].contains(std::string(kSealAnnotation)))
+  EXPECT_FALSE((*configMap)["metadata"]["annotations"].contains(std::string(api::kSealAnnotation)))
       << "sealed as it is written";
   const auto object = decodeSealed(*configMap);
   ASSERT_TRUE(object.has_value());
@@ -354,7 +355,7 @@ TEST(Measurements, OnlyWhatTheOperatorSealedIsRead) {
   ASSERT_TRUE(decodeMeasurementObject(sealed, kSeal)->sealed);
 
   json forged = sealed;
-  forged["metadata"]["annotations"].erase(std::string(kSealAnnotation));
+  forged["metadata"]["annotations"].erase(std::string(api::kSealAnnotation));
   json edited = sealed;
   edited["data"]["result.json"] =
       R"({"outcome": "Succeeded", "value": 9000, "metrics": {"throughput": 9000},
@@ -362,7 +363,7 @@ TEST(Measurements, OnlyWhatTheOperatorSealedIsRead) {
   json moved = sealed;
   moved["metadata"]["namespace"] = "team-b";
   json claimed = sealed;
-  claimed["metadata"]["annotations"][std::string(kMeasuredByAnnotation)] = "team-b/theirs";
+  claimed["metadata"]["annotations"][std::string(api::kMeasuredByAnnotation)] = "team-b/theirs";
   const std::map<std::string, std::pair<json, MeasurementSeal>> unsealed = {
       {"no seal", {forged, kSeal}},
       {"data edited", {edited, kSeal}},
@@ -419,7 +420,7 @@ TEST(Measurements, PastTheBoundTheOldestOfTheOperatorsOwnGo) {
   for (int i = 0; i < 5; ++i) {
     json configMap = sealedMeasurementOf(job, i + 1, std::chrono::hours(10 - i));
     if (i == 0) {
-      configMap["metadata"]["annotations"].erase(std::string(kSealAnnotation));  // a tenant's
+      configMap["metadata"]["annotations"].erase(std::string(api::kSealAnnotation));  // a tenant's
     }
     inNamespace.push_back(
         std::make_shared<const MeasurementObject>(*decodeMeasurementObject(configMap, kSeal)));

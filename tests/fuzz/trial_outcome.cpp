@@ -14,6 +14,7 @@
 #include <string>
 
 #include "api/codec.h"
+#include "api/labels.h"
 #include "api/text.h"
 #include "controller/objects.h"
 #include "controller/trial_pod.h"
@@ -80,11 +81,11 @@ json trialPod(FuzzedDataProvider& input) {
   json metadata = {{"name", "fuzz-z1-gas1-mbs2"},
                    {"creationTimestamp", pick(input, kTimes)},
                    {"annotations",
-                    {{std::string(controller::kTrialNameAnnotation),
+                    {{std::string(api::kTrialNameAnnotation),
                       pick(input, std::array{"z1_gas1_tmbspg2", "profile_model_info", ""})},
-                     {std::string(controller::kAttemptAnnotation),
+                     {std::string(api::kAttemptAnnotation),
                       pick(input, std::array{"0", "2", "-1", "x", "99999999999"})}}},
-                   {"labels", {{std::string(controller::kSpaceLabel), "z1"}}}};
+                   {"labels", {{std::string(api::kSpaceLabel), "z1"}}}};
   if (input.ConsumeBool()) {
     metadata["deletionTimestamp"] = pick(input, kTimes);
     metadata["deletionGracePeriodSeconds"] = input.ConsumeIntegral<std::int64_t>();

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "object/read.h"
+
 namespace autotune::k8s {
 // Failure messages name the kind instead of printing its number.
 void PrintTo(ErrorKind kind, std::ostream* out) { *out << kindName(kind); }
@@ -18,9 +20,9 @@ using autotune::k8s::decodeError;
 using autotune::k8s::describe;
 using autotune::k8s::Error;
 using autotune::k8s::ErrorKind;
-using autotune::k8s::exceededQuota;
 using autotune::k8s::FieldCause;
 using autotune::k8s::transportError;
+using autotune::object::exceededQuota;
 using std::chrono::seconds;
 
 // Bodies as kube-apiserver sends them (one line of JSON; only the indentation here is ours).
