@@ -188,7 +188,7 @@ def get(api, path):
 
 
 def seal_of(config_map_object, key):
-    """The operator's seal (src/controller/measurements.cpp, sealedText): HMAC-SHA256 over the
+    """The operator's seal (src/controller/objects/measurements.cpp, sealedText): HMAC-SHA256 over the
     JSON array of namespace, name, three annotations and data, as nlohmann dumps it."""
     metadata = config_map_object["metadata"]
     annotations = metadata.get("annotations", {})

@@ -1,6 +1,6 @@
 // autotune-operator: watches AutotuneJobs, their trial Pods and the GPU Nodes, and reconciles each
-// job (controller/reconciler.h). Wiring only: flags (operator_options.h), the API clients, the
-// manager and its watches, metrics (operator_metrics.h), probes and logs.
+// job (controller/apply/reconciler.h). Wiring only: flags (operator_options.h), the API clients,
+// the manager and its watches, metrics (operator_metrics.h), probes and logs.
 
 #include <pthread.h>
 #include <unistd.h>
@@ -21,11 +21,11 @@
 
 #include "api/labels.h"
 #include "command_line.h"
-#include "controller/cluster.h"
-#include "controller/event_sender.h"
-#include "controller/measurement_key.h"
-#include "controller/reconciler.h"
-#include "controller/trial_pod.h"
+#include "controller/apply/event_sender.h"
+#include "controller/apply/measurement_key.h"
+#include "controller/apply/reconciler.h"
+#include "controller/cache/cluster.h"
+#include "controller/objects/trial_pod.h"
 #include "k8s/access_review.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
@@ -141,13 +141,13 @@ std::string nextReconcileID() {
 void watchKueue(runtime::Manager& manager, const std::string& ns,
                 const std::string& workloadSelector, controller::Cluster& cluster) {
   manager.watch<controller::Workload>(
-      {controller::kWorkloads, ns, workloadSelector, {"managedFields", "podSets"}},
+      {k8s::kWorkloads, ns, workloadSelector, {"managedFields", "podSets"}},
       cluster.addWorkloads(ns),
       [&cluster](const controller::Workload* before, const controller::Workload* after) {
         return cluster.jobsConcernedByWorkload(before, after);
       });
   manager.watch<controller::LocalQueue>(
-      {controller::kLocalQueues, ns, ""}, cluster.addLocalQueues(ns),
+      {k8s::kLocalQueues, ns, ""}, cluster.addLocalQueues(ns),
       [&cluster](const controller::LocalQueue* before, const controller::LocalQueue* after) {
         return cluster.jobsConcernedByLocalQueue(before, after);
       });

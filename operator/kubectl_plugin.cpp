@@ -15,7 +15,7 @@
 #include "api/codec.h"
 #include "api/labels.h"
 #include "commands.h"
-#include "controller/output.h"
+#include "controller/objects/output.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/resources.h"

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "k8s/resources.h"
 #include "object/read.h"
 
 namespace autotune::wiring {
@@ -151,7 +152,7 @@ controller::EventSenderHooks eventSenderHooks(observability::Metrics& metrics,
 void declareWatches(observability::Metrics& metrics, bool kueue) {
   std::vector<std::string> plurals = {"autotunejobs", "pods", "jobs", "nodes", "configmaps"};
   if (kueue) {
-    plurals.insert(plurals.end(), {controller::kWorkloads.plural, controller::kLocalQueues.plural});
+    plurals.insert(plurals.end(), {k8s::kWorkloads.plural, k8s::kLocalQueues.plural});
   }
   for (const auto& plural : plurals) {
     for (const auto reason : {runtime::RestartReason::kExpired, runtime::RestartReason::kGone,

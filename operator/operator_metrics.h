@@ -3,9 +3,9 @@
 // the manager's reconciles, watches and leadership, the event sender's failures, and the gauges
 // read from the cache.
 
-#include "controller/apply.h"
-#include "controller/cluster.h"
-#include "controller/event_sender.h"
+#include "controller/apply/apply.h"
+#include "controller/apply/event_sender.h"
+#include "controller/cache/cluster.h"
 #include "observability/log.h"
 #include "observability/metrics.h"
 #include "runtime/manager.h"

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "api/labels.h"
-#include "controller/measurements.h"
-#include "controller/objects.h"
-#include "controller/trial_pod.h"
+#include "controller/objects/measurements.h"
+#include "controller/objects/objects.h"
+#include "controller/objects/trial_pod.h"
 #include "k8s/config.h"
 #include "k8s/error.h"
 

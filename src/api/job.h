@@ -28,6 +28,11 @@ enum class Cleanup { kDeleteFinished, kKeep };
 enum class Reuse { kEnabled, kDisabled };
 enum class Phase { kPending, kProfiling, kRunning, kSucceeded, kFailed };
 
+// Whether a job in this phase has ended: Succeeded or Failed.
+constexpr bool hasEnded(Phase phase) {
+  return phase == Phase::kSucceeded || phase == Phase::kFailed;
+}
+
 // How a finished trial ended (the trial protocol's classification).
 // kConfigNotApplied: the trial ran, but not the config it was given (its script passed other
 // batch sizes, or overrode them): no measurement of that config.

@@ -1,5 +1,5 @@
 #pragma once
-// The built-in Kubernetes resources the project's programs ask for, named once.
+// The Kubernetes resources the project's programs ask for, named once.
 
 #include "k8s/client.h"
 
@@ -14,5 +14,8 @@ inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 inline const Resource kBatchJobs{"batch", "v1", "jobs", true};
 inline const Resource kServices{"", "v1", "services", true};
 inline const Resource kSecrets{"", "v1", "secrets", true};
+// Kueue's, where it is installed.
+inline const Resource kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", true};
+inline const Resource kLocalQueues{"kueue.x-k8s.io", "v1beta2", "localqueues", true};
 
 }  // namespace autotune::k8s

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "api/codec.h"
-#include "controller/trial_pod.h"
+#include "controller/objects/trial_pod.h"
 #include "tuning/engine.h"
 
 namespace {

@@ -1,7 +1,7 @@
 // The cluster view's queue of jobs waiting for GPUs: first come, first served, held only while a
 // job says it waits, and woken the moment a trial lets go of its GPUs.
 
-#include "controller/cluster.h"
+#include "controller/cache/cluster.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Events off the reconcile path: each job and reason at most once a window, what came meanwhile
 // told in one Event, a budget of their own, and a bound past which the oldest are dropped.
 
-#include "controller/event_sender.h"
+#include "controller/apply/event_sender.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/events.h"
+#include "controller/decision/events.h"
 #include "support/fake_transport.h"
 
 namespace autotune::controller {

@@ -1,4 +1,4 @@
-#include "controller/gpu_slots.h"
+#include "controller/cache/gpu_slots.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "controller/cluster.h"
-#include "controller/objects.h"
+#include "controller/cache/cluster.h"
+#include "controller/objects/objects.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // the engine launches for a real knob grid, every one ending with the longest reason a trial can
 // leave. The status stays under 512 KiB and the ConfigMap's data under its 1 MiB limit.
 
-#include "controller/output.h"
+#include "controller/objects/output.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The pure middle of a reconcile: snapshot -> plan, case by case, with the engine's own decision
 // on each snapshot. No API server: what the plan says is what apply would do.
 
-#include "controller/plan.h"
+#include "controller/decision/plan.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "api/codec.h"
-#include "controller/apply.h"
-#include "controller/trial_pod.h"
+#include "controller/apply/apply.h"
+#include "controller/objects/trial_pod.h"
 
 namespace autotune::controller {
 namespace {

@@ -3,7 +3,7 @@
 // relaunches, and a restart that makes the same decisions. The same behaviours run against the
 // real API server in the end-to-end tier (tests/e2e).
 
-#include "controller/reconciler.h"
+#include "controller/apply/reconciler.h"
 
 #include <gtest/gtest.h>
 
@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "api/codec.h"
-#include "controller/observe.h"
-#include "controller/trial_pod.h"
-#include "controller/trial_state.h"
+#include "controller/decision/observe.h"
+#include "controller/decision/trial_state.h"
+#include "controller/objects/trial_pod.h"
 #include "observability/log.h"
 
 namespace autotune::controller {

@@ -3,7 +3,7 @@
 // whole searches driven snapshot by snapshot through reuseMeasured and plan, with the kept
 // ConfigMaps in a map standing for the cache.
 
-#include "controller/reuse.h"
+#include "controller/decision/reuse.h"
 
 #include <gtest/gtest.h>
 
@@ -16,9 +16,9 @@
 
 #include "api/codec.h"
 #include "api/labels.h"
-#include "controller/cluster.h"
-#include "controller/plan.h"
-#include "controller/trial_pod.h"
+#include "controller/cache/cluster.h"
+#include "controller/decision/plan.h"
+#include "controller/objects/trial_pod.h"
 
 namespace autotune::controller {
 namespace {
@@ -185,7 +185,7 @@ Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept,
       running.push_back(*std::ranges::find(decision.trials, launch.trial, &tuning::Trial::name));
     }
     search.status = plan.status;
-    if (hasEnded(plan.status.phase)) {
+    if (api::hasEnded(plan.status.phase)) {
       break;
     }
   }

@@ -1,4 +1,4 @@
-#include "controller/trial_pod.h"
+#include "controller/objects/trial_pod.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "api/codec.h"
 #include "api/job.h"
-#include "controller/objects.h"
+#include "controller/objects/objects.h"
 #include "tuning/protocol.h"
 #include "tuning/space.h"
 

@@ -1,4 +1,4 @@
-#include "controller/trial_state.h"
+#include "controller/decision/trial_state.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "api/codec.h"
 #include "api/job.h"
-#include "controller/trial_pod.h"
+#include "controller/objects/trial_pod.h"
 #include "tuning/space.h"
 #include "tuning/trial_metrics.h"
 

@@ -4,7 +4,7 @@
     crd_conditions_test.py SOURCE_DIR
 
 The code's types are the string_view constants of `namespace condition` in
-SOURCE_DIR/src/controller/conditions.h. The CRD's are read from the `description` of the
+SOURCE_DIR/src/controller/objects/conditions.h. The CRD's are read from the `description` of the
 `conditions` property of `status`, in crds/autotunejobs.autotune.io.yaml and in the chart's copy
 (charts/autotune-operator/crds/): each type written as `Type (what it says)`. Fails when the
 description misses a type the code declares, names one it does not, or cannot be found.
@@ -17,7 +17,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import markdown_tables  # noqa: E402  (tests/support)
 
-CONDITIONS_H = os.path.join("src", "controller", "conditions.h")
+CONDITIONS_H = os.path.join("src", "controller", "objects", "conditions.h")
 CRDS = (os.path.join("crds", "autotunejobs.autotune.io.yaml"),
         os.path.join("charts", "autotune-operator", "crds", "autotunejobs.autotune.io.yaml"))
 COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)

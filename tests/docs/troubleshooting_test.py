@@ -67,9 +67,9 @@ def read(path):
 
 
 def sources(source_dir):
-    """{file name: text without comments} of src/controller's headers and sources."""
-    paths = sorted(glob.glob(os.path.join(source_dir, CONTROLLER, "*.h")) +
-                   glob.glob(os.path.join(source_dir, CONTROLLER, "*.cpp")))
+    """{file name: text without comments} of src/controller's headers and sources, every layer's."""
+    paths = sorted(glob.glob(os.path.join(source_dir, CONTROLLER, "*", "*.h")) +
+                   glob.glob(os.path.join(source_dir, CONTROLLER, "*", "*.cpp")))
     return {os.path.basename(path): read(path) for path in paths}
 
 

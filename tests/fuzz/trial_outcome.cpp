@@ -16,9 +16,9 @@
 #include "api/codec.h"
 #include "api/labels.h"
 #include "api/text.h"
-#include "controller/objects.h"
-#include "controller/trial_pod.h"
-#include "controller/trial_state.h"
+#include "controller/decision/trial_state.h"
+#include "controller/objects/objects.h"
+#include "controller/objects/trial_pod.h"
 #include "fuzz/check.h"
 
 namespace {

@@ -1,0 +1,119 @@
+#include "controller/apply/reconciler.h"
+
+#include <memory>
+#include <utility>
+
+#include "api/text.h"
+#include "controller/decision/observe.h"
+#include "controller/decision/plan.h"
+#include "controller/decision/reuse.h"
+#include "k8s/resources.h"
+#include "object/read.h"
+#include "tuning/engine.h"
+
+namespace autotune::controller {
+Reconciler::Reconciler(const k8s::Client& client, Cluster& cluster, ReconcilerHooks hooks)
+    : client_(client), cluster_(cluster), hooks_(std::move(hooks)) {}
+
+runtime::ReconcileResult Reconciler::reconcile(const std::string& key, const Context& context) {
+  try {
+    return run(key, context);
+  } catch (const std::exception& error) {
+    return reportException(key, context, error.what());
+  }
+}
+
+runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& context) {
+  const auto job = cluster_.job(key);
+  // A job being deleted launches and writes nothing more: its Pods go with it, and each is let
+  // go of as garbage collection deletes it.
+  if (!job || beingDeleted(*job)) {
+    const auto slash = key.find('/');
+    letGoOfOrphans(client_, cluster_, context.log, key.substr(0, slash), key.substr(slash + 1));
+    if (!job && hooks_.jobGone) {
+      hooks_.jobGone(key.substr(0, slash), key.substr(slash + 1));
+    }
+    return {};
+  }
+  Apply apply(client_, cluster_, hooks_, context, *job);
+  if (!job->decoded) {
+    return apply.refused(refuse(*job, job->decoded.error(), context.now));
+  }
+  Snapshot snapshot = observe(cluster_, *job, context.now);
+  for (const auto& unreadable : snapshot.unreadable) {
+    context.log.warn("a trial Pod cannot be read", {{"error", unreadable}});
+  }
+  std::erase_if(snapshot.foreignPods,
+                [this](const auto& pod) { return !cluster_.noticeForeignPod(pod->uid); });
+  const KeptMeasurements kept{
+      [this](const std::string& ns, const std::string& name) { return measurementNow(ns, name); },
+      [this](const std::string& ns, const std::string& uid) {
+        return cluster_.measurementsBy(ns, uid);
+      },
+      cluster_.measurementPolicy().limits};
+  const tuning::Decision decision =
+      reuseMeasured(snapshot, tuning::decide(question(snapshot)), kept);
+  Plan planned = plan(snapshot, decision);
+  auto learned = apply.write(snapshot.job, planned);
+  if (learned && learned->empty()) {
+    learned = apply.launch(snapshot.job, planned);
+  }
+  if (!learned) {
+    return stoppedBy(learned.error());
+  }
+  // What apply learned, the plan could not know: made again knowing it, it is written, and its
+  // runs were launched already.
+  if (!learned->empty()) {
+    snapshot.namesTaken.merge(learned->namesTaken);
+    snapshot.outputRefused = learned->outputRefused;
+    snapshot.refusedCreates = std::move(learned->refusedCreates);
+    snapshot.afterTuningTaken = learned->afterTuningTaken;
+    snapshot.afterTuningRefused = learned->afterTuningRefused;
+    planned = plan(snapshot, decision);
+    if (auto rewritten = apply.write(snapshot.job, planned); !rewritten) {
+      return stoppedBy(rewritten.error());
+    }
+  }
+  const auto result = apply.finish(snapshot.job, planned);
+  // An output not written is tried again with the work queue's backoff.
+  return snapshot.outputRefused ? runtime::ReconcileResult::retry() : result;
+}
+
+// A reconcile that threw is the job's problem alone: the job says so in a condition and a
+// Warning Event, and the manager retries it with backoff. Nothing here may throw in turn.
+runtime::ReconcileResult Reconciler::reportException(const std::string& key, const Context& context,
+                                                     std::string_view what) {
+  const std::string message = "the reconcile failed: " + api::headOf(what, kEventMessageBytes);
+  try {
+    if (const auto job = cluster_.job(key)) {
+      Apply(client_, cluster_, hooks_, context, *job).reportException(message);
+    }
+  } catch (const std::exception& error) {
+    context.log.warn("could not report the exception on the job",
+                     {{"error", api::headOf(error.what(), kEventMessageBytes)}});
+  }
+  return runtime::ReconcileResult::threw(message);
+}
+
+// A kept measurement the cache holds, as the API server holds it now: taking it stands for a whole
+// trial, so an edit or a deletion the watch has not delivered yet must count. One read for each
+// hit, none for a miss; the cache's copy stands when the server's is the same version, or when the
+// read fails other than NotFound.
+Shared<MeasurementObject> Reconciler::measurementNow(const std::string& ns,
+                                                     const std::string& name) const {
+  auto cached = cluster_.measurement(ns, name);
+  if (!cached) {
+    return cached;
+  }
+  const auto current = client_.get(k8s::kConfigMaps, ns, name);
+  if (!current) {
+    return current.error().kind == k8s::ErrorKind::kNotFound ? nullptr : cached;
+  }
+  if (object::text(object::metadataOf(*current), "resourceVersion") == cached->resourceVersion) {
+    return cached;
+  }
+  auto decoded = decodeMeasurementObject(*current, cluster_.measurementPolicy().seal);
+  return decoded ? std::make_shared<const MeasurementObject>(std::move(*decoded)) : nullptr;
+}
+
+}  // namespace autotune::controller

@@ -1,0 +1,57 @@
+#pragma once
+// The GPU ledger: what schedulable Nodes offer and what Pods hold or are about to take, kept
+// current as they change, read as a GpuCapacity (gpu_capacity.h).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "controller/objects/gpu_capacity.h"
+#include "controller/objects/objects.h"
+
+namespace autotune::controller {
+
+// The cluster's GPUs kept current as Nodes and trial Pods change, so that reading the capacity
+// walks the nodes and the unbound Pods only. Thread-safe.
+//
+// GPUs of Ready Nodes without spec.unschedulable (taints are not read: GPU nodes are commonly
+// tainted for the Pods that tolerate it). A Pod bound to a node holds the GPUs its containers ask
+// for (see Pod::gpus) until it Succeeded or Failed, whoever made it: the scheduler placed it there.
+// An unbound Pod holds nothing, but one that `reserves` accepts (a trial of a job the operator
+// holds) and that no scheduling gate holds is placed best-fit, largest first, as a reservation, so
+// that trials already waiting for the scheduler are not counted twice. Pods on other Nodes are
+// ignored.
+class GpuLedger {
+ public:
+  // Whether the unbound Pod of this key (namespace/name) reserves GPUs.
+  using Reserves = std::function<bool(const std::string& podKey)>;
+
+  void setNode(const Node& node);
+  void removeNode(const std::string& name);
+  void setPod(const Pod& pod);
+  void removePod(const std::string& key);
+
+  // `reserves` is asked without the ledger's lock held: it may read the caches.
+  GpuCapacity capacity(const Reserves& reserves) const;
+
+ private:
+  struct Hold {
+    std::string node;  // empty while unbound
+    int gpus = 0;
+  };
+
+  void release(const std::string& key);
+
+  mutable std::mutex mutex_;
+  std::map<std::string, Node, std::less<>> nodes_;  // schedulable, with GPUs
+  std::map<std::string, Hold, std::less<>> holds_;  // by Pod key
+  std::map<std::string, int, std::less<>> usedOnNode_;
+  std::map<std::string, int, std::less<>> unbound_;  // Pod key -> GPUs
+};
+
+}  // namespace autotune::controller

@@ -1,0 +1,55 @@
+#pragma once
+// The jobs waiting for GPU slots, oldest first: first come, first served. A job waits while its
+// engine wants more trials started now than the operator's count of free GPUs allows; the GPUs of
+// those trials are held back from every job created after it, so that GPUs a trial frees go to
+// the oldest waiting job rather than to whichever reconciles first. Each reconcile of a job says
+// how many GPUs it waits for (Plan::gpusWaitedFor): a job whose search has ended, or that wants no
+// launch, waits for none. After a restart the queue fills again from each job's written status as
+// the watch lists it (Cluster::jobChanged), and each job's first reconcile corrects its share.
+// Thread-safe.
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "controller/objects/objects.h"
+
+namespace autotune::controller {
+
+// The GPUs a job's written status says it waits for: its queued trials' while its Running
+// condition says it waits for GPU slots. At most what its reconcile will say (the scheduler's
+// queued Pods count too), and only until then; at most its parallelism's trials.
+int gpusWaitedForAsWritten(const CachedAutotuneJob& job);
+
+class WaitingJobs {
+ public:
+  // The job `key`, created at `creationTimestamp`, waits for `gpus` (none: it waits no more).
+  void set(const std::string& key, const std::string& creationTimestamp, int gpus);
+
+  // Slots of `gpusPerTrial` GPUs that jobs created before (creationTimestamp, key) wait for.
+  int slotsHeldBefore(const std::string& key, const std::string& creationTimestamp,
+                      int gpusPerTrial) const;
+
+  // The waiting jobs that `gpus` freed GPUs may go to: the oldest, up to the first with which the
+  // GPUs they wait for add up to `gpus`. The ones after them would find the GPUs held for these.
+  std::vector<std::string> takers(int gpus) const;
+
+  // The job `key` waits, or no longer does, for a node that can hold one of its trials: none of
+  // the nodes watched can now. It holds no GPUs back from other jobs.
+  void setWaitsForNode(const std::string& key, bool waits);
+  // The jobs waiting for a node: any node that comes to offer more GPUs may hold their trials.
+  std::vector<std::string> waitingForNode() const;
+
+ private:
+  using Order = std::tuple<std::string, std::string>;  // (creationTimestamp, key)
+
+  mutable std::mutex mutex_;
+  std::map<Order, int> gpus_;  // GPUs waited for, oldest job first
+  std::map<std::string, Order, std::less<>> orderOf_;
+  std::set<std::string, std::less<>> forNode_;
+};
+
+}  // namespace autotune::controller

@@ -1,0 +1,174 @@
+#pragma once
+// Trial results kept beyond the job that measured them, so that no job pays twice for a
+// measurement. Each is a ConfigMap in the job's namespace, named after the measurement's identity
+// (what makes two trials measure the same thing), labelled so that the operator watches them and
+// kubectl lists them, and owned by no job: deleting a job keeps them. A new job looks a trial up
+// by its identity before launching it, and takes a hit as the trial's result (reuse.h).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+#include <utility>
+#include <vector>
+
+#include "api/job.h"
+#include "controller/objects/gpu_capacity.h"
+#include "tuning/protocol.h"
+
+namespace autotune::controller {
+
+inline constexpr std::string_view kMeasurementVersion = "v2";
+inline constexpr std::string_view kMeasurementPrefix = "autotune-m-";
+// Past this a measurement ConfigMap is not written: well under etcd's 1.5 MiB per object.
+inline constexpr std::size_t kMeasurementBytes = std::size_t{256} * 1024;
+
+// What proves that a measurement ConfigMap is the operator's own, as written: an HMAC-SHA256 of
+// its namespace, name, annotations and data under a key that only the operator reads (a Secret in
+// its own namespace). Anyone who may write ConfigMaps in a namespace may write our label; nobody
+// without the key can seal. Unsealed objects are never read, reused or deleted.
+class MeasurementSeal {
+ public:
+  explicit MeasurementSeal(std::string key) : key_(std::move(key)) {}
+
+  // kSealAnnotation's value for `configMap`, its other annotations and data set.
+  std::string of(const nlohmann::json& configMap) const;
+  // `configMap` with kSealAnnotation set to its seal.
+  nlohmann::json sealed(nlohmann::json configMap) const;
+  // Whether `configMap` carries its own seal under this key.
+  bool holds(const nlohmann::json& configMap) const;
+
+ private:
+  std::string key_;
+};
+
+// How much of what was kept the operator trusts: measurements older than maxAge are measured
+// again, and past perNamespace the oldest of a namespace are deleted.
+struct MeasurementLimits {
+  std::chrono::seconds maxAge = std::chrono::hours(24 * 30);
+  std::size_t perNamespace = 1000;
+};
+
+// How the operator keeps measurements: under its seal, within its limits.
+struct MeasurementPolicy {
+  MeasurementSeal seal{""};
+  MeasurementLimits limits;
+};
+
+// The GPU a trial runs on: its nvidia.com/gpu.product label, and its memory from the node's
+// nvidia.com/gpu.memory label, else spec.resources.gpuMemory.
+struct GpuModel {
+  std::string product;
+  std::optional<std::int64_t> memoryBytes;
+
+  bool operator==(const GpuModel&) const = default;
+};
+
+// What a trial ran on, beyond its spec: the GPU, and the image by digest (sha256:...) where the
+// runtime reported one.
+struct RanOn {
+  GpuModel gpu;
+  std::string imageDigest;
+};
+
+struct MeasurementObject;
+
+// What makes two trials measure the same thing (docs/api.md, "Reuse"): the namespace, the
+// DeepSpeed config as the trial gets it (its profiled steps included), GPUs and nodes per trial,
+// the GPU model and memory, and the primary container as it runs (the image by digest where known,
+// else as written; command; args; environment less AUTOTUNE_*; the argument mappings that add to
+// its command line).
+struct MeasurementIdentity {
+  nlohmann::json document;  // canonical: nlohmann keeps object keys sorted
+
+  // The ConfigMap that keeps its measurement: the prefix and 40 hex digits of SHA-256.
+  std::string name() const;
+  // kEnvironmentLabel's value.
+  std::string environment() const;
+};
+
+MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
+                               const tuning::Trial& trial, const RanOn& ranOn);
+
+// The digest an image reference or a runtime's imageID pins ("sha256:..."), if it pins one.
+std::string imageDigest(std::string_view image);
+// The image digest a kept measurement was made with, if its identity has one.
+std::string imageDigestOf(const MeasurementObject& kept);
+
+// What a job's trials will run on, as far as it can be told before they run: the GPU model when
+// every node that could hold a trial has the same one, the image's digest when the template pins
+// it. Nothing when the nodes differ: a trial cannot be matched to results of GPUs it may not get.
+std::optional<RanOn> expectedRanOn(const api::Spec& spec, const GpuCapacity& capacity);
+
+// A kept measurement, as read back. Its identity is held as the digest of its text, never as a
+// tree: what matters is only whether it is the identity a trial would run with.
+struct Measurement {
+  std::string identityDigest;  // SHA-256 of data.identity.json, 64 hex digits
+  std::string imageDigest;     // the image its trial ran, where known by digest ("sha256:...")
+  api::TrialRecord record;
+  std::optional<api::MeasuredModel> model;           // the profiling trial's
+  std::string measuredBy;                            // the job, namespace/name
+  std::chrono::system_clock::time_point measuredAt;  // record.startTime
+};
+
+// A measurement ConfigMap as the cache holds it: read once when the watch delivers it.
+struct MeasurementObject {
+  std::string key;  // namespace/name
+  std::string ns;
+  std::string name;
+  std::string resourceVersion;
+  std::string uid;
+  std::string measuredByUid;  // api::kMeasuredByUidAnnotation
+  bool sealed = false;        // by this operator's key: only then read, reused or deleted
+  // Why it cannot be used, naming the key and field: not sealed, edited by hand, cut short,
+  // another layout.
+  tl::expected<Measurement, std::string> measurement;
+};
+
+std::optional<MeasurementObject> decodeMeasurementObject(const nlohmann::json& object,
+                                                         const MeasurementSeal& seal);
+
+// Of the measurements of one namespace, those the operator deletes: its own (sealed) beyond the
+// newest `limits.perNamespace`, the unreadable first. Those named in `justKept` are the newest,
+// whether the cache holds them yet or not.
+using KeptMeasurement = std::shared_ptr<const MeasurementObject>;
+std::vector<KeptMeasurement> beyondBound(std::vector<KeptMeasurement> inNamespace,
+                                         const MeasurementLimits& limits,
+                                         const std::set<std::string>& justKept = {});
+
+// Whether a trial that ended so says something of its config that holds for another job: it
+// Succeeded, or ran out of memory. A failure (a registry outage, a bad node, an NCCL error) or
+// missing metrics says nothing of the config, and is neither kept nor reused.
+bool isVerdict(api::Outcome outcome);
+
+// The ConfigMap that keeps `record` (and the profiling trial's `model`), measured by `job`, under
+// `identity`, to be sealed as it is written; nothing when it would pass kMeasurementBytes.
+std::optional<nlohmann::json> measurementConfigMap(const MeasurementIdentity& identity,
+                                                   const api::TrialRecord& record,
+                                                   const std::optional<api::MeasuredModel>& model,
+                                                   const api::AutotuneJob& job);
+
+// What a kept measurement is asked to stand for: `trial` in `space` of a job searching for
+// `metric`, looked up at `now`.
+struct Lookup {
+  std::string trial;
+  std::string space;
+  api::Metric metric = api::Metric::kThroughput;
+  std::chrono::system_clock::time_point now;
+  std::chrono::seconds maxAge = MeasurementLimits{}.maxAge;
+};
+
+// A kept measurement as the result of a trial: its outcome, its value of the lookup's metric,
+// where it came from, and the profiling trial's model. An error when it cannot stand for the
+// trial: unreadable, another identity under that name, older than maxAge, or a success without
+// that metric.
+tl::expected<tuning::RecordedExit, std::string> reusedRecord(const MeasurementObject& object,
+                                                             const MeasurementIdentity& identity,
+                                                             const Lookup& lookup);
+
+}  // namespace autotune::controller
