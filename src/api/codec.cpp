@@ -72,6 +72,7 @@ static void describe(auto& field, Either<Spec> auto& spec) {
   field("reuse", spec.reuse);
   field("queueName", spec.queueName, Write::kUnlessEmpty);
   field("afterTuning", spec.afterTuning, Write::kAlways, fields::asObject);
+  field("gpuModels", spec.gpuModels, Write::kUnlessEmpty, fields::asStringList);
 }
 
 // metav1.Condition requires every one of these, empty or not.

@@ -221,4 +221,19 @@ std::optional<std::map<std::string, double>> asNumberMap(const json& value, cons
   return asMap<double>(value, path, errors, asDouble);
 }
 
+std::optional<std::vector<std::string>> asStringList(const json& value, const std::string& path,
+                                                     FieldErrors& errors) {
+  if (!value.is_array()) {
+    errors.push_back({path, mustBe("a list", value)});
+    return std::nullopt;
+  }
+  std::vector<std::string> result;
+  for (std::size_t index = 0; index < value.size(); ++index) {
+    if (auto read = asString(value[index], itemPath(path, index), errors)) {
+      result.push_back(std::move(*read));
+    }
+  }
+  return result;
+}
+
 }  // namespace autotune::api::fields

@@ -54,6 +54,8 @@ std::optional<std::map<std::string, std::string>> asStringMap(const json& value,
                                                               FieldErrors& errors);
 std::optional<std::map<std::string, double>> asNumberMap(const json& value, const std::string& path,
                                                          FieldErrors& errors);
+std::optional<std::vector<std::string>> asStringList(const json& value, const std::string& path,
+                                                     FieldErrors& errors);
 
 // Reads one JSON object field by field and remembers which keys it asked for, so that whatever
 // remains can be reported as an unknown field (most often a typo).

@@ -129,6 +129,9 @@ struct Spec {
   Reuse reuse = Reuse::kEnabled;
   std::string queueName;
   std::optional<nlohmann::json> afterTuning;  // a batch/v1 Job template
+  // The GPU model the trials run on, as GPU feature discovery labels nodes (kGpuProductLabel);
+  // empty: whatever node the scheduler picks. One model: a search per model is not built.
+  std::vector<std::string> gpuModels;
 };
 
 // A standard metav1.Condition.

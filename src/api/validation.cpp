@@ -15,6 +15,7 @@
 #include "api/codec.h"
 #include "api/fields.h"
 #include "api/job.h"
+#include "api/labels.h"
 #include "api/names.h"
 #include "api/validation_checks.h"
 
@@ -156,6 +157,29 @@ void checkNames(const Spec& spec, FieldErrors& errors) {
   }
 }
 
+// Each trial Pod selects its nodes by the model (nodeSelector), so a model is a label value.
+void checkGpuModels(const Spec& spec, FieldErrors& errors) {
+  if (spec.gpuModels.size() > 1) {
+    fail(errors, "spec.gpuModels",
+         "must name one GPU model: a search per model of several is not supported");
+  }
+  for (std::size_t index = 0; index < spec.gpuModels.size(); ++index) {
+    const std::string& model = spec.gpuModels[index];
+    if (model.empty() || !isLabelValue(model)) {
+      fail(errors, fields::itemPath("spec.gpuModels", index),
+           std::string(kLabelValue) + ", not empty");
+    }
+  }
+  // The template's own choice of model would leave the trials no node at all.
+  const json* podSpec = findMember(spec.podTemplate, "spec");
+  const json* selector = podSpec != nullptr ? findMember(*podSpec, "nodeSelector") : nullptr;
+  const json* chosen = selector != nullptr ? findMember(*selector, kGpuProductLabel) : nullptr;
+  if (chosen != nullptr && !spec.gpuModels.empty() && *chosen != spec.gpuModels.front()) {
+    fail(errors, fieldPath("spec.template.spec.nodeSelector", kGpuProductLabel),
+         "selects another GPU model than spec.gpuModels (" + spec.gpuModels.front() + ")");
+  }
+}
+
 // Whether `path` is `covering` itself or a field inside it ("" covers the whole document).
 bool isWithin(const std::string& path, const std::string& covering) {
   if (covering.empty() || path == covering) {
@@ -191,6 +215,7 @@ FieldErrors validate(const AutotuneJob& job) {
   checks::checkTemplate(spec, errors);
   checks::checkAfterTuning(spec, errors);
   checkNames(spec, errors);
+  checkGpuModels(spec, errors);
   return errors;
 }
 

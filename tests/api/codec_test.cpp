@@ -568,6 +568,8 @@ TEST(DecodeJob, EachMistakeNamesItsExactField) {
        "with a letter or digit, at most 253 characters"},
       {"spec: {output: {retain: 1}}", "spec.output.retain", "must be a boolean"},
       {"spec: {afterTuning: 5}", "spec.afterTuning", "must be an object"},
+      {"spec: {gpuModels: NVIDIA-H100-80GB-HBM3}", "spec.gpuModels", "must be a list"},
+      {"spec: {gpuModels: [H100, 7]}", "spec.gpuModels[1]", "must be a string"},
       {"spec: {deepspeedConfig: null}", "spec.deepspeedConfig", "is required"},
       {"spec: {deepspeedConfig: [1, 2]}", "spec.deepspeedConfig", "must be an object"},
       {"spec: {deepspeedConfig: {zero_optimization: {stage: [0, 1, 4]}}}",

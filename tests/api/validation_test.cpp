@@ -238,6 +238,31 @@ TEST(Validate, RangesAreCheckedAtTheirBounds) {
                           "spec.parallelism", "spec.trialTimeout"));
 }
 
+// A GPU model becomes a nodeSelector value: one, a label value, and the template's own choice of
+// model, if it makes one, the same.
+TEST(Validate, GpuModelsNameOneModelAsALabelValue) {
+  AutotuneJob job = validJob();
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3"};
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.podTemplate["spec"]["nodeSelector"] = {
+      {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}, {"pool", "training"}};
+  EXPECT_THAT(validate(job), IsEmpty());
+
+  job.spec.podTemplate["spec"]["nodeSelector"]["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.template.spec.nodeSelector.nvidia.com/gpu.product",
+                                     "selects another GPU model than spec.gpuModels "
+                                     "(NVIDIA-H100-80GB-HBM3)"}));
+  job.spec.podTemplate["spec"].erase("nodeSelector");
+
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"};
+  EXPECT_THAT(pathsOf(job), ElementsAre("spec.gpuModels"));
+  job.spec.gpuModels = {""};
+  EXPECT_THAT(pathsOf(job), ElementsAre("spec.gpuModels[0]"));
+  job.spec.gpuModels = {"H100 80GB"};
+  EXPECT_THAT(pathsOf(job), ElementsAre("spec.gpuModels[0]"));
+}
+
 TEST(Validate, NodesPerTrialMustDivideTheGpus) {
   AutotuneJob job = validJob();
   job.spec.resources.gpusPerTrial = 16;

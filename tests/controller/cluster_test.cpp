@@ -31,6 +31,20 @@ TEST(WaitingJobs, OnlyOlderJobsHoldSlotsAndOnlyWhileTheyWait) {
   EXPECT_EQ(waiting.takers(1), std::vector<std::string>{"ml/young"});
 }
 
+// A job of one GPU model holds back GPUs only from jobs that could take that model's GPUs, and
+// freed GPUs of a model wake only the jobs that can use them.
+TEST(WaitingJobs, AJobOfOneGpuModelHoldsBackOnlyThatModelsGpus) {
+  WaitingJobs waiting;
+  waiting.set("ml/h100", "2026-11-22T10:00:00Z", 16, "H100");
+  waiting.set("ml/any", "2026-11-22T11:00:00Z", 8);
+  EXPECT_EQ(waiting.slotsHeldBefore("ml/a100", "2026-11-22T12:00:00Z", 8, "A100"), 1);
+  EXPECT_EQ(waiting.slotsHeldBefore("ml/h100-too", "2026-11-22T12:00:00Z", 8, "H100"), 3);
+  EXPECT_EQ(waiting.slotsHeldBefore("ml/unpinned", "2026-11-22T12:00:00Z", 8), 3);
+  EXPECT_EQ(waiting.takers(8, "A100"), std::vector<std::string>{"ml/any"});
+  EXPECT_EQ(waiting.takers(8, "H100"), std::vector<std::string>{"ml/h100"});
+  EXPECT_EQ(waiting.takers(8, ""), std::vector<std::string>{"ml/any"});  // a node unlabelled
+}
+
 // Freed GPUs go to the oldest waiting jobs first: of a thousand waiting, only those that the GPUs
 // can reach are woken, not all of them (each would walk the waiting list: O(W^2)).
 TEST(WaitingJobs, FreedGpusWakeOnlyTheOldestJobsTheyCanServe) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ using autotune::controller::Cluster;
 using autotune::controller::decodeNode;
 using autotune::controller::decodePod;
 using autotune::controller::fitsSomeNodes;
+using autotune::controller::forJob;
 using autotune::controller::freeSlotsFor;
 using autotune::controller::GpuCapacity;
 using autotune::controller::GpuLedger;
@@ -48,6 +50,12 @@ json gpuNode(const std::string& name, int gpus, std::optional<std::string> memor
   if (memoryMiB) {
     node["metadata"]["labels"]["nvidia.com/gpu.memory"] = *memoryMiB;
   }
+  return node;
+}
+
+// The node labelled as GPU feature discovery labels one of that GPU model.
+json ofModel(json node, const std::string& product) {
+  node["metadata"]["labels"]["nvidia.com/gpu.product"] = product;
   return node;
 }
 
@@ -182,6 +190,49 @@ TEST(GpuCapacity, UnboundPodsFillTheTightestNodeFirstAndTheFirstByNameAmongEqual
   EXPECT_EQ(capacity.nodes[1].reserved, 0);
   EXPECT_EQ(capacity.nodes[2].reserved, 8);
   EXPECT_EQ(capacity.waiting, 0);
+}
+
+// A Pod of one GPU model (its nodeSelector) reserves on that model's nodes only, even where a
+// node of another model would fit it tighter.
+TEST(GpuCapacity, AnUnboundPodOfOneGpuModelReservesOnThatModelsNodesOnly) {
+  json pinned = gpuPod("h100-trial", 4, "", "Pending");
+  pinned["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", "H100"}};
+  const GpuCapacity capacity =
+      gpuCapacity({ofModel(gpuNode("a", 4), "A100"), ofModel(gpuNode("b", 8), "H100")}, {pinned});
+  EXPECT_EQ(capacity.nodes[0].reserved, 0);
+  EXPECT_EQ(capacity.nodes[1].reserved, 4);
+
+  // With no node of its model free enough, it waits rather than taking another model's GPUs.
+  json larger = pinned;
+  larger["spec"]["containers"][0] = container(16);
+  const GpuCapacity waiting =
+      gpuCapacity({ofModel(gpuNode("a", 16), "A100"), ofModel(gpuNode("b", 8), "H100")}, {larger});
+  EXPECT_EQ(waiting.reserved(), 0);
+  EXPECT_EQ(waiting.waiting, 16);
+}
+
+// A job of one GPU model counts that model's nodes alone: their GPUs and their memory.
+TEST(GpuCapacity, AJobOfOneGpuModelCountsThatModelsNodesAlone) {
+  const GpuCapacity cluster = gpuCapacity(
+      {ofModel(gpuNode("a", 8, "40960"), "A100"), ofModel(gpuNode("b", 8, "81920"), "H100"),
+       ofModel(gpuNode("c", 8, "81920"), "H100"), gpuNode("d", 8)},
+      {gpuPod("busy", 8, "b")});
+  autotune::api::Spec spec;
+  spec.resources = shape(8);
+  EXPECT_EQ(forJob(cluster, spec).total(), 32);  // no model: every node
+
+  spec.gpuModels = {"H100"};
+  const GpuCapacity h100 = forJob(cluster, spec);
+  EXPECT_EQ(h100.model, "H100");
+  EXPECT_EQ(h100.total(), 16);
+  EXPECT_EQ(freeSlotsFor(h100, spec.resources), 1);
+  EXPECT_EQ(gpuMemoryBytes(h100, spec.resources), 81920 * kMiB);
+  EXPECT_EQ(h100.otherModels, (std::set<std::string>{"", "A100"}));
+
+  spec.gpuModels = {"L40S"};
+  const GpuCapacity none = forJob(cluster, spec);
+  EXPECT_TRUE(none.nodes.empty());
+  EXPECT_FALSE(fitsSomeNodes(none, spec.resources));
 }
 
 TEST(FreeSlots, TrialsFitOnOneNodeEach) {

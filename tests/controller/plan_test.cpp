@@ -271,6 +271,51 @@ TEST(Plan, TrialsThatEndedTogetherAreRecordedInOrderUnderOneEvent) {
   EXPECT_EQ(plan.status.best->trial, "z1_gas1_tmbspg2");
 }
 
+// Two 16-GPU nodes, one of each GPU model, as a job of `model` counts them (observe's forJob).
+Snapshot onMixedNodes(const std::string& model) {
+  api::AutotuneJob job = gridJob(2);
+  job.spec.gpuModels = {model};
+  GpuCapacity cluster = nodesOf({16, 16});
+  cluster.nodes[0].product = "NVIDIA-A100-SXM4-80GB";
+  cluster.nodes[1].product = "NVIDIA-H100-80GB-HBM3";
+  return snapshotOf(job, forJob(cluster, job.spec));
+}
+
+// A job of one GPU model launches on its model's free GPUs, never on another model's.
+TEST(Plan, AJobOfOneGpuModelLaunchesOnThatModelsGpusAlone) {
+  Snapshot snapshot = onMixedNodes("NVIDIA-H100-80GB-HBM3");
+  const Plan launched = planned(snapshot);
+  ASSERT_EQ(launched.launches.size(), 2U);
+  for (const auto& launch : launched.launches) {
+    EXPECT_EQ(launch.object["spec"]["nodeSelector"]["nvidia.com/gpu.product"],
+              "NVIDIA-H100-80GB-HBM3");
+  }
+
+  // Its node full, it waits for GPUs, the other model's free node notwithstanding.
+  snapshot.capacity.nodes[0].used = 16;
+  const Plan waiting = planned(snapshot);
+  EXPECT_TRUE(waiting.launches.empty());
+  EXPECT_TRUE(waiting.waitsForRoom);
+  EXPECT_FALSE(waiting.waitsForNode);
+}
+
+// No node of the model: nothing is created, the job says which models the nodes offer, and looks
+// again as a job no node can hold does.
+TEST(Plan, AJobOfAGpuModelNoNodeOffersSaysSoWithoutPods) {
+  const Plan plan = planned(onMixedNodes("NVIDIA-L40S"));
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_TRUE(plan.waitsForNode);
+  const api::Condition* running = conditionOf(plan.status, "Running");
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(running->status, "False");
+  EXPECT_EQ(running->reason, "GpuModelUnavailable");
+  EXPECT_EQ(plan.status.message,
+            "no schedulable node offers GPU model NVIDIA-L40S (spec.gpuModels, the label "
+            "nvidia.com/gpu.product); the nodes with GPUs offer NVIDIA-A100-SXM4-80GB, "
+            "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(plan.requeueAfter, seconds(30));
+}
+
 TEST(Plan, AJobNoNodeCanHoldWaitsWithoutPodsAndLooksAgain) {
   const Plan plan = planned(snapshotOf(gridJob(2), nodesOf({4, 4})));
   EXPECT_TRUE(plan.launches.empty());

@@ -221,6 +221,22 @@ TEST(TrialPod, TheExampleJobsTemplateIsKeptAroundTheProtocol) {
   EXPECT_EQ(container["resources"]["limits"]["nvidia.com/gpu"], 16);
 }
 
+// A job of one GPU model puts its trials on that model's nodes, beside the template's selectors.
+TEST(TrialPod, AJobOfOneGpuModelSelectsThatModelsNodes) {
+  AutotuneJob job = gpt2Large();
+  EXPECT_FALSE(trialPod(job, z1Trial(job))["spec"].contains("nodeSelector"));
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3"};
+  job.spec.podTemplate["spec"]["nodeSelector"] = {{"pool", "training"}};
+  const json selector = trialPod(job, z1Trial(job))["spec"]["nodeSelector"];
+  EXPECT_EQ(selector,
+            json({{"pool", "training"}, {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}));
+  EXPECT_EQ(decodePod(trialPod(job, z1Trial(job)))->gpuModel, "NVIDIA-H100-80GB-HBM3");
+
+  job.spec.resources.nodesPerTrial = 2;
+  const json batchJob = trialBatchJob(job, z1Trial(job), {});
+  EXPECT_EQ(batchJob["spec"]["template"]["spec"]["nodeSelector"], selector);
+}
+
 TEST(TrialPod, TheConfigAnnotationIsTheCompactLaunchConfig) {
   const AutotuneJob job = gpt2Large();
   const Trial trial = z1Trial(job);

@@ -125,8 +125,9 @@ patched_job() { kubectl patch --local -f "$job" --type=merge -p "$1" -o yaml; }
 regex_quote() { sed 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$1"; }
 
 # The regular expression of the API server's error for one field, e.g. "spec.parallelism: Invalid
-# value: 0: ...": the field's path with the kind of the error.
-field_error() { echo "$(regex_quote "$1"): (Invalid|Unsupported|Required) value"; }
+# value: 0: ..." or "spec.gpuModels: Too many: 2: ...": the field's path with the kind of the
+# error.
+field_error() { echo "$(regex_quote "$1"): ((Invalid|Unsupported|Required) value|Too many)"; }
 
 # Succeeds when the server's defaults are the decoder's (src/api/job.h), and the fields that
 # DeepSpeed's autotuning section may supply are left unset, so the operator can tell a spec that
@@ -199,6 +200,8 @@ check_creation() {
     'parallelism 0|spec.parallelism|{"spec": {"parallelism": 0}}|'
     'parallelism 1001|spec.parallelism|{"spec": {"parallelism": 1001}}|less than or equal to 1000'
     'gpusPerTrial 2147483647|spec.resources.gpusPerTrial|{"spec": {"resources": {"gpusPerTrial": 2147483647}}}|less than or equal to 1024'
+    'two gpuModels|spec.gpuModels|{"spec": {"gpuModels": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"]}}|at most 1'
+    'a gpuModel with a space|spec.gpuModels[0]|{"spec": {"gpuModels": ["H100 80GB"]}}|should match'
     'maxFailedTrials 0|spec.maxFailedTrials|{"spec": {"maxFailedTrials": 0}}|'
     'a job without deepspeedConfig|spec.deepspeedConfig|{"spec": {"deepspeedConfig": null}}|'
     'a deepspeedConfig that is a list|spec.deepspeedConfig|{"spec": {"deepspeedConfig": [1]}}|'

@@ -722,6 +722,69 @@ case_unwatched_nodes() {
   end_case
 }
 
+# A pool of one 16-GPU node of GPU model $2 with $3 of memory per GPU, named $1-0, run by a node
+# simulator of its own (logging to $work/$1.log) beside the cluster's: stop_gpu_pool removes it.
+start_gpu_pool() {
+  local pool=$1 model=$2 memory=$3
+  "$E2E_NODE_SIM" --kubeconfig "$E2E_ADMIN_KUBECONFIG" --nodes 1 --gpus-per-node 16 \
+    --gpu-memory "$memory" --gpu-product "$model" --name-prefix "$pool" \
+    --work-dir "$work/$pool" --bin-dir "$(dirname "$E2E_TRIAL_SIM")" \
+    --delete-nodes-on-exit >>"$work/$pool.log" 2>&1 </dev/null &
+  echo $! >"$work/$pool.pid"
+  eventually 60 kubectl wait --for=condition=Ready "node/$pool-0" --timeout=1s >/dev/null
+}
+
+stop_gpu_pool() {
+  kill -TERM "$(cat "$work/$1.pid")" 2>/dev/null || true
+  eventually 30 bash -c "! kubectl get node $1-0 >/dev/null 2>&1"
+}
+
+# The Pods of the case that node simulator log $1 started, as "pod node" lines.
+pods_started() {
+  sed -n "s|.*started pod $case_ns/\([^ ]*\) on \([^ ]*\) .*|\1 \2|p" "$1" | sort -u
+}
+
+# Every Pod of the case ran on the pool $1's node, and the cluster's own nodes ran none.
+ran_on_pool_only() {
+  local on_pool elsewhere
+  on_pool=$(pods_started "$work/$1.log")
+  elsewhere=$(pods_started "$E2E_NODE_SIM_LOG")
+  echo "on the pool: ${on_pool:-none}; elsewhere: ${elsewhere:-none}"
+  [[ -n $on_pool && -z $elsewhere ]] && ! grep -qv " $1-0\$" <<<"$on_pool"
+}
+
+# A cluster of two GPU models: its own nodes (Simulated-GPU, 32 GiB) and a pool of one 80 GiB
+# H100 node. A job of the H100 model runs every trial on the H100 node, where trial-sim sees 80 GiB
+# a GPU, and so finds a larger micro-batch than the 32 GiB search's best; a job of a model no node
+# offers says which models there are and creates nothing.
+case_gpu_models() {
+  begin_case gpu-models
+  local pool=h100 model=NVIDIA-H100-80GB-HBM3 job=h100 missing=l40s
+  check "a pool of one 16-GPU $model node (80Gi) joins" start_gpu_pool "$pool" "$model" 80Gi ||
+    return 0
+  if check "a job of $model, its GPU memory from the node's label, is created" \
+    create_job "$job" gpu_models="[$model]" gpu_memory= stages='[1]' early=0; then
+    if check "it Succeeds within 180s" ends_in "$job" Succeeded 180; then
+      expect "every trial Pod ran on the $model node" ran_on_pool_only "$pool"
+      expect "each trial was launched once and recorded once" launched_once "$job"
+      expect "its best micro-batch is larger than the 32 GiB search's best (3)" \
+        job_satisfies "$job" 'int(status["best"]["trial"].rsplit("tmbspg", 1)[1]) > 3'
+    fi
+  fi
+  if check "a job of a model no node offers is created" \
+    create_job "$missing" gpu_models='[NVIDIA-L40S]'; then
+    expect "Running=False, reason GpuModelUnavailable, naming the models the nodes offer" \
+      eventually 30 job_satisfies "$missing" \
+      'cond("Running").get("reason") == "GpuModelUnavailable"
+       and "NVIDIA-L40S" in status["message"] and "Simulated-GPU" in status["message"]
+       and "NVIDIA-H100-80GB-HBM3" in status["message"]'
+    expect "no Pod of it is created" throughout 3 bash -c \
+      "[[ -z \$(kubectl get pods -n $case_ns -l autotune.io/job=$missing -o name) ]]"
+  fi
+  check "the pool leaves" stop_gpu_pool "$pool"
+  end_case
+}
+
 # A Pod of another team's, labelled for the job $3 and asking for all 16 GPUs of a node, that is
 # never placed: held by a scheduling gate ($4 = gated), or naming a scheduler nobody runs.
 labelled_pod() {
@@ -1606,7 +1669,7 @@ case_deepspeed_two_nodes() {
 # since most of them count every GPU of the cluster or stop its operator or its API server.
 declare -A themes=(
   [search]="rbac example strategies oom profiling crash timeout unschedulable invalid configs
-    sharing deletion hostile foreign hold pod_security multinode_oom wrapper"
+    sharing deletion hostile foreign hold pod_security multinode_oom wrapper gpu_models"
   [busy]="busy_cluster quota preemption tenants unwatched_nodes"
   [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
   [restarts]="restart ended_while_down multinode"

@@ -142,6 +142,7 @@ job_manifest() {
   local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
   local args='[--deepspeed, /etc/autotune/ds_config.json]'
   local scheduling_timeout='' nodes=1 log_suffix='' extra_env='' queue='' labels=''
+  local gpu_memory=32Gi gpu_models=''
   local image=ghcr.io/autotune-operator/trial-sim:0.1.0
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
@@ -150,7 +151,7 @@ job_manifest() {
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
         startup | command | args | arg_mappings | model | after_tuning | scheduling_timeout | \
-        nodes | log_suffix | extra_env | queue | labels | image)
+        nodes | log_suffix | extra_env | queue | labels | image | gpu_memory | gpu_models)
           local "$setting"
           ;;
       *)
@@ -176,7 +177,8 @@ spec:
     fp16: {enabled: true}
     zero_optimization: {stage: $stages}
   model: $model
-  resources: {gpusPerTrial: $gpus, nodesPerTrial: $nodes, gpuMemory: 32Gi}
+  resources: {gpusPerTrial: $gpus, nodesPerTrial: $nodes${gpu_memory:+, gpuMemory: $gpu_memory}}${gpu_models:+
+  gpuModels: $gpu_models}
   search:
     strategy: $strategy
     metric: throughput

@@ -410,7 +410,8 @@ tl::expected<Environment, std::string> containerEnvironment(const json& pod,
   return environment;
 }
 
-Environment deviceEnvironment(const json& container, const Environment& environment) {
+Environment deviceEnvironment(const json& container, const Environment& environment,
+                              std::int64_t gpuMemoryMiB) {
   const json& limit =
       member(member(member(container, "resources"), "limits"), "nvidia.com/gpu", kNull);
   int gpus = 0;
@@ -423,14 +424,18 @@ Environment deviceEnvironment(const json& container, const Environment& environm
   const bool set = std::any_of(environment.begin(), environment.end(), [](const auto& entry) {
     return entry.first == "CUDA_VISIBLE_DEVICES";
   });
-  if (gpus <= 0 || set) {
+  if (gpus <= 0) {
     return {};
   }
-  std::string devices;
-  for (int index = 0; index < gpus; ++index) {
-    devices += (index == 0 ? "" : ",") + std::to_string(index);
+  Environment devices{{"AUTOTUNE_SIM_GPU_MEMORY_MIB", std::to_string(gpuMemoryMiB)}};
+  if (!set) {
+    std::string visible;
+    for (int index = 0; index < gpus; ++index) {
+      visible += (index == 0 ? "" : ",") + std::to_string(index);
+    }
+    devices.emplace_back("CUDA_VISIBLE_DEVICES", visible);
   }
-  return {{"CUDA_VISIBLE_DEVICES", devices}};
+  return devices;
 }
 
 tl::expected<std::vector<std::string>, std::string> containerCommand(

@@ -367,7 +367,7 @@ void Kubelet::start(Run& run) const {
   // PATH, on which the simulator's bin folder comes first so that programs built with it
   // (trial-sim) are found.
   Environment variables{{"HOSTNAME", hostName(run.pod)}};
-  for (auto& device : deviceEnvironment(container, *environment)) {
+  for (auto& device : deviceEnvironment(container, *environment, options_.gpuMemoryMiB)) {
     variables.push_back(std::move(device));
   }
   std::string path = kDefaultPath;

@@ -31,6 +31,7 @@ struct KubeletOptions {
   std::set<std::string> nodes;
   std::filesystem::path workDir;  // one folder per Pod: its log, termination message, volumes
   std::string binDir;             // put first on each process's PATH
+  std::int64_t gpuMemoryMiB = 0;  // of each GPU of the nodes: deviceEnvironment
   std::chrono::milliseconds killGrace{3000};  // from SIGTERM to SIGKILL
 };
 

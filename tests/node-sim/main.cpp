@@ -36,7 +36,10 @@ Registers N GPU Nodes and runs the Pods bound to them as local processes.
   --kubeconfig FILE         the cluster (default: $KUBECONFIG)
   --nodes N                 how many Nodes (default 1)
   --gpus-per-node G         nvidia.com/gpu capacity of each (default 8)
-  --gpu-memory Q            memory of one GPU, e.g. 32Gi or 80Gi (default 32Gi)
+  --gpu-memory Q            memory of one GPU, e.g. 32Gi or 80Gi (default 32Gi); a container
+                            with GPUs sees it as AUTOTUNE_SIM_GPU_MEMORY_MIB, which trial-sim
+                            takes as its GPU's memory
+  --gpu-product P           the GPU model, labelled nvidia.com/gpu.product (default Simulated-GPU)
   --name-prefix P           Nodes are P-0 ... P-(N-1) (default gpu-node)
   --cpu Q, --memory Q       CPU and memory capacity of each Node (default 32, 256Gi)
   --work-dir DIR            one folder per Pod: log, termination message, volumes
@@ -83,7 +86,8 @@ tl::expected<Options, std::string> parse(const std::vector<std::string>& argumen
   std::map<std::string, std::string*> strings = {
       {"--kubeconfig", &options.kubeconfig},        {"--gpu-memory", &gpuMemory},
       {"--name-prefix", &options.shape.namePrefix}, {"--cpu", &options.shape.cpu},
-      {"--memory", &options.shape.memory},          {"--bin-dir", &options.binDir}};
+      {"--memory", &options.shape.memory},          {"--bin-dir", &options.binDir},
+      {"--gpu-product", &options.shape.gpuProduct}};
   std::map<std::string, int*> numbers = {{"--nodes", &options.shape.count},
                                          {"--gpus-per-node", &options.shape.gpus},
                                          {"--heartbeat-seconds", &options.shape.heartbeatSeconds}};
@@ -192,6 +196,7 @@ int run(const Options& options) {
   kubeletOptions.nodes = {names.begin(), names.end()};
   kubeletOptions.workDir = options.workDir;
   kubeletOptions.binDir = options.binDir;
+  kubeletOptions.gpuMemoryMiB = options.shape.gpuMemoryMiB;
   Kubelet kubelet(writer, watcher, std::move(kubeletOptions));
   std::jthread heartbeat([&](const std::stop_token& stop) {
     everyPeriod(stop, std::chrono::seconds(options.shape.heartbeatSeconds),

@@ -277,6 +277,7 @@ TEST_F(NodeSim, RegistersReadyGpuNodesAndRenewsTheirHeartbeat) {
     EXPECT_EQ(status["allocatable"]["nvidia.com/gpu"], "4");
     EXPECT_EQ(status["allocatable"]["pods"], "110");
     EXPECT_EQ((*registered)["metadata"]["labels"]["nvidia.com/gpu.memory"], "32768");
+    EXPECT_EQ((*registered)["metadata"]["labels"]["nvidia.com/gpu.product"], "Simulated-GPU");
     EXPECT_EQ((*registered)["metadata"]["labels"]["kubernetes.io/hostname"], node(index));
     const auto ready = std::find_if(status["conditions"].begin(), status["conditions"].end(),
                                     [](const json& c) { return c["type"] == "Ready"; });
@@ -322,10 +323,9 @@ TEST_F(NodeSim, ADownwardApiConfigBecomesTheTerminationMessage) {
 }
 
 TEST_F(NodeSim, TheEnvironmentComesFromValuesFieldRefsAndTheGpuLimit) {
-  json object =
-      pod("trial-env", node(1),
-          "echo \"$AUTOTUNE_TRIAL $POD_NAMESPACE $JOB $DS_CONFIG $CUDA_VISIBLE_DEVICES\" > "
-          "/dev/termination-log");
+  json object = pod("trial-env", node(1),
+                    "echo \"$AUTOTUNE_TRIAL $POD_NAMESPACE $JOB $DS_CONFIG $CUDA_VISIBLE_DEVICES "
+                    "$AUTOTUNE_SIM_GPU_MEMORY_MIB\" > /dev/termination-log");
   object["metadata"]["annotations"]["autotune.io/job"] = "gpt2";
   object["spec"]["containers"][0]["env"] = json::array(
       {{{"name", "AUTOTUNE_TRIAL"},
@@ -340,7 +340,7 @@ TEST_F(NodeSim, TheEnvironmentComesFromValuesFieldRefsAndTheGpuLimit) {
   const json done = waitForPhase("trial-env", "Succeeded");
   ASSERT_FALSE(done.is_null());
   EXPECT_EQ(terminated(done)["message"],
-            "trial-env " + ns() + " gpt2 /etc/autotune/trial-env.json 0,1\n");
+            "trial-env " + ns() + " gpt2 /etc/autotune/trial-env.json 0,1 32768\n");
 }
 
 TEST_F(NodeSim, AFailingCommandEndsFailedWithItsOutputTail) {
@@ -561,14 +561,15 @@ TEST_F(NodeSim, TwoMultiNodeTrialsMeetAtOnceOnOnePort) {
 TEST_F(NodeSim, SigtermStopsEveryPodAndDeletesTheNodes) {
   const auto folder = scratchFolder("own");
   const std::string prefix = "own" + std::to_string(getpid() % 100000);
-  Simulator own(folder, {"--nodes", "1", "--gpus-per-node", "8", "--gpu-memory", "80Gi",
-                         "--name-prefix", prefix, "--delete-nodes-on-exit"});
+  Simulator own(folder,
+                {"--nodes", "1", "--gpus-per-node", "8", "--gpu-memory", "80Gi", "--gpu-product",
+                 "NVIDIA-H100-80GB-HBM3", "--name-prefix", prefix, "--delete-nodes-on-exit"});
   ASSERT_TRUE(own.startError().empty()) << own.startError();
   ASSERT_TRUE(eventually([&] { return client().get(kNodes, "", prefix + "-0").has_value(); }))
       << own.log();
-  EXPECT_EQ(
-      (*client().get(kNodes, "", prefix + "-0"))["metadata"]["labels"]["nvidia.com/gpu.memory"],
-      "81920");
+  const json labels = (*client().get(kNodes, "", prefix + "-0"))["metadata"]["labels"];
+  EXPECT_EQ(labels["nvidia.com/gpu.memory"], "81920");
+  EXPECT_EQ(labels["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
   const auto pidFile = folder / "pid";
   ASSERT_TRUE(client().create(
       kPods, ns(),

@@ -30,7 +30,7 @@ json labels(const NodeShape& shape, const std::string& name) {
           {"nvidia.com/gpu.present", "true"},
           {"nvidia.com/gpu.count", std::to_string(shape.gpus)},
           {"nvidia.com/gpu.memory", std::to_string(shape.gpuMemoryMiB)},
-          {"nvidia.com/gpu.product", "Simulated-GPU"},
+          {"nvidia.com/gpu.product", shape.gpuProduct},
           {"autotune.io/node-sim", "true"}};
 }
 

@@ -19,7 +19,8 @@ struct NodeShape {
   std::string namePrefix = "gpu-node";
   int count = 1;
   int gpus = 8;
-  std::int64_t gpuMemoryMiB = 0;  // per GPU
+  std::int64_t gpuMemoryMiB = 0;             // per GPU
+  std::string gpuProduct = "Simulated-GPU";  // the GPU model, as nvidia.com/gpu.product
   std::string cpu = "32";
   std::string memory = "256Gi";
   int heartbeatSeconds = 10;

@@ -47,11 +47,12 @@ std::optional<std::string> variable(const char* name) {
 }
 
 Environment processEnvironment() {
-  return {variable("AUTOTUNE_DS_CONFIG"),      variable("CUDA_VISIBLE_DEVICES"),
-          variable("AUTOTUNE_SIM_LAUNCH_LOG"), variable("AUTOTUNE_TRIAL"),
-          variable("AUTOTUNE_SIM_SEED"),       variable("AUTOTUNE_NUM_NODES"),
-          variable("AUTOTUNE_NODE_RANK"),      variable("AUTOTUNE_MASTER_ADDR"),
-          variable("AUTOTUNE_MASTER_PORT"),    variable("AUTOTUNE_SIM_OOM_RANK")};
+  return {variable("AUTOTUNE_DS_CONFIG"),         variable("CUDA_VISIBLE_DEVICES"),
+          variable("AUTOTUNE_SIM_LAUNCH_LOG"),    variable("AUTOTUNE_TRIAL"),
+          variable("AUTOTUNE_SIM_SEED"),          variable("AUTOTUNE_NUM_NODES"),
+          variable("AUTOTUNE_NODE_RANK"),         variable("AUTOTUNE_MASTER_ADDR"),
+          variable("AUTOTUNE_MASTER_PORT"),       variable("AUTOTUNE_SIM_OOM_RANK"),
+          variable("AUTOTUNE_SIM_GPU_MEMORY_MIB")};
 }
 
 std::string systemError() {
@@ -245,9 +246,16 @@ int run(const std::vector<std::string>& arguments) {
       return fail(appended.error(), kExitUsage);
     }
   }
-  const auto profile = loadProfile(*options);
+  auto profile = loadProfile(*options);
   if (!profile) {
     return fail(profile.error(), kExitUsage);
+  }
+  const auto gpuMemory = autotune::trialsim::gpuMemoryBytes(environment);
+  if (!gpuMemory) {
+    return fail(gpuMemory.error(), kExitUsage);
+  }
+  if (*gpuMemory) {
+    profile->gpuMemoryBytes = **gpuMemory;
   }
   const auto seed = autotune::trialsim::environmentSeed(environment);
   if (!seed) {

@@ -294,6 +294,20 @@ tl::expected<std::optional<int>, std::string> outOfMemoryRank(const Options& opt
   return *rank;
 }
 
+tl::expected<std::optional<double>, std::string> gpuMemoryBytes(const Environment& environment) {
+  const auto text = nonEmpty(environment.gpuMemoryMiB);
+  if (!text) {
+    return std::nullopt;
+  }
+  const auto mib = nonNegativeInteger("AUTOTUNE_SIM_GPU_MEMORY_MIB", *text);
+  if (!mib || *mib == 0) {
+    return UsageError("AUTOTUNE_SIM_GPU_MEMORY_MIB: expected a positive integer, got \"" + *text +
+                      "\"");
+  }
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return *mib * kMiB;
+}
+
 tl::expected<std::uint64_t, std::string> environmentSeed(const Environment& environment) {
   const auto text = nonEmpty(environment.seed);
   if (!text) {
@@ -349,7 +363,9 @@ and the world size is the GPUs per node (--num_gpus or $CUDA_VISIBLE_DEVICES) ti
 
 Environment: AUTOTUNE_DS_CONFIG, AUTOTUNE_TRIAL, CUDA_VISIBLE_DEVICES, AUTOTUNE_SIM_LAUNCH_LOG,
 AUTOTUNE_SIM_SEED (changes the measurement noise; default 0), AUTOTUNE_NUM_NODES,
-AUTOTUNE_NODE_RANK, AUTOTUNE_MASTER_ADDR, AUTOTUNE_MASTER_PORT, AUTOTUNE_SIM_OOM_RANK.
+AUTOTUNE_NODE_RANK, AUTOTUNE_MASTER_ADDR, AUTOTUNE_MASTER_PORT, AUTOTUNE_SIM_OOM_RANK,
+AUTOTUNE_SIM_GPU_MEMORY_MIB (the memory of each GPU, as the node simulator gives it; default: the
+profile's).
 Exit status: 0 done, 1 the launch failed (config, out of memory, --fail-with, a failed peer, the
 rendezvous timed out), 2 usage error.
 )";

@@ -52,6 +52,7 @@ struct Environment {
   std::optional<std::string> masterAddress;       // AUTOTUNE_MASTER_ADDR
   std::optional<std::string> masterPort;          // AUTOTUNE_MASTER_PORT
   std::optional<std::string> outOfMemoryRank;     // AUTOTUNE_SIM_OOM_RANK
+  std::optional<std::string> gpuMemoryMiB;        // AUTOTUNE_SIM_GPU_MEMORY_MIB
 };
 
 // A launch over several nodes, one process per node, as the operator runs a trial with
@@ -92,6 +93,11 @@ int worldSize(const Options& options, const Environment& environment, const Prof
 // neither is given. The error is a usage error.
 tl::expected<std::optional<int>, std::string> outOfMemoryRank(const Options& options,
                                                               const Environment& environment);
+
+// The memory of each GPU in bytes, as the node's GPUs have it (AUTOTUNE_SIM_GPU_MEMORY_MIB, which
+// the node simulator sets as a real GPU tells CUDA): nullopt when unset, the profile's then. The
+// error is a usage error.
+tl::expected<std::optional<double>, std::string> gpuMemoryBytes(const Environment& environment);
 
 // AUTOTUNE_SIM_SEED as a number (0 when unset), or a usage error.
 tl::expected<std::uint64_t, std::string> environmentSeed(const Environment& environment);

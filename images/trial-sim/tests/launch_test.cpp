@@ -186,6 +186,21 @@ TEST_F(TrialSim, AMicroBatchThatDoesNotFitIsPyTorchsOutOfMemoryError) {
   EXPECT_FALSE(fs::exists(directory_ / "metrics.json"));
 }
 
+// On a GPU of 80 GiB, as the node simulator says its GPUs are, the micro-batch that does not fit
+// in the profile's 32 GiB fits; a larger one is out of memory against the 80 GiB.
+TEST_F(TrialSim, TheNodesGpuMemoryMovesWhatFits) {
+  json settings = kGpt2LargeBest;
+  settings["train_micro_batch_size_per_gpu"] = 4;
+  const std::string arguments = "--deepspeed " + config(settings).string();
+  EXPECT_EQ(launch(arguments, "AUTOTUNE_SIM_GPU_MEMORY_MIB=81920").exitCode, 0);
+  settings["train_micro_batch_size_per_gpu"] = 64;
+  const Launch failed =
+      launch("--deepspeed " + config(settings).string(), "AUTOTUNE_SIM_GPU_MEMORY_MIB=81920");
+  EXPECT_EQ(failed.exitCode, 1);
+  EXPECT_TRUE(contains(failed.err, "80.00 GiB total capacity")) << failed.err;
+  EXPECT_EQ(launch(arguments, "AUTOTUNE_SIM_GPU_MEMORY_MIB=lots").exitCode, 2);
+}
+
 TEST_F(TrialSim, TheProfilingRunWritesTheModelReport) {
   json settings = {{"train_micro_batch_size_per_gpu", 1}, {"zero_optimization", {{"stage", 3}}}};
   settings["autotuning"] = {{"enabled", true},

@@ -220,6 +220,18 @@ TEST(Options, TheLaunchLineIsTheTrialName) {
   EXPECT_EQ(launchLine(environment), "z1_gas1_tmbspg3\n");
 }
 
+// The node's GPU memory, as the node simulator passes it, replaces the profile's.
+TEST(Options, TheGpuMemoryIsTheNodesWhenItIsGiven) {
+  Environment environment;
+  EXPECT_EQ(gpuMemoryBytes(environment), std::nullopt);
+  environment.gpuMemoryMiB = "81920";
+  EXPECT_EQ(gpuMemoryBytes(environment), 80.0 * 1024 * 1024 * 1024);
+  for (const char* bad : {"0", "80Gi", "-1"}) {
+    environment.gpuMemoryMiB = bad;
+    EXPECT_FALSE(gpuMemoryBytes(environment)) << bad;
+  }
+}
+
 TEST(Options, TheNoiseSeedIsANumber) {
   Environment environment;
   EXPECT_EQ(environmentSeed(environment), 0U);

@@ -274,11 +274,11 @@ void Cluster::nodeLookedUp(const std::string& name, bool found, Timestamp at) {
 }
 
 int Cluster::slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const {
-  return waiting_.slotsHeldBefore(job.key, job.creationTimestamp, gpusPerTrial);
+  return waiting_.slotsHeldBefore(job.key, job.creationTimestamp, gpusPerTrial, gpuModelOf(job));
 }
 
 void Cluster::jobWaits(const CachedAutotuneJob& job, int gpus) {
-  waiting_.set(job.key, job.creationTimestamp, gpus);
+  waiting_.set(job.key, job.creationTimestamp, gpus, gpuModelOf(job));
 }
 
 void Cluster::jobWaitsForNode(const std::string& key, bool waits) {
@@ -321,7 +321,8 @@ std::vector<std::string> Cluster::jobsWokenByPod(const Pod* before, const Pod* a
   if (!heldGpus || !letGo) {
     return {};
   }
-  return waiting_.takers(before->gpus);
+  const auto node = nodes_->get(before->nodeName);
+  return waiting_.takers(before->gpus, node != nullptr ? node->gpuProduct : "");
 }
 
 std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node* after) const {
@@ -334,7 +335,7 @@ std::vector<std::string> Cluster::jobsConcernedBy(const Node* before, const Node
     return node != nullptr && node->schedulable ? node->gpus : 0;
   };
   if (const int more = offered(after) - offered(before); more > 0) {
-    for (auto& key : waiting_.takers(more)) {
+    for (auto& key : waiting_.takers(more, node->gpuProduct)) {
       keys.insert(std::move(key));
     }
     for (auto& key : waiting_.waitingForNode()) {
@@ -470,7 +471,7 @@ void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJo
     // A job first seen (after a restart: every job) holds back what it waited for from younger
     // jobs at once, not from its own first reconcile on, which may come after theirs.
     if (const int gpus = gpusWaitedForAsWritten(*after); gpus > 0) {
-      waiting_.set(key, after->creationTimestamp, gpus);
+      waiting_.set(key, after->creationTimestamp, gpus, gpuModelOf(*after));
     }
   }
   const std::scoped_lock lock(mutex_);

@@ -2,10 +2,61 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace autotune::controller {
+namespace {
+
+// Best fit: each unbound Pod on the node with the fewest free GPUs that holds it (of its GPU
+// model, when it selects one), the first by name among equals. Nodes are kept ordered by (free
+// GPUs, index), all together and per model, so that finding one costs a lookup, not a pass over
+// every node: a burst of jobs leaves thousands of Pods unbound.
+class BestFit {
+ public:
+  explicit BestFit(std::vector<NodeGpus>& nodes) : nodes_(nodes) {
+    for (std::size_t index = 0; index < nodes_.size(); ++index) {
+      add(index);
+    }
+  }
+
+  // Reserves `gpus` on the best node for a Pod of `model` ("" for any); false when none holds it.
+  bool reserve(int gpus, const std::string& model) {
+    const auto& byFree = model.empty() ? all_ : ofModel_[model];
+    const auto fit = byFree.lower_bound({gpus, 0});
+    if (fit == byFree.end()) {
+      return false;
+    }
+    const std::size_t index = fit->second;
+    remove(index);
+    nodes_[index].reserved += gpus;
+    add(index);
+    return true;
+  }
+
+ private:
+  using ByFree = std::set<std::pair<int, std::size_t>>;
+
+  void add(std::size_t index) {
+    all_.emplace(nodes_[index].free(), index);
+    ofModel_[nodes_[index].product].emplace(nodes_[index].free(), index);
+  }
+
+  void remove(std::size_t index) {
+    all_.erase({nodes_[index].free(), index});
+    ofModel_[nodes_[index].product].erase({nodes_[index].free(), index});
+  }
+
+  std::vector<NodeGpus>& nodes_;
+  ByFree all_;
+  std::map<std::string, ByFree, std::less<>> ofModel_;
+};
+
+}  // namespace
+
 void GpuLedger::setNode(const Node& node) {
   const std::scoped_lock lock(mutex_);
   if (node.schedulable && node.gpus > 0) {
@@ -29,9 +80,10 @@ void GpuLedger::setPod(const Pod& pod) {
   if (pod.nodeName.empty() && !pod.schedulingGates.empty()) {
     return;
   }
-  holds_.insert_or_assign(pod.key, Hold{pod.nodeName, pod.gpus});
+  const Hold hold{pod.nodeName, pod.gpus, pod.gpuModel};
+  holds_.insert_or_assign(pod.key, hold);
   if (pod.nodeName.empty()) {
-    unbound_[pod.key] = pod.gpus;
+    unbound_.insert_or_assign(pod.key, hold);
   } else {
     usedOnNode_[pod.nodeName] += pod.gpus;
   }
@@ -60,7 +112,7 @@ void GpuLedger::release(const std::string& key) {
 
 GpuCapacity GpuLedger::capacity(const Reserves& reserves) const {
   GpuCapacity capacity;
-  std::vector<std::pair<int, std::string>> unbound;
+  std::vector<std::pair<std::string, Hold>> unbound;
   {
     const std::scoped_lock lock(mutex_);
     for (const auto& [name, node] : nodes_) {
@@ -68,34 +120,19 @@ GpuCapacity GpuLedger::capacity(const Reserves& reserves) const {
       capacity.nodes.push_back({name, node.gpus, used == usedOnNode_.end() ? 0 : used->second, 0,
                                 node.gpuMemoryBytes, node.gpuProduct});
     }
-    unbound.reserve(unbound_.size());
-    for (const auto& [key, gpus] : unbound_) {
-      unbound.emplace_back(gpus, key);
-    }
+    unbound.assign(unbound_.begin(), unbound_.end());
   }
-  std::erase_if(unbound, [&](const auto& pod) { return !reserves(pod.second); });
+  std::erase_if(unbound, [&](const auto& pod) { return !reserves(pod.first); });
   // Largest first, then by key, so the same Pods always give the same placement.
   std::ranges::sort(unbound, [](const auto& left, const auto& right) {
-    return left.first != right.first ? left.first > right.first : left.second < right.second;
+    return left.second.gpus != right.second.gpus ? left.second.gpus > right.second.gpus
+                                                 : left.first < right.first;
   });
-  // Best fit: each unbound Pod on the node with the fewest free GPUs that holds it, the first by
-  // name among equals. Nodes are kept ordered by (free GPUs, index) so that finding it costs a
-  // lookup, not a pass over every node: a burst of jobs leaves thousands of Pods unbound.
-  std::set<std::pair<int, std::size_t>> byFree;
-  for (std::size_t index = 0; index < capacity.nodes.size(); ++index) {
-    byFree.emplace(capacity.nodes[index].free(), index);
-  }
-  for (const auto& [wanted, key] : unbound) {
-    const auto fit = byFree.lower_bound({wanted, 0});
-    if (fit == byFree.end()) {
-      capacity.waiting += wanted;
-      continue;
+  BestFit fit(capacity.nodes);
+  for (const auto& [key, hold] : unbound) {
+    if (!fit.reserve(hold.gpus, hold.gpuModel)) {
+      capacity.waiting += hold.gpus;
     }
-    const std::size_t index = fit->second;
-    byFree.erase(fit);
-    NodeGpus& node = capacity.nodes[index];
-    node.reserved += wanted;
-    byFree.emplace(node.free(), index);
   }
   return capacity;
 }

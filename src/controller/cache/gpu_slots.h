@@ -23,9 +23,9 @@ namespace autotune::controller {
 // tainted for the Pods that tolerate it). A Pod bound to a node holds the GPUs its containers ask
 // for (see Pod::gpus) until it Succeeded or Failed, whoever made it: the scheduler placed it there.
 // An unbound Pod holds nothing, but one that `reserves` accepts (a trial of a job the operator
-// holds) and that no scheduling gate holds is placed best-fit, largest first, as a reservation, so
-// that trials already waiting for the scheduler are not counted twice. Pods on other Nodes are
-// ignored.
+// holds) and that no scheduling gate holds is placed best-fit, largest first, as a reservation (on
+// a node of its GPU model, when it selects one), so that trials already waiting for the scheduler
+// are not counted twice. Pods on other Nodes are ignored.
 class GpuLedger {
  public:
   // Whether the unbound Pod of this key (namespace/name) reserves GPUs.
@@ -43,6 +43,7 @@ class GpuLedger {
   struct Hold {
     std::string node;  // empty while unbound
     int gpus = 0;
+    std::string gpuModel;  // the one model an unbound Pod may go to (Pod::gpuModel), if any
   };
 
   void release(const std::string& key);
@@ -51,7 +52,7 @@ class GpuLedger {
   std::map<std::string, Node, std::less<>> nodes_;  // schedulable, with GPUs
   std::map<std::string, Hold, std::less<>> holds_;  // by Pod key
   std::map<std::string, int, std::less<>> usedOnNode_;
-  std::map<std::string, int, std::less<>> unbound_;  // Pod key -> GPUs
+  std::map<std::string, Hold, std::less<>> unbound_;  // by Pod key
 };
 
 }  // namespace autotune::controller

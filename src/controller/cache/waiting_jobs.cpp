@@ -21,37 +21,63 @@ int gpusWaitedForAsWritten(const CachedAutotuneJob& job) {
                                                  std::numeric_limits<int>::max()));
 }
 
-void WaitingJobs::set(const std::string& key, const std::string& creationTimestamp, int gpus) {
+std::string gpuModelOf(const CachedAutotuneJob& job) {
+  if (!job.decoded || job.decoded->job.spec.gpuModels.empty()) {
+    return "";
+  }
+  return job.decoded->job.spec.gpuModels.front();
+}
+
+namespace {
+
+// Whether jobs of these GPU models could take the same GPUs.
+bool compete(const std::string& model, const std::string& other) {
+  return model.empty() || other.empty() || model == other;
+}
+
+// Whether GPUs of `product` can go to a job of `model`.
+bool serves(const std::string& product, const std::string& model) {
+  return model.empty() || model == product;
+}
+
+}  // namespace
+
+void WaitingJobs::set(const std::string& key, const std::string& creationTimestamp, int gpus,
+                      const std::string& model) {
   const std::scoped_lock lock(mutex_);
   if (const auto found = orderOf_.find(key); found != orderOf_.end()) {
-    gpus_.erase(found->second);
+    waits_.erase(found->second);
     orderOf_.erase(found);
   }
   if (gpus > 0) {
     Order order{creationTimestamp, key};
-    gpus_.insert_or_assign(order, gpus);
+    waits_.insert_or_assign(order, Wait{gpus, model});
     orderOf_.insert_or_assign(key, std::move(order));
   }
 }
 
 int WaitingJobs::slotsHeldBefore(const std::string& key, const std::string& creationTimestamp,
-                                 int gpusPerTrial) const {
+                                 int gpusPerTrial, const std::string& model) const {
   const std::scoped_lock lock(mutex_);
   const Order own{creationTimestamp, key};
   int held = 0;
-  for (auto waiting = gpus_.begin(); waiting != gpus_.end() && waiting->first < own; ++waiting) {
-    held += (waiting->second + gpusPerTrial - 1) / gpusPerTrial;
+  for (auto waiting = waits_.begin(); waiting != waits_.end() && waiting->first < own; ++waiting) {
+    if (const Wait& wait = waiting->second; compete(wait.model, model)) {
+      held += (wait.gpus + gpusPerTrial - 1) / gpusPerTrial;
+    }
   }
   return held;
 }
 
-std::vector<std::string> WaitingJobs::takers(int gpus) const {
+std::vector<std::string> WaitingJobs::takers(int gpus, const std::string& product) const {
   const std::scoped_lock lock(mutex_);
   std::vector<std::string> keys;
   int waitedFor = 0;
-  for (auto waiting = gpus_.begin(); waiting != gpus_.end() && waitedFor < gpus; ++waiting) {
-    keys.push_back(std::get<1>(waiting->first));
-    waitedFor += waiting->second;
+  for (auto waiting = waits_.begin(); waiting != waits_.end() && waitedFor < gpus; ++waiting) {
+    if (const Wait& wait = waiting->second; serves(product, wait.model)) {
+      keys.push_back(std::get<1>(waiting->first));
+      waitedFor += wait.gpus;
+    }
   }
   return keys;
 }

@@ -302,7 +302,7 @@ Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Times
   snapshot.waitingSince = cluster.waitingForRoomSince(job.key);
   observeTrials(cluster, snapshot);
   readAdmissions(cluster, snapshot);
-  snapshot.capacity = cluster.capacity();
+  snapshot.capacity = forJob(cluster.capacity(), snapshot.job.spec);
   snapshot.slotsHeldForOlderJobs =
       cluster.slotsHeldForOlderJobs(job, snapshot.job.spec.resources.gpusPerTrial);
   return snapshot;

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/labels.h"
 #include "api/text.h"
 #include "controller/decision/plan_steps.h"
 #include "controller/objects/output.h"
@@ -116,13 +117,31 @@ std::string ofTheNodesWatched(const GpuCapacity& capacity) {
          ", the only ones the operator watches: its --node-selector)";
 }
 
+// A job of one GPU model (spec.gpuModels) that no schedulable node watched offers.
+bool modelUnavailable(const GpuCapacity& capacity) {
+  return !capacity.model.empty() && capacity.nodes.empty();
+}
+
+std::string modelUnavailableBecause(const GpuCapacity& capacity) {
+  std::string offered;
+  for (const auto& model : capacity.otherModels) {
+    offered += (offered.empty() ? "" : ", ") + (model.empty() ? "none labelled" : model);
+  }
+  return "no schedulable node offers GPU model " + capacity.model + " (spec.gpuModels, the label " +
+         std::string(api::kGpuProductLabel) + "); " +
+         (offered.empty() ? "no node has GPUs" : "the nodes with GPUs offer " + offered) +
+         ofTheNodesWatched(capacity);
+}
+
 std::string unschedulableBecause(const api::Resources& resources, const GpuCapacity& capacity) {
   const int perNode = resources.gpusPerNode();
+  const std::string ofModel =
+      capacity.model.empty() ? "" : " of GPU model " + capacity.model + " (spec.gpuModels)";
   if (resources.nodesPerTrial > 1) {
     const auto enough = std::ranges::count_if(
         capacity.nodes, [&](const NodeGpus& node) { return holdsARank(node, resources); });
-    return "fewer than " + std::to_string(resources.nodesPerTrial) +
-           " schedulable nodes (spec.resources.nodesPerTrial) have " + std::to_string(perNode) +
+    return "fewer than " + std::to_string(resources.nodesPerTrial) + " schedulable nodes" +
+           ofModel + " (spec.resources.nodesPerTrial) have " + std::to_string(perNode) +
            " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial / nodesPerTrial); " +
            std::to_string(enough) + " have" + ofTheNodesWatched(capacity);
   }
@@ -130,7 +149,7 @@ std::string unschedulableBecause(const api::Resources& resources, const GpuCapac
   for (const auto& node : capacity.nodes) {
     largest = std::max(largest, node.allocatable);
   }
-  return "no schedulable node has " + std::to_string(resources.gpusPerTrial) +
+  return "no schedulable node" + ofModel + " has " + std::to_string(resources.gpusPerTrial) +
          " allocatable nvidia.com/gpu (spec.resources.gpusPerTrial); the largest has " +
          std::to_string(largest) + ofTheNodesWatched(capacity);
 }
@@ -301,8 +320,11 @@ void goOn(Draft& draft) {
   status.trials.awaitingAdmission = waits.awaitingAdmission;
   status.phase = phaseOf(draft);
   if (!draft.slots.schedulable) {
-    status.message = unschedulableBecause(draft.spec().resources, draft.snapshot.capacity);
-    draft.setRunning(false, "Unschedulable", status.message);
+    const GpuCapacity& capacity = draft.snapshot.capacity;
+    const bool noModel = modelUnavailable(capacity);
+    status.message = noModel ? modelUnavailableBecause(capacity)
+                             : unschedulableBecause(draft.spec().resources, capacity);
+    draft.setRunning(false, noModel ? "GpuModelUnavailable" : "Unschedulable", status.message);
     draft.plan.waitsForNode = true;
     draft.plan.requeueAfter = kWaitingRecheck;
     return;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 namespace autotune::controller {
 
@@ -25,6 +27,23 @@ int GpuCapacity::reserved() const {
 int GpuCapacity::free() const {
   return std::accumulate(nodes.begin(), nodes.end(), 0,
                          [](int sum, const NodeGpus& node) { return sum + node.free(); });
+}
+
+GpuCapacity forJob(GpuCapacity capacity, const api::Spec& spec) {
+  if (spec.gpuModels.empty()) {
+    return capacity;
+  }
+  capacity.model = spec.gpuModels.front();
+  std::vector<NodeGpus> ofModel;
+  for (auto& node : capacity.nodes) {
+    if (node.product == capacity.model) {
+      ofModel.push_back(std::move(node));
+    } else {
+      capacity.otherModels.insert(node.product);
+    }
+  }
+  capacity.nodes = std::move(ofModel);
+  return capacity;
 }
 
 int freeSlotsFor(const GpuCapacity& capacity, const api::Resources& trial) {

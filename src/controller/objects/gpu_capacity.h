@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,12 +28,19 @@ struct GpuCapacity {
   std::vector<NodeGpus> nodes;  // Ready, schedulable Nodes with GPUs, by name
   int waiting = 0;              // GPUs wanted by unbound Pods that fit on no node now
   std::string nodeSelector;     // of the Nodes watched; empty: every Node
+  // For a job of one GPU model (forJob): that model, whose nodes alone are counted, and the
+  // models of the nodes left out.
+  std::string model;
+  std::set<std::string> otherModels;
 
   int total() const;
   int used() const;
   int reserved() const;
   int free() const;
 };
+
+// What a job's trials can use: with spec.gpuModels, the nodes of that model alone.
+GpuCapacity forJob(GpuCapacity capacity, const api::Spec& spec);
 
 // A trial takes gpusPerTrial over nodesPerTrial distinct nodes, the same number on each.
 

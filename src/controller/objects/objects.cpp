@@ -203,6 +203,7 @@ std::optional<Pod> decodePod(const json& object) {
 
   const json& spec = member(object, "spec");
   pod.nodeName = text(spec, "nodeName");
+  pod.gpuModel = text(member(spec, "nodeSelector"), api::kGpuProductLabel);
   if (const json& containers = member(spec, "containers");
       containers.is_array() && !containers.empty()) {
     pod.firstContainer = text(containers.front(), "name");

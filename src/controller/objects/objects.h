@@ -87,6 +87,8 @@ struct Pod {
   std::string firstContainer;                // spec.containers[0].name
   std::vector<std::string> schedulingGates;  // spec.schedulingGates[].name
   int gpus = 0;                              // nvidia.com/gpu, as the scheduler counts the Pod
+  // spec.nodeSelector[nvidia.com/gpu.product]: the one GPU model it may run on, if it selects one.
+  std::string gpuModel;
 
   std::string phase;  // status.phase
   std::string reason;

@@ -203,6 +203,17 @@ std::int64_t activeDeadlineSeconds(const api::Spec& spec) {
       .count();
 }
 
+// A job of one GPU model (spec.gpuModels) runs its trials on that model's nodes only, whatever
+// else the template selects.
+void selectGpuModel(json& podSpec, const api::Spec& spec) {
+  if (spec.gpuModels.empty()) {
+    return;
+  }
+  json selector = objectAt(podSpec, "nodeSelector");
+  selector[std::string(api::kGpuProductLabel)] = spec.gpuModels.front();
+  podSpec["nodeSelector"] = std::move(selector);
+}
+
 json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const RunOrdinal& run,
               const json& rendezvous) {
   const int attempt = std::max(0, run.attempt);
@@ -211,6 +222,7 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
   json podSpec = objectAt(spec.podTemplate, "spec");
   podSpec["restartPolicy"] = "Never";
   podSpec["activeDeadlineSeconds"] = activeDeadlineSeconds(spec);
+  selectGpuModel(podSpec, spec);
 
   const auto primary = tuning::primaryContainer(spec);
   const json templateContainer = primary ? primary->container : json::object();
