@@ -718,6 +718,19 @@ TEST(Reuse, NothingIsReusedAcrossNamespacesGpusOrImagesOrWhenTurnedOff) {
   }
 }
 
+// On a cluster of two GPU models a job's trials may land on either, so nothing is looked up; a job
+// of one model (spec.gpuModels) knows its GPU and takes what was measured on it.
+TEST(Reuse, AJobOfOneGpuModelReusesOnAClusterOfSeveral) {
+  Kept kept;
+  ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
+  const GpuCapacity mixed = nodesWithProducts({"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"});
+  const api::AutotuneJob pinned = jobOf("ml", "gpt2", "{gpuModels: [NVIDIA-H100-80GB-HBM3]}");
+  const Search search = runToEnd(pinned, forJob(mixed, pinned.spec), kept);
+  EXPECT_EQ(search.status.phase, api::Phase::kSucceeded);
+  EXPECT_TRUE(search.launched.empty());
+  EXPECT_EQ(search.status.trials.reused, 4);
+}
+
 TEST(Reuse, ABadKeptMeasurementIsIgnoredWithAWarningAndItsTrialRunsAndReplacesIt) {
   Kept kept;
   ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
