@@ -140,6 +140,7 @@ static void describe(auto& field, Either<TrialRecord> auto& record) {
   field("metrics", record.metrics, Write::kUnlessEmpty);
   field("reusedFrom", record.reusedFrom, Write::kUnlessEmpty);
   field("configVerified", record.configVerified);
+  field("gpuModel", record.gpuModel, Write::kUnlessEmpty);
 }
 
 static void describe(auto& field, Either<GpuHours> auto& hours) {

@@ -4,6 +4,7 @@
 // validation.h; nothing here performs I/O.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -199,6 +200,10 @@ struct SpaceSummary {
 };
 
 // One finished trial. The list of these plus the spec is the engine's whole memory.
+// A label value may have 63 characters; a result records at most this many of its GPU model (a
+// longer one is cut and ends in a hash), so that a thousand results stay within the status budget.
+inline constexpr std::size_t kMaxRecordedGpuModel = 40;
+
 struct TrialRecord {
   std::string name;  // canonical name, e.g. z1_gas1_tmbspg3
   std::string space;
@@ -215,6 +220,9 @@ struct TrialRecord {
   // For a success: whether the trial reported the values its engine ran and each agreed with its
   // config (tuning/effective_values.h). False: measured, but what it ran was not checked.
   std::optional<bool> configVerified;
+  // The GPU model it ran on, as its node is labelled (kGpuProductLabel), where the operator knows;
+  // at most kMaxRecordedGpuModel characters.
+  std::string gpuModel;
 
   bool operator==(const TrialRecord&) const = default;
 };

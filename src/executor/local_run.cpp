@@ -176,17 +176,13 @@ class LocalRun {
   }
 
   void failToStart(const tuning::Trial& trial, int launchIndex, const std::string& reason) {
-    finish({trial.name,
-            trial.space,
-            api::Outcome::kFailed,
-            std::nullopt,
-            reason,
-            utcNow(),
-            0,
-            {},
-            "",
-            std::nullopt},
-           launchIndex, std::nullopt);
+    api::TrialRecord record;
+    record.name = trial.name;
+    record.space = trial.space;
+    record.outcome = api::Outcome::kFailed;
+    record.reason = reason;
+    record.startTime = utcNow();
+    finish(record, launchIndex, std::nullopt);
   }
 
   bool reapFinished() {

@@ -332,16 +332,16 @@ RecordedExit recordExit(std::string_view name, std::string_view space, const Tri
       verified = check.checked > 0;
     }
   }
-  api::TrialRecord record{std::string(name),
-                          std::string(space),
-                          classified.outcome,
-                          classified.value,
-                          std::move(classified.reason),
-                          std::string(startTime),
-                          seconds,
-                          std::move(classified.metrics),
-                          "",
-                          verified};
+  api::TrialRecord record;
+  record.name = name;
+  record.space = space;
+  record.outcome = classified.outcome;
+  record.value = classified.value;
+  record.reason = std::move(classified.reason);
+  record.startTime = startTime;
+  record.durationSeconds = seconds;
+  record.metrics = std::move(classified.metrics);
+  record.configVerified = verified;
   return {std::move(record), classified.measured};
 }
 

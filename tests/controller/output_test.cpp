@@ -11,6 +11,7 @@
 
 #include "api/codec.h"
 #include "tuning/engine.h"
+#include "tuning/naming.h"
 #include "tuning/protocol.h"
 #include "tuning/results.h"
 
@@ -89,16 +90,15 @@ LaunchedTrials thousandTrials() {
   search.trials = tuning::decide(input).launch;
   search.best = search.trials.front();
   for (const tuning::Trial& trial : search.trials) {
-    search.job.status.results.push_back({trial.name,
-                                         trial.space,
-                                         api::Outcome::kMetricsUnavailable,
-                                         std::nullopt,
-                                         longestReason(),
-                                         "2026-11-24T10:11:12.345Z",
-                                         1234.5678901234,
-                                         {},
-                                         "",
-                                         std::nullopt});
+    api::TrialRecord record;
+    record.name = trial.name;
+    record.space = trial.space;
+    record.outcome = api::Outcome::kMetricsUnavailable;
+    record.reason = longestReason();
+    record.startTime = "2026-11-24T10:11:12.345Z";
+    record.durationSeconds = 1234.5678901234;
+    record.gpuModel = tuning::boundedName(std::string(63, 'G'), api::kMaxRecordedGpuModel);
+    search.job.status.results.push_back(std::move(record));
   }
   search.job.status.spaces =
       tuning::summarizeSpaces(search.job.status.results, api::Metric::kThroughput);

@@ -22,6 +22,7 @@
 #include "controller/decision/trial_state.h"
 #include "controller/objects/trial_pod.h"
 #include "observability/log.h"
+#include "tuning/naming.h"
 
 namespace autotune::controller {
 namespace {
@@ -968,6 +969,44 @@ TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
   EXPECT_TRUE(results[0]["reusedFrom"].get<std::string>().starts_with("autotune-m-"));
   EXPECT_EQ(job()["status"]["trials"]["reused"], 1);
   EXPECT_GT(job()["status"]["gpuHours"]["saved"].get<double>(), 0);
+}
+
+// Nodes labelled as GPU feature discovery labels nodes of that GPU model.
+std::vector<json> nodesOfModel(const std::string& product) {
+  std::vector<json> labelled = {node("gpu-0", 16), node("gpu-1", 16)};
+  for (auto& gpuNode : labelled) {
+    gpuNode["metadata"]["labels"]["nvidia.com/gpu.product"] = product;
+  }
+  return labelled;
+}
+
+// Each result names the GPU model its trial ran on, as its node is labelled, and a result taken
+// from a kept measurement names the model it was measured on.
+TEST_F(Reconcile, AResultNamesTheGpuModelItsTrialRanOn) {
+  cluster_.nodes().replace(nodesOfModel("NVIDIA-H100-80GB-HBM3"));
+  MeasurementStore& measurements = cluster_.addMeasurements("");
+  runOneTrial(singleTrialJob());
+  ASSERT_EQ(job()["status"]["phase"], "Succeeded");
+  EXPECT_EQ(job()["status"]["results"][0]["gpuModel"], "NVIDIA-H100-80GB-HBM3");
+
+  measurements.replace(keptMeasurements());
+  createAgain(singleTrialJob());
+  reconcile();
+  const json reused = job()["status"]["results"][0];
+  EXPECT_FALSE(reused["reusedFrom"].get<std::string>().empty()) << reused.dump();
+  EXPECT_EQ(reused["gpuModel"], "NVIDIA-H100-80GB-HBM3");
+}
+
+// A model as long as a label value may be is recorded cut, ending in a hash of the whole.
+TEST_F(Reconcile, ALongGpuModelIsRecordedCut) {
+  const std::string product = "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb-with-a-vendor-suffix-01234567";
+  ASSERT_EQ(product.size(), 63U);
+  cluster_.nodes().replace(nodesOfModel(product));
+  runOneTrial(singleTrialJob());
+  const std::string recorded = job()["status"]["results"][0]["gpuModel"];
+  EXPECT_LE(recorded.size(), api::kMaxRecordedGpuModel);
+  EXPECT_EQ(recorded, tuning::boundedName(product, api::kMaxRecordedGpuModel));
+  EXPECT_EQ(recorded.substr(0, 20), product.substr(0, 20));
 }
 
 // A measurement the cache holds sealed, but which the API server already holds edited or no longer

@@ -766,6 +766,8 @@ case_gpu_models() {
     create_job "$job" gpu_models="[$model]" gpu_memory= stages='[1]' early=0; then
     if check "it Succeeds within 180s" ends_in "$job" Succeeded 180; then
       expect "every trial Pod ran on the $model node" ran_on_pool_only "$pool"
+      expect "each result names $model as the GPU model it ran on" job_satisfies "$job" \
+        "all(r.get('gpuModel') == '$model' for r in results)"
       expect "each trial was launched once and recorded once" launched_once "$job"
       expect "its best micro-batch is larger than the 32 GiB search's best (3)" \
         job_satisfies "$job" 'int(status["best"]["trial"].rsplit("tmbspg", 1)[1]) > 3'

@@ -158,9 +158,11 @@ inline SearchRun drive(const api::Spec& spec, const Oracle& oracle,
       measured = options.profileMeasures;
     }
     // Records are kept in launch order, as status.results is, whatever order trials finish in.
-    const api::TrialRecord record{
-        finished.name, finished.space, outcome.outcome, outcome.value, "", "", 0, {}, "",
-        std::nullopt};
+    api::TrialRecord record;
+    record.name = finished.name;
+    record.space = finished.space;
+    record.outcome = outcome.outcome;
+    record.value = outcome.value;
     const auto launchIndex = [&](const std::string& name) {
       return std::find(run.launched.begin(), run.launched.end(), name) - run.launched.begin();
     };

@@ -328,8 +328,16 @@ TEST(RecordExit, ARecordHoldsTheClassificationUnderTheTrialsNameAndTimes) {
                  "2026-01-02T03:04:05.678Z", 42.5);
   const std::map<std::string, double> metrics{
       {"flops", 1.2e13}, {"latency", 5865000.0}, {"throughput", 87.3}};
-  EXPECT_EQ(recorded.record, (TrialRecord{std::string(kTrial), "z1", Outcome::kSucceeded, 87.3, "",
-                                          "2026-01-02T03:04:05.678Z", 42.5, metrics, "", false}));
+  TrialRecord expected;
+  expected.name = kTrial;
+  expected.space = "z1";
+  expected.outcome = Outcome::kSucceeded;
+  expected.value = 87.3;
+  expected.startTime = "2026-01-02T03:04:05.678Z";
+  expected.durationSeconds = 42.5;
+  expected.metrics = metrics;
+  expected.configVerified = false;
+  EXPECT_EQ(recorded.record, expected);
   EXPECT_EQ(recorded.measured, std::nullopt);
 }
 

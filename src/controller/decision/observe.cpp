@@ -10,6 +10,7 @@
 
 #include "api/labels.h"
 #include "controller/objects/trial_pod.h"
+#include "tuning/naming.h"
 
 namespace autotune::controller {
 namespace {
@@ -211,6 +212,10 @@ void observeTrials(const ClusterView& cluster, Snapshot& snapshot) {
   for (auto& [trial, state] : newest) {
     if (auto result = resultOf(state, job.spec, snapshot.now)) {
       auto ranOn = ranOnOf(cluster, state);
+      if (ranOn) {
+        result->record.gpuModel =
+            tuning::boundedName(ranOn->gpu.product, api::kMaxRecordedGpuModel);
+      }
       snapshot.concluded.push_back({std::move(state), std::move(*result), std::move(ranOn)});
     } else {
       snapshot.inFlight.push_back(std::move(state));

@@ -153,8 +153,14 @@ double secondsBetween(Timestamp from, Timestamp to) {
 
 api::TrialRecord recordOf(const TrialRunState& state, api::Outcome outcome, std::string_view reason,
                           Timestamp start, double seconds) {
-  return {state.trialName,   state.space, outcome, std::nullopt, tuning::boundedReason(reason),
-          formatTime(start), seconds,     {},      "",           std::nullopt};
+  api::TrialRecord record;
+  record.name = state.trialName;
+  record.space = state.space;
+  record.outcome = outcome;
+  record.reason = tuning::boundedReason(reason);
+  record.startTime = formatTime(start);
+  record.durationSeconds = seconds;
+  return record;
 }
 
 // What a trial Pod says of its trial whatever its phase: who it is, its attempt, and when it was
