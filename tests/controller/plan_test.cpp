@@ -316,6 +316,34 @@ TEST(Plan, AJobOfAGpuModelNoNodeOffersSaysSoWithoutPods) {
   EXPECT_EQ(plan.requeueAfter, seconds(30));
 }
 
+// Trials of a job of no GPU model that ran on two models: a Warning says the search mixed them,
+// once, when the second model appears; a job of one model is never told.
+TEST(Plan, TrialsOnTwoGpuModelsAreToldOfOnce) {
+  Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16, 16}));
+  std::vector<Concluded> ended = {succeeded("z1_gas1_tmbspg1", 30.0, 45),
+                                  succeeded("z1_gas1_tmbspg2", 50.0, 40)};
+  ended[0].result.record.gpuModel = "NVIDIA-A100-SXM4-80GB";
+  ended[1].result.record.gpuModel = "NVIDIA-H100-80GB-HBM3";
+  conclude(snapshot, {ended[0]});
+  EXPECT_EQ(std::ranges::count(reasons(planned(snapshot)), "MixedGpuModels"), 0);
+  conclude(snapshot, ended);
+  const Plan mixed = planned(snapshot);
+  ASSERT_EQ(std::ranges::count(reasons(mixed), "MixedGpuModels"), 1);
+  const auto warning = std::ranges::find(mixed.events, "MixedGpuModels", &JobEvent::reason);
+  EXPECT_EQ(warning->type, "Warning");
+  EXPECT_NE(warning->message.find("2 models (NVIDIA-A100-SXM4-80GB, NVIDIA-H100-80GB-HBM3)"),
+            std::string::npos)
+      << warning->message;
+
+  snapshot.job.status = mixed.status;  // written: the next trial's end says nothing more
+  conclude(snapshot, {succeeded("z1_gas1_tmbspg3", 60.0, 30)});
+  EXPECT_EQ(std::ranges::count(reasons(planned(snapshot)), "MixedGpuModels"), 0);
+
+  Snapshot pinned = onMixedNodes("NVIDIA-H100-80GB-HBM3");
+  conclude(pinned, ended);
+  EXPECT_EQ(std::ranges::count(reasons(planned(pinned)), "MixedGpuModels"), 0);
+}
+
 TEST(Plan, AJobNoNodeCanHoldWaitsWithoutPodsAndLooksAgain) {
   const Plan plan = planned(snapshotOf(gridJob(2), nodesOf({4, 4})));
   EXPECT_TRUE(plan.launches.empty());

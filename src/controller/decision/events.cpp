@@ -128,6 +128,17 @@ JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric m
   return aboutTrials("TrialReused", "Normal", "reused", items);
 }
 
+JobEvent mixedGpuModels(const std::set<std::string>& models) {
+  std::string named;
+  for (const auto& model : models) {
+    named += (named.empty() ? "" : ", ") + model;
+  }
+  return {"MixedGpuModels", "Warning", named,
+          "the trials ran on GPUs of " + std::to_string(models.size()) + " models (" + named +
+              "): the best config on one is not the best on another, and the best of this search "
+              "may be neither's; set spec.gpuModels to tune for one"};
+}
+
 JobEvent foreignPod(const Pod& pod) {
   const std::string controller =
       !pod.ownerJobUid.empty() ? "AutotuneJob " + pod.ownerJobName + " of UID " + pod.ownerJobUid

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,8 @@ JobEvent afterTuningRefused(const std::string& serverMessage);
 JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric metric);
 // A Pod labelled for the job that is not one of its trials (Snapshot::foreignPods).
 JobEvent foreignPod(const Pod& pod);
+// The job's trials ran on GPUs of several models (`models`, at least two), without spec.gpuModels.
+JobEvent mixedGpuModels(const std::set<std::string>& models);
 // A kept measurement that could have stood for a trial and cannot: the trial runs.
 JobEvent measurementIgnored(const std::string& message);
 // A finished trial's measurement could not be kept (the API refused it, or it is too large).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -87,6 +88,29 @@ void keepMeasurement(Draft& draft, const Concluded& concluded) {
   }
 }
 
+// The GPU models the results say their trials ran on.
+std::set<std::string> gpuModelsOf(const std::vector<api::TrialRecord>& results) {
+  std::set<std::string> models;
+  for (const auto& record : results) {
+    if (!record.gpuModel.empty()) {
+      models.insert(record.gpuModel);
+    }
+  }
+  return models;
+}
+
+// A job of no GPU model whose trials have just come to span two models is told so, once: its
+// search mixes measurements of GPUs whose best configs differ.
+void warnOfMixedModels(Draft& draft) {
+  if (!draft.spec().gpuModels.empty()) {
+    return;
+  }
+  const auto models = gpuModelsOf(draft.snapshot.results);
+  if (models.size() > 1 && gpuModelsOf(draft.snapshot.job.status.results).size() <= 1) {
+    draft.plan.events.push_back(mixedGpuModels(models));
+  }
+}
+
 // The results of the trials that ended go into the status, and their runs, with the stale ones,
 // to deletion once it is written.
 void recordEnded(Draft& draft) {
@@ -109,6 +133,7 @@ void recordEnded(Draft& draft) {
   if (!snapshot.reused.empty()) {
     draft.plan.events.push_back(trialsReused(snapshot.reused, draft.spec().search.metric));
   }
+  warnOfMixedModels(draft);
   for (const auto& ignored : snapshot.measurementsIgnored) {
     draft.plan.events.push_back(measurementIgnored(ignored));
   }
