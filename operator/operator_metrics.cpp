@@ -1,5 +1,6 @@
 #include "operator_metrics.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -59,7 +60,9 @@ observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
                     {"pruned", trials.pruned},
                     {"awaitingAdmission", trials.awaitingAdmission}};
   if (status.best) {
-    figures.best = {std::string(api::toString(status.best->metric)), status.best->value};
+    const auto ran = std::ranges::find(status.results, status.best->trial, &api::TrialRecord::name);
+    figures.best = {std::string(api::toString(status.best->metric)), status.best->value,
+                    ran != status.results.end() ? ran->gpuModel : ""};
   }
   return figures;
 }

@@ -161,7 +161,11 @@ std::vector<MetricFamily> jobMetrics(const std::vector<JobFigures>& jobs) {
       trials.metric.push_back(gaugeOf({name, ns, {"state", state}}, static_cast<double>(count)));
     }
     if (job.best) {
-      best.metric.push_back(gaugeOf({name, {"metric", job.best->metric}, ns}, job.best->value));
+      std::vector<ClientMetric::Label> labels{name, {"metric", job.best->metric}, ns};
+      if (!job.best->gpuModel.empty()) {
+        labels.insert(labels.begin() + 1, {"gpu_model", job.best->gpuModel});
+      }
+      best.metric.push_back(gaugeOf(std::move(labels), job.best->value));
     }
   }
   return {std::move(phase), std::move(trials), std::move(best)};

@@ -46,6 +46,7 @@ struct JobFigures {
   struct Best {
     std::string metric;
     double value = 0;
+    std::string gpuModel;  // the GPU model its trial ran on, where known
   };
   std::optional<Best> best;
 };

@@ -760,8 +760,11 @@ ran_on_pool_only() {
 case_gpu_models() {
   begin_case gpu-models
   local pool=h100 model=NVIDIA-H100-80GB-HBM3 job=h100 missing=l40s
-  check "a pool of one 16-GPU $model node (80Gi) joins" start_gpu_pool "$pool" "$model" 80Gi ||
+  if ! check "a pool of one 16-GPU $model node (80Gi) joins" start_gpu_pool "$pool" "$model" 80Gi
+  then
+    stop_gpu_pool "$pool"
     return 0
+  fi
   if check "a job of $model, its GPU memory from the node's label, is created" \
     create_job "$job" gpu_models="[$model]" gpu_memory= stages='[1]' early=0; then
     if check "it Succeeds within 180s" ends_in "$job" Succeeded 180; then

@@ -47,7 +47,7 @@ JobFigures runningJob(const std::string& name) {
           name,
           "Running",
           {{"launched", 4}, {"queued", 1}, {"succeeded", 3}},
-          JobFigures::Best{"throughput", 812.5}};
+          JobFigures::Best{"throughput", 812.5, "NVIDIA-H100-80GB-HBM3"}};
 }
 
 // One of each thing that can happen, so that every family has a series.
@@ -244,6 +244,8 @@ TEST(Metrics, ForgettingAJobRemovesItsCountersAndNoOther) {
 TEST(Metrics, PerJobGaugesAreReadFromTheJobsAtEachScrape) {
   Metrics metrics;
   std::vector<JobFigures> jobs = {runningJob("gpt2"), {"ml", "bert", "Pending", {}, std::nullopt}};
+  jobs.push_back(runningJob("t5"));
+  jobs.back().best->gpuModel.clear();  // ran where the operator did not know the model
   metrics.readJobsFrom([&jobs] { return jobs; });
 
   std::string text = metrics.exposition();
@@ -254,12 +256,16 @@ TEST(Metrics, PerJobGaugesAreReadFromTheJobsAtEachScrape) {
   EXPECT_EQ(
       sample(text, R"(autotune_job_trials{autotunejob="gpt2",namespace="ml",state="queued"})"), 1);
   EXPECT_EQ(
-      sample(text, R"(autotune_best_value{autotunejob="gpt2",metric="throughput",namespace="ml"})"),
+      sample(text, R"(autotune_best_value{autotunejob="gpt2",gpu_model="NVIDIA-H100-80GB-HBM3",)"
+                   R"(metric="throughput",namespace="ml"})"),
+      812.5);
+  EXPECT_EQ(
+      sample(text, R"(autotune_best_value{autotunejob="t5",metric="throughput",namespace="ml"})"),
       812.5);
   EXPECT_FALSE(mentions(text, R"(autotune_best_value{autotunejob="bert")"));
 
   jobs[0].phase = "Succeeded";
-  jobs.pop_back();
+  jobs.resize(1);
   text = metrics.exposition();
   EXPECT_EQ(
       sample(text, R"(autotune_job_phase{autotunejob="gpt2",namespace="ml",phase="Succeeded"})"),
