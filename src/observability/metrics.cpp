@@ -132,7 +132,9 @@ std::vector<MetricFamily> processMetrics() {
   return families;
 }
 
+// A label of no value is left out: to Prometheus the two are the same series.
 ClientMetric gaugeOf(std::vector<ClientMetric::Label> labels, double value) {
+  std::erase_if(labels, [](const ClientMetric::Label& label) { return label.value.empty(); });
   ClientMetric metric;
   metric.label = std::move(labels);
   metric.gauge.value = value;
@@ -141,18 +143,15 @@ ClientMetric gaugeOf(std::vector<ClientMetric::Label> labels, double value) {
 
 // The per-job gauges of the jobs as the cache holds them now.
 std::vector<MetricFamily> jobMetrics(const std::vector<JobFigures>& jobs) {
-  MetricFamily phase{"autotune_job_phase",
-                     "1 for each AutotuneJob, labelled with its phase.",
-                     MetricType::Gauge,
-                     {}};
-  MetricFamily trials{"autotune_job_trials",
-                      "An AutotuneJob's trials by state, as its status.trials counts them.",
-                      MetricType::Gauge,
-                      {}};
-  MetricFamily best{"autotune_best_value",
-                    "The best value an AutotuneJob has measured so far, in its metric.",
-                    MetricType::Gauge,
-                    {}};
+  const auto gauges = [](std::string name, std::string help) {
+    return MetricFamily{std::move(name), std::move(help), MetricType::Gauge, {}};
+  };
+  MetricFamily phase =
+      gauges("autotune_job_phase", "1 for each AutotuneJob, labelled with its phase.");
+  MetricFamily trials = gauges(
+      "autotune_job_trials", "An AutotuneJob's trials by state, as its status.trials counts them.");
+  MetricFamily best = gauges("autotune_best_value",
+                             "The best value an AutotuneJob has measured so far, in its metric.");
   for (const JobFigures& job : jobs) {
     const ClientMetric::Label ns{"namespace", job.ns};
     const ClientMetric::Label name{std::string(kJobLabel), job.name};
@@ -161,11 +160,9 @@ std::vector<MetricFamily> jobMetrics(const std::vector<JobFigures>& jobs) {
       trials.metric.push_back(gaugeOf({name, ns, {"state", state}}, static_cast<double>(count)));
     }
     if (job.best) {
-      std::vector<ClientMetric::Label> labels{name, {"metric", job.best->metric}, ns};
-      if (!job.best->gpuModel.empty()) {
-        labels.insert(labels.begin() + 1, {"gpu_model", job.best->gpuModel});
-      }
-      best.metric.push_back(gaugeOf(std::move(labels), job.best->value));
+      const ClientMetric::Label model{"gpu_model", job.best->gpuModel};
+      best.metric.push_back(
+          gaugeOf({name, model, {"metric", job.best->metric}, ns}, job.best->value));
     }
   }
   return {std::move(phase), std::move(trials), std::move(best)};
