@@ -8,6 +8,7 @@
 
 #include "k8s/resources.h"
 #include "object/read.h"
+#include "tuning/naming.h"
 
 namespace autotune::wiring {
 namespace {
@@ -60,9 +61,12 @@ observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
                     {"pruned", trials.pruned},
                     {"awaitingAdmission", trials.awaitingAdmission}};
   if (status.best) {
+    // The status is anyone's to write who may write the job's: a label value stays bounded.
     const auto ran = std::ranges::find(status.results, status.best->trial, &api::TrialRecord::name);
     figures.best = {std::string(api::toString(status.best->metric)), status.best->value,
-                    ran != status.results.end() ? ran->gpuModel : ""};
+                    ran != status.results.end()
+                        ? tuning::boundedName(ran->gpuModel, api::kMaxRecordedGpuModel)
+                        : ""};
   }
   return figures;
 }
