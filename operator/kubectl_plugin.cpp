@@ -1,11 +1,14 @@
 // kubectl-autotune: the autotune program as a kubectl plugin (kubectl finds kubectl-autotune on
 // the PATH and runs it for `kubectl autotune ...`). It reads the cluster of the current kubeconfig
 // context, as kubectl would:
-//   kubectl autotune report JOB [-n NS] [-o html|svg] [--output-file OUT]   the search drawn
-//   kubectl autotune best JOB [-n NS]     the tuned ds_config.json, from the output ConfigMap
+//   kubectl autotune report JOB [-n NS] [-o html|svg] [--output-file OUT] [--gpu-model MODEL]
+//                                         the search drawn
+//   kubectl autotune best JOB [-n NS] [--gpu-model MODEL]
+//                                         the tuned ds_config.json, from the output ConfigMap
 //   kubectl autotune plan [-f] FILE       what the job would run, as `autotune plan`
 // --kubeconfig FILE and --context NAME choose another kubeconfig or context, as kubectl's do.
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -33,13 +36,15 @@ const k8s::Resource kAutotuneJobs{std::string(api::kGroup), std::string(api::kVe
 
 constexpr std::string_view kUsage =
     "usage: kubectl autotune report JOB [-n NS] [-o html|svg] [--output-file OUT]\n"
-    "       kubectl autotune best JOB [-n NS]\n"
+    "                                   [--gpu-model MODEL]\n"
+    "       kubectl autotune best JOB [-n NS] [--gpu-model MODEL]\n"
     "       kubectl autotune plan [-f] FILE\n"
     "       kubectl autotune --version\n"
     "\n"
     "  report  draw the AutotuneJob's search (see autotune report): from its output ConfigMap\n"
-    "          once it has one, else from its status\n"
-    "  best    print the tuned ds_config.json of the job's output ConfigMap\n"
+    "          once it has one, else from its status (with --gpu-model, that model's search)\n"
+    "  best    print the tuned ds_config.json of the job's output ConfigMap (with --gpu-model,\n"
+    "          the one tuned for that GPU model)\n"
     "  plan    print what the job in FILE (- for standard input) would run (see autotune plan)\n"
     "\n"
     "The cluster is the current kubeconfig context's ($KUBECONFIG's files merged, else\n"
@@ -132,8 +137,50 @@ report::SearchResults fromStatus(const api::AutotuneJob& job) {
   return results;
 }
 
-int drawReport(const Cluster& cluster, const std::string& name, const ReportOutput& output) {
-  const auto job = fetchJob(cluster, name);
+// The search of `gpuModel` of a job that tunes for several, or without one the primary model's
+// (the one whose best is the job's), else the first.
+const api::ModelSearch* searchOf(const api::AutotuneJob& job, const std::string& gpuModel) {
+  const auto& searches = job.status.gpuModels;
+  if (!gpuModel.empty()) {
+    const auto found = std::ranges::find(searches, gpuModel, &api::ModelSearch::gpuModel);
+    return found == searches.end() ? nullptr : &*found;
+  }
+  const auto primary = std::ranges::find_if(searches, [&job](const api::ModelSearch& search) {
+    const auto& best = job.status.best;
+    return best && search.best && search.best->trial == best->trial &&
+           search.best->value == best->value;
+  });
+  return primary != searches.end() ? &*primary : &searches.front();
+}
+
+// The AutotuneJob that runs one GPU model's search of `job`: only one that `job` controls.
+std::optional<api::AutotuneJob> fetchSearch(const Cluster& cluster, const api::AutotuneJob& job,
+                                            const std::string& gpuModel) {
+  const api::ModelSearch* search = searchOf(job, gpuModel);
+  if (search == nullptr) {
+    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << job.name()
+              << " searches no GPU model " << gpuModel << "\n";
+    return std::nullopt;
+  }
+  auto searched = fetchJob(cluster, search->job);
+  if (searched && !object::controlledBy({{"metadata", searched->metadata}}, job.uid())) {
+    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << search->job
+              << " is not the search of " << job.name() << " it is named for\n";
+    return std::nullopt;
+  }
+  if (searched) {
+    std::cerr << "AutotuneJob " << job.name() << " searches per GPU model: " << search->gpuModel
+              << "'s search is AutotuneJob " << search->job << "\n";
+  }
+  return searched;
+}
+
+int drawReport(const Cluster& cluster, const std::string& name, const ReportOutput& output,
+               const std::string& gpuModel) {
+  auto job = fetchJob(cluster, name);
+  if (job && !job->status.gpuModels.empty()) {
+    job = fetchSearch(cluster, *job, gpuModel);
+  }
   if (!job) {
     return kExitFailed;
   }
@@ -152,19 +199,23 @@ int drawReport(const Cluster& cluster, const std::string& name, const ReportOutp
   return writeReport(results, job, output);
 }
 
-int printBest(const Cluster& cluster, const std::string& name) {
+// The tuned config of the job's output ConfigMap: ds_config.json, or with `gpuModel` that model's
+// (a job that tunes for several).
+int printBest(const Cluster& cluster, const std::string& name, const std::string& gpuModel) {
   const auto job = fetchJob(cluster, name);
   if (!job) {
     return kExitFailed;
   }
+  const std::string file =
+      gpuModel.empty() ? std::string(api::kOutputConfigFile) : api::modelConfigFile(gpuModel);
   const auto configMap = outputOf(cluster, *job);
   const nlohmann::json& config =
-      configMap ? object::member(object::member(*configMap, "data"), api::kOutputConfigFile)
-                : nlohmann::json();
+      configMap ? object::member(object::member(*configMap, "data"), file) : nlohmann::json();
   if (!config.is_string()) {
-    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << name
-              << " has no tuned config yet: ConfigMap " << job->spec.output.configMapName
-              << " holds no ds_config.json (phase " << api::toString(job->status.phase) << ")\n";
+    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << name << " has no tuned config "
+              << (gpuModel.empty() ? "" : "for " + gpuModel + " ") << "yet: ConfigMap "
+              << job->spec.output.configMapName << " holds no " << file << " (phase "
+              << api::toString(job->status.phase) << ")\n";
     return kExitFailed;
   }
   std::cout << config.get<std::string>();
@@ -209,21 +260,36 @@ int kubectlPlugin(const std::vector<std::string>& args) {
   if (verb == "plan") {
     return planVerb(rest, kProgram);
   }
+  std::string gpuModel;
+  const Flag gpuModelFlag{"gpu-model", 0, "MODEL",
+                          "this GPU model's, of a job that tunes for several",
+                          [&gpuModel](const std::string& value) -> std::optional<std::string> {
+                            gpuModel = value;
+                            return std::nullopt;
+                          }};
   if (verb == "report") {
     ReportOutput output;
+    auto flags = reportOutputFlags(output);
+    flags.push_back(gpuModelFlag);
     return onOneJob(rest, verb,
                     "usage: kubectl autotune report JOB [flags]\n\nDraws the AutotuneJob's "
-                    "search: from its output ConfigMap once it has one, else\nfrom its status.\n",
-                    reportOutputFlags(output), choice,
-                    [&output](const Cluster& cluster, const std::string& job) {
-                      return drawReport(cluster, job, output);
+                    "search: from its output ConfigMap once it has one, else\nfrom its status. "
+                    "A job that tunes for several GPU models: its primary model's\nsearch, or "
+                    "--gpu-model's.\n",
+                    std::move(flags), choice,
+                    [&output, &gpuModel](const Cluster& cluster, const std::string& job) {
+                      return drawReport(cluster, job, output, gpuModel);
                     });
   }
   if (verb == "best") {
+    std::vector<Flag> flags{gpuModelFlag};
     return onOneJob(rest, verb,
                     "usage: kubectl autotune best JOB [flags]\n\nPrints the tuned ds_config.json "
                     "of the AutotuneJob's output ConfigMap.\n",
-                    {}, choice, printBest);
+                    std::move(flags), choice,
+                    [&gpuModel](const Cluster& cluster, const std::string& job) {
+                      return printBest(cluster, job, gpuModel);
+                    });
   }
   std::cerr << (verb.empty()            ? ""
                 : verb.starts_with("-") ? "kubectl autotune: the verb comes first, then its flags\n"

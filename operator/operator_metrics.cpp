@@ -40,6 +40,21 @@ void publishClusterGauges(const controller::Cluster& cluster, observability::Met
   metrics.gpuSlots(capacity.used(), capacity.total());
 }
 
+// The GPU model the job's best ran on: its result's, or of a job that tunes for several, the
+// model of the search whose best it is. The status is anyone's to write who may write the job's:
+// the caller bounds it as a label value.
+std::string gpuModelOfBest(const api::Status& status) {
+  const std::string& trial = status.best->trial;
+  if (const auto ran = std::ranges::find(status.results, trial, &api::TrialRecord::name);
+      ran != status.results.end()) {
+    return ran->gpuModel;
+  }
+  const auto search = std::ranges::find_if(status.gpuModels, [&](const api::ModelSearch& each) {
+    return each.best && each.best->trial == trial && each.best->value == status.best->value;
+  });
+  return search != status.gpuModels.end() ? search->gpuModel : "";
+}
+
 // A job's per-job gauges, from its status as the cache holds it.
 observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
   const api::Status& status = job.status;
@@ -49,24 +64,24 @@ observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
   figures.ns = std::string(key.substr(0, slash));
   figures.name = std::string(key.substr(slash + 1));
   figures.phase = std::string(api::toString(status.phase));
-  const api::TrialCounts& trials = status.trials;
-  figures.trials = {{"launched", trials.launched},
-                    {"pending", trials.pending},
-                    {"queued", trials.queued},
-                    {"running", trials.running},
-                    {"succeeded", trials.succeeded},
-                    {"failed", trials.failed},
-                    {"oom", trials.oom},
-                    {"timedOut", trials.timedOut},
-                    {"pruned", trials.pruned},
-                    {"awaitingAdmission", trials.awaitingAdmission}};
+  // A job that tunes for several GPU models adds up its searches' trials, which each report
+  // their own: counted twice, a sum over jobs would lie.
+  if (status.gpuModels.empty()) {
+    const api::TrialCounts& trials = status.trials;
+    figures.trials = {{"launched", trials.launched},
+                      {"pending", trials.pending},
+                      {"queued", trials.queued},
+                      {"running", trials.running},
+                      {"succeeded", trials.succeeded},
+                      {"failed", trials.failed},
+                      {"oom", trials.oom},
+                      {"timedOut", trials.timedOut},
+                      {"pruned", trials.pruned},
+                      {"awaitingAdmission", trials.awaitingAdmission}};
+  }
   if (status.best) {
-    // The status is anyone's to write who may write the job's: a label value stays bounded.
-    const auto ran = std::ranges::find(status.results, status.best->trial, &api::TrialRecord::name);
     figures.best = {std::string(api::toString(status.best->metric)), status.best->value,
-                    ran != status.results.end()
-                        ? tuning::boundedName(ran->gpuModel, api::kMaxRecordedGpuModel)
-                        : ""};
+                    tuning::boundedName(gpuModelOfBest(status), api::kMaxRecordedGpuModel)};
   }
   return figures;
 }

@@ -115,6 +115,15 @@ static void describe(auto& field, Either<BestTrial> auto& best) {
   field("speedup", best.speedup);
   field("nodes", best.nodes);
   field("gpus", best.gpus);
+  field("config", best.config, Write::kAlways, fields::asObject);
+}
+
+static void describe(auto& field, Either<ModelSearch> auto& search) {
+  field("gpuModel", search.gpuModel);
+  field("job", search.job);
+  field("phase", search.phase);
+  field("message", search.message, Write::kUnlessEmpty);
+  field("best", search.best);
 }
 
 static void describe(auto& field, Either<MeasuredModel> auto& model) {
@@ -164,6 +173,7 @@ static void describe(auto& field, Either<Status> auto& status) {
   field("results", status.results);
   field("gpuHours", status.gpuHours);
   field("afterTuningJob", status.afterTuningJob, Write::kUnlessEmpty);
+  field("gpuModels", status.gpuModels, Write::kUnlessEmpty);
 }
 // NOLINTEND(misc-use-anonymous-namespace)
 

@@ -89,4 +89,9 @@ std::optional<Reuse> parseReuse(std::string_view text) { return lookUp(kReuses, 
 std::optional<Phase> parsePhase(std::string_view text) { return lookUp(kPhases, text); }
 std::optional<Outcome> parseOutcome(std::string_view text) { return lookUp(kOutcomes, text); }
 
+bool searchesPerModel(const Spec& spec) {
+  return spec.gpuModels.size() > 1 ||
+         (spec.gpuModels.size() == 1 && spec.gpuModels.front() == kAllGpuModels);
+}
+
 }  // namespace autotune::api

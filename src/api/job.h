@@ -130,10 +130,19 @@ struct Spec {
   Reuse reuse = Reuse::kEnabled;
   std::string queueName;
   std::optional<nlohmann::json> afterTuning;  // a batch/v1 Job template
-  // The GPU model the trials run on, as GPU feature discovery labels nodes (kGpuProductLabel);
-  // empty: whatever node the scheduler picks. One model: a search per model is not built.
+  // The GPU models to tune for, as GPU feature discovery labels nodes (kGpuProductLabel), or
+  // kAllGpuModels alone; empty: whatever node the scheduler picks. With one model the job's trials
+  // run on its nodes; with more (searchesPerModel), each model's search is an AutotuneJob of its
+  // own that the job controls.
   std::vector<std::string> gpuModels;
 };
+
+// spec.gpuModels: every model the watched nodes offer, as the job first finds them.
+inline constexpr std::string_view kAllGpuModels = "All";
+inline constexpr std::size_t kMaxGpuModels = 8;
+
+// Whether the job tunes for several GPU models (or kAllGpuModels): a search per model.
+bool searchesPerModel(const Spec& spec);
 
 // A standard metav1.Condition.
 struct Condition {
@@ -177,6 +186,8 @@ struct BestTrial {
   std::optional<double> speedup;  // over the baseline trial at the user's own settings
   int nodes = 1;                  // spec.resources.nodesPerTrial: the config is for this many
   int gpus = 1;                   // spec.resources.gpusPerTrial, over all of them
+  // The tuned DeepSpeed config (the output's ds_config.json), once the search has succeeded.
+  std::optional<nlohmann::json> config;
 
   bool operator==(const BestTrial&) const = default;
 };
@@ -247,6 +258,17 @@ struct GpuHours {
   bool operator==(const GpuHours&) const = default;
 };
 
+// One GPU model's search of a job that tunes for several (searchesPerModel).
+struct ModelSearch {
+  std::string gpuModel;
+  std::string job;  // the AutotuneJob that runs it, controlled by this one
+  Phase phase = Phase::kPending;
+  std::string message;
+  std::optional<BestTrial> best;
+
+  bool operator==(const ModelSearch&) const = default;
+};
+
 struct Status {
   Phase phase = Phase::kPending;
   std::int64_t observedGeneration = 0;
@@ -262,6 +284,7 @@ struct Status {
   std::vector<TrialRecord> results;
   GpuHours gpuHours;
   std::string afterTuningJob;
+  std::vector<ModelSearch> gpuModels;  // of a job that tunes for several
 
   bool operator==(const Status&) const = default;
 };

@@ -3,6 +3,7 @@
 // (trial Pods and Jobs, the output ConfigMap, kept measurements), and the files of the output
 // ConfigMap: one name each, for every layer that writes or reads them.
 
+#include <string>
 #include <string_view>
 
 namespace autotune::api {
@@ -66,5 +67,14 @@ inline constexpr std::string_view kOutputConfigFile = "ds_config.json";
 inline constexpr std::string_view kOutputCommandFile = "cmd.txt";
 inline constexpr std::string_view kOutputSummaryFile = "summary.txt";
 inline constexpr std::string_view kOutputResultsFile = "results.json";
+// The output of a job that tunes for several GPU models holds each model's config under this name
+// (ds_config.NVIDIA-H100-80GB-HBM3.json): a model is a label value, so it is a ConfigMap key.
+inline std::string modelConfigFile(std::string_view gpuModel) {
+  return "ds_config." + std::string(gpuModel) + ".json";
+}
+
+// On the AutotuneJob of one GPU model's search: the job that tunes for several, whose it is (in
+// its label-safe form). Only its controller reference proves it.
+inline constexpr std::string_view kModelSearchOfLabel = "autotune.io/model-search-of";
 
 }  // namespace autotune::api

@@ -158,25 +158,43 @@ void checkNames(const Spec& spec, FieldErrors& errors) {
 }
 
 // Each trial Pod selects its nodes by the model (nodeSelector), so a model is a label value.
-void checkGpuModels(const Spec& spec, FieldErrors& errors) {
-  if (spec.gpuModels.size() > 1) {
+void checkGpuModelNames(const Spec& spec, FieldErrors& errors) {
+  const auto& models = spec.gpuModels;
+  if (models.size() > kMaxGpuModels) {
     fail(errors, "spec.gpuModels",
-         "must name one GPU model: a search per model of several is not supported");
+         "must name at most " + std::to_string(kMaxGpuModels) + " GPU models, not " +
+             std::to_string(models.size()));
   }
-  for (std::size_t index = 0; index < spec.gpuModels.size(); ++index) {
-    const std::string& model = spec.gpuModels[index];
+  for (std::size_t index = 0; index < models.size(); ++index) {
+    const std::string& model = models[index];
+    const std::string path = fields::itemPath("spec.gpuModels", index);
     if (model.empty() || !isLabelValue(model)) {
-      fail(errors, fields::itemPath("spec.gpuModels", index),
-           std::string(kLabelValue) + ", not empty");
+      fail(errors, path, std::string(kLabelValue) + ", not empty");
+    } else if (model == kAllGpuModels && models.size() > 1) {
+      fail(errors, path, std::string(kAllGpuModels) + " stands for every model and stands alone");
+    } else if (std::find(models.begin(), models.begin() + static_cast<std::ptrdiff_t>(index),
+                         model) != models.begin() + static_cast<std::ptrdiff_t>(index)) {
+      fail(errors, path, "names " + model + " a second time");
     }
   }
+}
+
+void checkGpuModels(const Spec& spec, FieldErrors& errors) {
+  checkGpuModelNames(spec, errors);
   // The template's own choice of model would leave the trials no node at all.
   const json* podSpec = findMember(spec.podTemplate, "spec");
   const json* selector = podSpec != nullptr ? findMember(*podSpec, "nodeSelector") : nullptr;
   const json* chosen = selector != nullptr ? findMember(*selector, kGpuProductLabel) : nullptr;
-  if (chosen != nullptr && !spec.gpuModels.empty() && *chosen != spec.gpuModels.front()) {
+  if (chosen != nullptr && !spec.gpuModels.empty() &&
+      (searchesPerModel(spec) || *chosen != spec.gpuModels.front())) {
     fail(errors, fieldPath("spec.template.spec.nodeSelector", kGpuProductLabel),
-         "selects another GPU model than spec.gpuModels (" + spec.gpuModels.front() + ")");
+         "selects a GPU model itself: spec.gpuModels chooses the models the trials run on");
+  }
+  // Each model has its own best config: which one the Job would run is for the user to say.
+  if (spec.afterTuning && searchesPerModel(spec)) {
+    fail(errors, "spec.afterTuning",
+         "cannot be set with several spec.gpuModels: run the training Job of each model with "
+         "its ds_config.<model>.json from the output ConfigMap");
   }
 }
 

@@ -15,17 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-// Indentation multiplies the size of a deeply nested config; past this the file stays compact.
-constexpr std::size_t kMaxIndentedConfigBytes = std::size_t{128} * 1024;
-
-std::string configFile(const json& config) {
-  const std::string indented = config.dump(2);
-  if (indented.size() > kMaxIndentedConfigBytes) {
-    return config.dump() + "\n";
-  }
-  return indented + "\n";
-}
-
 // One compact record per line: at a thousand trials an indented file would pass 1 MiB.
 std::string resultsFile(const std::vector<api::TrialRecord>& finished, const json& bestConfig,
                         const std::vector<Trial>& trials, const api::Spec& spec) {
@@ -99,6 +88,16 @@ std::string launchCommand(const api::Spec& spec, std::string_view jobName, const
 }
 
 }  // namespace
+
+std::string configFile(const json& config) {
+  // Indentation multiplies the size of a deeply nested config; past this the file stays compact.
+  constexpr std::size_t kMaxIndentedConfigBytes = std::size_t{128} * 1024;
+  const std::string indented = config.dump(2);
+  if (indented.size() > kMaxIndentedConfigBytes) {
+    return config.dump() + "\n";
+  }
+  return indented + "\n";
+}
 
 std::string formatMetricValue(double value) {
   std::array<char, 32> text{};

@@ -47,6 +47,9 @@ api::BestTrial bestTrial(const Trial& trial, double value, api::Metric metric,
 // job runs on.
 nlohmann::json optimalConfig(const Trial& best, const api::Spec& spec);
 
+// A config as its file holds it: indented, unless that would pass 128 KiB.
+std::string configFile(const nlohmann::json& config);
+
 // An RFC 7386 JSON merge patch that turns `from` into `to`: only the keys that differ, objects
 // patched key by key, a key `to` lacks as null. (A null value in `to` reads as a deletion too, as
 // merge patches cannot tell the two apart.)

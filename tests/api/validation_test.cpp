@@ -240,7 +240,7 @@ TEST(Validate, RangesAreCheckedAtTheirBounds) {
 
 // A GPU model becomes a nodeSelector value: one, a label value, and the template's own choice of
 // model, if it makes one, the same.
-TEST(Validate, GpuModelsNameOneModelAsALabelValue) {
+TEST(Validate, GpuModelsAreLabelValuesOrAllAlone) {
   AutotuneJob job = validJob();
   job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3"};
   EXPECT_THAT(validate(job), IsEmpty());
@@ -248,19 +248,43 @@ TEST(Validate, GpuModelsNameOneModelAsALabelValue) {
       {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}, {"pool", "training"}};
   EXPECT_THAT(validate(job), IsEmpty());
 
+  const FieldError selectsItself{"spec.template.spec.nodeSelector.nvidia.com/gpu.product",
+                                 "selects a GPU model itself: spec.gpuModels chooses the models "
+                                 "the trials run on"};
   job.spec.podTemplate["spec"]["nodeSelector"]["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
-  EXPECT_THAT(validate(job),
-              ElementsAre(FieldError{"spec.template.spec.nodeSelector.nvidia.com/gpu.product",
-                                     "selects another GPU model than spec.gpuModels "
-                                     "(NVIDIA-H100-80GB-HBM3)"}));
+  EXPECT_THAT(validate(job), ElementsAre(selectsItself));
+  job.spec.gpuModels = {"NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"};
+  EXPECT_THAT(validate(job), ElementsAre(selectsItself));
   job.spec.podTemplate["spec"].erase("nodeSelector");
 
-  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"};
-  EXPECT_THAT(pathsOf(job), ElementsAre("spec.gpuModels"));
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.gpuModels = {"All"};
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3", "All"};
+  EXPECT_THAT(
+      validate(job),
+      ElementsAre(FieldError{"spec.gpuModels[1]", "All stands for every model and stands alone"}));
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3"};
+  EXPECT_THAT(validate(job), ElementsAre(FieldError{"spec.gpuModels[1]",
+                                                    "names NVIDIA-H100-80GB-HBM3 a second time"}));
+  job.spec.gpuModels = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.gpuModels", "must name at most 8 GPU models, not 9"}));
   job.spec.gpuModels = {""};
   EXPECT_THAT(pathsOf(job), ElementsAre("spec.gpuModels[0]"));
   job.spec.gpuModels = {"H100 80GB"};
   EXPECT_THAT(pathsOf(job), ElementsAre("spec.gpuModels[0]"));
+}
+
+// Which model's config a training Job would run is the user's to say.
+TEST(Validate, AfterTuningTakesOneGpuModel) {
+  AutotuneJob job = validJob();
+  job.spec.afterTuning = json::parse(R"({"spec": {"template": {"spec": {
+    "containers": [{"name": "trainer", "image": "train:1"}]}}}})");
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3"};
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.gpuModels = {"All"};
+  EXPECT_THAT(pathsOf(job), ElementsAre("spec.afterTuning"));
 }
 
 TEST(Validate, NodesPerTrialMustDivideTheGpus) {

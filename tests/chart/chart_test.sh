@@ -173,7 +173,7 @@ expect "no RBAC rule grants a wildcard" no_wildcards
 namespaced_grants() {
   local scope=$1
   printf "$scope %s\n" \
-    "autotune.io autotunejobs list,watch" \
+    "autotune.io autotunejobs create,list,watch" \
     "autotune.io autotunejobs/status update" \
     "autotune.io autotunejobs/finalizers update" \
     "core pods create,delete,get,list,patch,watch" \
@@ -447,7 +447,7 @@ no patch autotunejobs.autotune.io --subresource=status -n $team_a
 yes update autotunejobs.autotune.io --subresource=finalizers -n $team_a
 no update autotunejobs.autotune.io -n $team_a
 no delete autotunejobs.autotune.io -n $team_a
-no create autotunejobs.autotune.io -n $team_a
+yes create autotunejobs.autotune.io -n $team_a
 yes create pods -n $team_a
 yes delete pods -n $team_b
 no update pods -n $team_a

@@ -125,9 +125,9 @@ patched_job() { kubectl patch --local -f "$job" --type=merge -p "$1" -o yaml; }
 regex_quote() { sed 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$1"; }
 
 # The regular expression of the API server's error for one field, e.g. "spec.parallelism: Invalid
-# value: 0: ..." or "spec.gpuModels: Too many: 2: ...": the field's path with the kind of the
+# value: 0: ..." or "spec.gpuModels: Too many: 9: ...": the field's path with the kind of the
 # error.
-field_error() { echo "$(regex_quote "$1"): ((Invalid|Unsupported|Required) value|Too many)"; }
+field_error() { echo "$(regex_quote "$1"): ((Invalid|Unsupported|Required|Duplicate) value|Too many)"; }
 
 # Succeeds when the server's defaults are the decoder's (src/api/job.h), and the fields that
 # DeepSpeed's autotuning section may supply are left unset, so the operator can tell a spec that
@@ -186,6 +186,9 @@ check_creation() {
     "queueName": "team-a", "afterTuning": {"spec": {"template": {"spec": {}}}}}}'
   expect "gpuMemory may be a number of bytes" accepted_on_create \
     '{"spec": {"resources": {"gpuMemory": 34359738368}}}'
+  expect "gpuModels may name several models, or All" accepted_on_create \
+    '{"spec": {"gpuModels": ["NVIDIA-A100-SXM4-40GB", "NVIDIA-H100-80GB-HBM3"]}}'
+  expect "gpuModels may be All alone" accepted_on_create '{"spec": {"gpuModels": ["All"]}}'
   expect "durations take fractions and several units" accepted_on_create \
     '{"spec": {"trialTimeout": "1.5h", "schedulingTimeout": "1m30s500ms"}}'
   expect "a timeout may be as long as 720h" accepted_on_create \
@@ -200,7 +203,9 @@ check_creation() {
     'parallelism 0|spec.parallelism|{"spec": {"parallelism": 0}}|'
     'parallelism 1001|spec.parallelism|{"spec": {"parallelism": 1001}}|less than or equal to 1000'
     'gpusPerTrial 2147483647|spec.resources.gpusPerTrial|{"spec": {"resources": {"gpusPerTrial": 2147483647}}}|less than or equal to 1024'
-    'two gpuModels|spec.gpuModels|{"spec": {"gpuModels": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"]}}|at most 1'
+    'nine gpuModels|spec.gpuModels|{"spec": {"gpuModels": ["A", "B", "C", "D", "E", "F", "G", "H", "I"]}}|at most 8'
+    'All beside a model|spec.gpuModels|{"spec": {"gpuModels": ["NVIDIA-H100-80GB-HBM3", "All"]}}|stands alone'
+    'a gpuModel twice|spec.gpuModels[1]|{"spec": {"gpuModels": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3"]}}|'
     'a gpuModel with a space|spec.gpuModels[0]|{"spec": {"gpuModels": ["H100 80GB"]}}|should match'
     'maxFailedTrials 0|spec.maxFailedTrials|{"spec": {"maxFailedTrials": 0}}|'
     'a job without deepspeedConfig|spec.deepspeedConfig|{"spec": {"deepspeedConfig": null}}|'

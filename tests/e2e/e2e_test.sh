@@ -451,6 +451,11 @@ case_deletion() {
     command="[trial-sim, --profile, gpt2-large, --startup-seconds, \"120\", --e2e-run, $slow]" ||
     return 0
   check "a trial Pod of it is Running" eventually 60 some_running_pod "$job" || return 0
+  expect "autotune_job_trials counts each search's trials, and the job's sum of them not again" \
+    eval 'job_counted autotune_job_trials "$simulated_search" 1 &&
+      job_not_counted autotune_job_trials "$job"'
+  expect "kubectl autotune report --gpu-model Simulated-GPU draws that model's search" \
+    report_of_model "$job" Simulated-GPU "$simulated_search" z1_gas1_tmbspg3
   check "the job is deleted" kubectl delete atj "$job" -n "$case_ns" --wait=false || return 0
   expect "its trial Pods are garbage-collected within 60s" eventually 60 no_trial_pods "$job"
   expect "their processes are stopped" eventually 30 no_process_with "$slow"
@@ -786,8 +791,88 @@ case_gpu_models() {
     expect "no Pod of it is created" throughout 3 bash -c \
       "[[ -z \$(kubectl get pods -n $case_ns -l autotune.io/job=$missing -o name) ]]"
   fi
+  every_model "$model" "$job"
   check "the pool leaves" stop_gpu_pool "$pool"
   end_case
+}
+
+# A job of every GPU model (spec.gpuModels [All]) on the cluster of case_gpu_models, after the job
+# $2 of the model $1 alone: a search per model, each an AutotuneJob of its own.
+every_model() {
+  local model=$1 alone=$2 job=every
+  local h100_search=$job-nvidia-h100-80gb-hbm3 simulated_search=$job-simulated-gpu
+  check "a job of every GPU model is created" \
+    create_job "$job" gpu_models='[All]' gpu_memory= stages='[1]' early=0 || return 0
+  check "it Succeeds within 240s" ends_in "$job" Succeeded 240 || return 0
+  expect "its status names a search per model, each Succeeded" job_satisfies "$job" \
+    'sorted((m["gpuModel"], m["job"], m["phase"]) for m in status["gpuModels"]) ==
+     [("'"$model"'", "'"$h100_search"'", "Succeeded"),
+      ("Simulated-GPU", "'"$simulated_search"'", "Succeeded")]'
+  expect "every result of the $model search ran on $model" ran_on_model "$h100_search" "$model"
+  expect "every result of the Simulated-GPU search ran on Simulated-GPU" \
+    ran_on_model "$simulated_search" Simulated-GPU
+  expect "the $model search finds the best of the job of $model alone, from its measurements" \
+    same_best "$h100_search" "$alone"
+  expect "the Simulated-GPU search finds the 32 GiB search's best (z1_gas1_tmbspg3)" \
+    job_satisfies "$simulated_search" 'status["best"]["trial"] == "z1_gas1_tmbspg3"'
+  expect "the output holds each model's config and, as ds_config.json, the fastest" \
+    output_per_model "$job" "$model" "$h100_search" "$simulated_search"
+  expect "kubectl autotune best --gpu-model prints the $model config" \
+    cmp <(plugin best "$job" -n "$case_ns" --gpu-model "$model") \
+    <(configmap_data "$job-optimal" "ds_config.$model.json")
+  expect "autotune_job_trials counts each search's trials, and the job's sum of them not again" \
+    eval 'job_counted autotune_job_trials "$simulated_search" 1 &&
+      job_not_counted autotune_job_trials "$job"'
+  expect "kubectl autotune report --gpu-model Simulated-GPU draws that model's search" \
+    report_of_model "$job" Simulated-GPU "$simulated_search" z1_gas1_tmbspg3
+  check "the job is deleted" kubectl delete atj "$job" -n "$case_ns" --wait=false
+  expect "its searches go with it within 60s" eventually 60 bash -c \
+    "[[ -z \$(kubectl get atj -n $case_ns -l autotune.io/model-search-of=$job -o name) ]]"
+}
+
+# The report of the job $1's search of the GPU model $2 is that of the search's AutotuneJob $3,
+# and names its best, $4.
+report_of_model() {
+  local report=$work/$1-$2-report.html
+  plugin report "$1" -n "$case_ns" --gpu-model "$2" --output-file "$report" &&
+    grep -q "$3" "$report" && grep -q "$4" "$report"
+}
+
+# Every result of the job $1 names the GPU model $2 as the one it ran on.
+ran_on_model() {
+  job_satisfies "$1" "results and all(r.get('gpuModel') == '$2' for r in results)"
+}
+
+# Jobs $1 and $2 found the same best trial; every result of $1 was taken from kept measurements.
+same_best() {
+  local ours theirs
+  ours=$(field "$1" '{.status.best.trial}') theirs=$(field "$2" '{.status.best.trial}')
+  echo "$1: $ours; $2: $theirs"
+  [[ -n $ours && $ours == "$theirs" ]] &&
+    job_satisfies "$1" 'results and all(r.get("reusedFrom") for r in results)'
+}
+
+# The output ConfigMap of the job $1 holds the best config of each search ($3 of the model $2, and
+# $4 of Simulated-GPU) and, as ds_config.json, the one of the search whose best is fastest.
+output_per_model() {
+  local job=$1 model=$2 first=$3 second=$4
+  python3 - "$job-optimal" "$model" "$first" "$second" "$case_ns" <<'CHECK'
+import json, subprocess, sys
+configmap, model, first, second, ns = sys.argv[1:]
+def get(kind, name):
+    return json.loads(subprocess.check_output(["kubectl", "get", kind, name, "-n", ns, "-o", "json"]))
+data = get("configmap", configmap)["data"]
+bests = {model: get("atj", first)["status"]["best"],
+         "Simulated-GPU": get("atj", second)["status"]["best"]}
+for name, best in bests.items():
+    held = json.loads(data.get(f"ds_config.{name}.json", "null"))
+    if held != best["config"]:
+        sys.exit(f"ds_config.{name}.json is {held}, its search's best config {best['config']}")
+fastest = max(bests, key=lambda name: bests[name]["value"])
+if json.loads(data["ds_config.json"]) != bests[fastest]["config"]:
+    sys.exit(f"ds_config.json is not {fastest}'s")
+print(f"each model's config; ds_config.json is {fastest}'s")
+CHECK
 }
 
 # A Pod of another team's, labelled for the job $3 and asking for all 16 GPUs of a node, that is

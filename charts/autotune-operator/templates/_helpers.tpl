@@ -76,11 +76,13 @@ calls the operator makes.
 {{- define "autotune-operator.namespacedRules" -}}
 {{- /*
 Only the verbs the operator sends; the e2e tier compares these rules with the API server's audit
-log of a whole run. AutotuneJobs are read through a watch and written through their status.
+log of a whole run. AutotuneJobs are read through a watch and written through their status; a job
+that tunes for several GPU models has the operator create one AutotuneJob per model, which it
+controls.
 */}}
 - apiGroups: ["autotune.io"]
   resources: ["autotunejobs"]
-  verbs: ["list", "watch"]
+  verbs: ["list", "watch", "create"]
 - apiGroups: ["autotune.io"]
   resources: ["autotunejobs/status"]
   verbs: ["update"]

@@ -204,6 +204,26 @@ Learned Apply::launch(const api::AutotuneJob& job, const Plan& plan) {
   return learned;
 }
 
+Learned Apply::createSearches(const Plan& plan) {
+  Learned learned;
+  for (const auto& search : plan.searches) {
+    if (context_.leadership.stop_requested()) {
+      break;
+    }
+    const std::string name = object::text(object::metadataOf(search), "name");
+    // One there already is read from the cache on the next reconcile: the job's, or someone's.
+    auto created = client_.create(kAutotuneJobs, namespace_, search);
+    if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
+      context_.log.warn("could not create a GPU model's search",
+                        {{"job", name}, {"error", k8s::describe(created.error())}});
+      learned.refusedCreates.push_back({name, refusalOf(created.error()), created.error().message});
+    } else if (created) {
+      context_.log.info("GPU model's search created", {{"job", name}});
+    }
+  }
+  return learned;
+}
+
 bool Apply::createRun(const RunLaunch& launch, Learned& learned) {
   if (launch.run.carrier == TrialRun::Carrier::kPod) {
     return createPod(launch, learned);

@@ -102,6 +102,9 @@ class Apply {
   // Creates the plan's runs, after write(). Learns the names taken by objects the job does not
   // own.
   Learned launch(const api::AutotuneJob& job, const Plan& plan);
+  // Creates the AutotuneJobs of a job's GPU models' searches (models.h), after write(). Learns
+  // the creates the API server refused.
+  Learned createSearches(const Plan& plan);
   // Deletes what the recorded status no longer needs, then the Events and the metrics.
   runtime::ReconcileResult finish(const api::AutotuneJob& job, const Plan& plan);
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "api/text.h"
+#include "controller/decision/models.h"
 #include "controller/decision/observe.h"
 #include "controller/decision/plan.h"
 #include "controller/decision/reuse.h"
@@ -38,6 +39,9 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   Apply apply(client_, cluster_, hooks_, context, *job);
   if (!job->decoded) {
     return apply.refused(refuse(*job, job->decoded.error(), context.now));
+  }
+  if (api::searchesPerModel(job->decoded->job.spec)) {
+    return runPerModel(*job, apply, context);
   }
   Snapshot snapshot = observe(cluster_, *job, context.now);
   for (const auto& unreadable : snapshot.unreadable) {
@@ -76,6 +80,33 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   }
   const auto result = apply.finish(snapshot.job, planned);
   // An output not written is tried again with the work queue's backoff.
+  return snapshot.outputRefused ? runtime::ReconcileResult::retry() : result;
+}
+
+// A job that tunes for several GPU models: its status and output from its models' searches,
+// then the searches it lacks created.
+runtime::ReconcileResult Reconciler::runPerModel(const CachedAutotuneJob& job, Apply& apply,
+                                                 const Context& context) {
+  ModelsSnapshot snapshot = observeModels(cluster_, job, context.now);
+  Plan planned = planModels(snapshot);
+  auto learned = apply.write(snapshot.job, planned);
+  if (learned && learned->outputRefused) {
+    snapshot.outputRefused = learned->outputRefused;
+    planned = planModels(snapshot);
+    learned = apply.write(snapshot.job, planned);
+  }
+  if (!learned) {
+    return stoppedBy(learned.error());
+  }
+  if (auto refused = apply.createSearches(planned); !refused.refusedCreates.empty()) {
+    snapshot.refusedCreates = std::move(refused.refusedCreates);
+    planned = planModels(snapshot);
+    planned.searches.clear();
+    if (auto rewritten = apply.write(snapshot.job, planned); !rewritten) {
+      return stoppedBy(rewritten.error());
+    }
+  }
+  const auto result = apply.finish(snapshot.job, planned);
   return snapshot.outputRefused ? runtime::ReconcileResult::retry() : result;
 }
 

@@ -26,6 +26,8 @@ class Reconciler {
 
  private:
   runtime::ReconcileResult run(const std::string& key, const Context& context);
+  runtime::ReconcileResult runPerModel(const CachedAutotuneJob& job, Apply& apply,
+                                       const Context& context);
   runtime::ReconcileResult reportException(const std::string& key, const Context& context,
                                            std::string_view what);
   Shared<MeasurementObject> measurementNow(const std::string& ns, const std::string& name) const;

@@ -58,7 +58,7 @@ class Cluster final : public ClusterView {
   // The measurement ConfigMaps of a namespace ("" for all): measurements.h.
   MeasurementStore& addMeasurements(const std::string& ns);
 
-  Shared<CachedAutotuneJob> job(const std::string& key) const;
+  Shared<CachedAutotuneJob> job(const std::string& key) const override;
   // Every AutotuneJob the watches hold.
   std::vector<Shared<CachedAutotuneJob>> jobs() const;
   Shared<Pod> pod(const std::string& key) const;

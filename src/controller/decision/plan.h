@@ -75,10 +75,19 @@ struct Plan {
   std::optional<std::chrono::milliseconds> requeueAfter;
   // A create waits (a quota, the server failing): look again with the work queue's backoff.
   bool retry = false;
+  // Of a job that tunes for several GPU models: the AutotuneJobs of its models' searches to
+  // create, after the status (models.h).
+  std::vector<nlohmann::json> searches;
 };
 
 // The plan for a valid job given the engine's decision on question(snapshot).
 Plan plan(const Snapshot& snapshot, const tuning::Decision& decision);
+
+// The search is over and its output ConfigMap `configMap` could not be written: the status says
+// why (OutputWritten and Running False) without the final phase, and the write is retried; the
+// Event only when the status did not say it yet.
+void awaitOutput(Plan& plan, const OutputRefusal& refusal, const std::string& configMap,
+                 Timestamp now, std::int64_t generation);
 
 // The plan for a job whose spec is invalid: Failed, naming every error.
 Plan refuse(const CachedAutotuneJob& job, const api::FieldErrors& errors, Timestamp now);

@@ -192,26 +192,6 @@ void endRunning(Draft& draft, bool succeeded, std::string_view reason, const std
                draft.snapshot.now, draft.snapshot.generation);
 }
 
-// The output could not be written: the status keeps the results and the best, without the final
-// phase, says why, and the write is retried; the Event only when the status did not say it yet.
-void awaitOutput(Draft& draft, const OutputRefusal& refusal) {
-  const std::string why = refusal.reason == kOutputConflict
-                              ? "it exists and is not this job's output (" + refusal.detail +
-                                    "), so it is left as it is; delete it, or create the job "
-                                    "again with another spec.output.configMapName"
-                              : refusal.detail;
-  const std::string message = api::headOf(
-      "ConfigMap " + draft.spec().output.configMapName + " could not be written: " + why,
-      kEventMessageBytes);
-  const api::Condition* told = findCondition(draft.status(), condition::kOutputWritten);
-  if (told == nullptr || told->status != "False" || told->message != message) {
-    draft.plan.events.push_back(outputNotWritten(refusal.reason, message));
-  }
-  setCondition(draft.status(), condition::kOutputWritten, false, refusal.reason, message,
-               draft.snapshot.now, draft.snapshot.generation);
-  draft.setRunning(false, "OutputPending", "the search is over; " + message);
-}
-
 // One Warning Event per quota that refuses creates, not one per refusal: said again only when
 // the status did not already name that quota.
 void tellQuotaRefusal(Draft& draft, const std::string& serverMessage) {
@@ -393,7 +373,8 @@ void endSearch(Draft& draft) {
     return;
   }
   if (snapshot.outputRefused) {
-    awaitOutput(draft, *snapshot.outputRefused);
+    awaitOutput(draft.plan, *snapshot.outputRefused, spec.output.configMapName, snapshot.now,
+                snapshot.generation);
     return;
   }
   const double elapsed = std::chrono::duration<double>(
@@ -402,6 +383,9 @@ void endSearch(Draft& draft) {
   api::AutotuneJob recorded = snapshot.job;
   recorded.status = status;
   draft.plan.output = outputConfigMap(recorded, *decision.best, decision.trials, elapsed);
+  if (status.best) {
+    status.best->config = tuning::optimalConfig(*decision.best, spec);
+  }
   const std::string& configMap = spec.output.configMapName;
   setCondition(status, condition::kOutputWritten, true, "Written", "ConfigMap " + configMap,
                snapshot.now, snapshot.generation);
@@ -426,3 +410,26 @@ void endSearch(Draft& draft) {
 }
 
 }  // namespace autotune::controller::plan_steps
+
+namespace autotune::controller {
+
+void awaitOutput(Plan& plan, const OutputRefusal& refusal, const std::string& configMap,
+                 Timestamp now, std::int64_t generation) {
+  const std::string why = refusal.reason == kOutputConflict
+                              ? "it exists and is not this job's output (" + refusal.detail +
+                                    "), so it is left as it is; delete it, or create the job "
+                                    "again with another spec.output.configMapName"
+                              : refusal.detail;
+  const std::string message =
+      api::headOf("ConfigMap " + configMap + " could not be written: " + why, kEventMessageBytes);
+  const api::Condition* told = findCondition(plan.status, condition::kOutputWritten);
+  if (told == nullptr || told->status != "False" || told->message != message) {
+    plan.events.push_back(outputNotWritten(refusal.reason, message));
+  }
+  setCondition(plan.status, condition::kOutputWritten, false, refusal.reason, message, now,
+               generation);
+  setCondition(plan.status, condition::kRunning, false, "OutputPending",
+               "the search is over; " + message, now, generation);
+}
+
+}  // namespace autotune::controller

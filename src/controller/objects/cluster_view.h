@@ -21,6 +21,7 @@ class ClusterView {
   ClusterView& operator=(ClusterView&&) = delete;
   virtual ~ClusterView() = default;
 
+  virtual Shared<CachedAutotuneJob> job(const std::string& key) const = 0;
   // The Pods labelled for the job of this name in its namespace, whoever owns them.
   virtual std::vector<Shared<Pod>> podsLabelled(const std::string& ns,
                                                 const std::string& jobLabel) const = 0;

@@ -262,6 +262,11 @@ std::optional<CachedAutotuneJob> decodeAutotuneJob(const json& object) {
   job.generation = integerAt(metadata, "generation").value_or(0);
   job.creationTimestamp = text(metadata, "creationTimestamp");
   job.metadata = metadata;
+  if (const json* owner = object::controllerOf(slim);
+      owner != nullptr && text(*owner, "kind") == api::kKind) {
+    job.ownerJobName = text(*owner, "name");
+    job.ownerJobUid = text(*owner, "uid");
+  }
   job.decoded = api::decode(slim);
   if (job.decoded) {
     job.status = std::move(job.decoded->job.status);
@@ -337,14 +342,32 @@ std::vector<std::string> jobKeysOfBatchJob(const BatchJob* before, const BatchJo
   return {job->ns + "/" + job->ownerJobName};
 }
 
+namespace {
+
+bool progressed(const CachedAutotuneJob& before, const CachedAutotuneJob& after) {
+  return before.status.phase != after.status.phase ||
+         before.status.message != after.status.message || before.status.best != after.status.best;
+}
+
+}  // namespace
+
 std::vector<std::string> jobKeysOfAutotuneJob(const CachedAutotuneJob* before,
                                               const CachedAutotuneJob* after) {
   const CachedAutotuneJob* job = after != nullptr ? after : before;
-  if (job == nullptr ||
-      (before != nullptr && after != nullptr && before->generation == after->generation)) {
+  if (job == nullptr) {
     return {};
   }
-  return {job->key};
+  const bool appearedOrWent = before == nullptr || after == nullptr;
+  std::vector<std::string> keys;
+  if (appearedOrWent || before->generation != after->generation) {
+    keys.push_back(job->key);
+  }
+  // A model's search tells its job of a new phase or best; its trial counts follow with those.
+  // A tenant's job that names another as its controller changes nothing but a look.
+  if (!job->ownerJobName.empty() && (appearedOrWent || progressed(*before, *after))) {
+    keys.push_back(object::text(job->metadata, "namespace") + "/" + job->ownerJobName);
+  }
+  return keys;
 }
 
 }  // namespace autotune::controller

@@ -127,6 +127,10 @@ struct CachedAutotuneJob {
   std::string resourceVersion;
   std::int64_t generation = 0;
   std::string creationTimestamp;
+  // The AutotuneJob that controls it, if one does: it is then a GPU model's search of that job
+  // (models.h), provided the UID is that job's.
+  std::string ownerJobName;
+  std::string ownerJobUid;
   // Without managedFields and the last-applied annotation, which nothing here reads.
   nlohmann::json metadata;
   // The spec decoded and validated (with `metadata`, and an empty status: the status is

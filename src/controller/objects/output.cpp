@@ -10,29 +10,52 @@
 
 namespace autotune::controller {
 
+namespace {
+
+// The output ConfigMap of `job` holding `data`: owned by the job unless spec.output.retain.
+nlohmann::json outputOf(const api::AutotuneJob& job, nlohmann::json data) {
+  nlohmann::json configMap = {
+      {"apiVersion", "v1"},
+      {"kind", "ConfigMap"},
+      {"metadata",
+       {{"name", job.spec.output.configMapName},
+        {"namespace", job.namespaceName()},
+        {"labels", {{std::string(api::kJobLabel), jobLabelValue(job.name())}}},
+        {"annotations", {{std::string(kJobUidAnnotation), job.uid()}}}}},
+      {"data", std::move(data)}};
+  if (!job.spec.output.retain) {
+    configMap["metadata"]["ownerReferences"] = nlohmann::json::array({ownerReference(job)});
+  }
+  return configMap;
+}
+
+}  // namespace
+
 nlohmann::json outputConfigMap(const api::AutotuneJob& job, const tuning::Trial& best,
                                const std::vector<tuning::Trial>& trials, double elapsedSeconds) {
   const api::Spec& spec = job.spec;
   const tuning::Report report =
       tuning::report(spec, job.name(), job.status.results, best, trials, elapsedSeconds,
                      std::string(tuning::kTrialConfigPath));
-  nlohmann::json configMap = {
-      {"apiVersion", "v1"},
-      {"kind", "ConfigMap"},
-      {"metadata",
-       {{"name", spec.output.configMapName},
-        {"namespace", job.namespaceName()},
-        {"labels", {{std::string(api::kJobLabel), jobLabelValue(job.name())}}},
-        {"annotations", {{std::string(kJobUidAnnotation), job.uid()}}}}},
-      {"data",
-       {{std::string(api::kOutputConfigFile), report.config},
-        {std::string(api::kOutputCommandFile), report.command + "\n"},
-        {std::string(api::kOutputSummaryFile), report.summary},
-        {std::string(api::kOutputResultsFile), report.results}}}};
-  if (!spec.output.retain) {
-    configMap["metadata"]["ownerReferences"] = nlohmann::json::array({ownerReference(job)});
+  return outputOf(job, {{std::string(api::kOutputConfigFile), report.config},
+                        {std::string(api::kOutputCommandFile), report.command + "\n"},
+                        {std::string(api::kOutputSummaryFile), report.summary},
+                        {std::string(api::kOutputResultsFile), report.results}});
+}
+
+nlohmann::json modelsOutputConfigMap(const api::AutotuneJob& job, const std::string& primaryModel) {
+  nlohmann::json data = nlohmann::json::object();
+  for (const auto& search : job.status.gpuModels) {
+    if (!search.best || !search.best->config) {
+      continue;
+    }
+    const std::string config = tuning::configFile(*search.best->config);
+    data[api::modelConfigFile(search.gpuModel)] = config;
+    if (search.gpuModel == primaryModel) {
+      data[std::string(api::kOutputConfigFile)] = config;
+    }
   }
-  return configMap;
+  return outputOf(job, std::move(data));
 }
 
 namespace {

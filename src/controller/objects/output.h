@@ -26,6 +26,11 @@ inline constexpr std::string_view kJobUidAnnotation = "autotune.io/job-uid";
 nlohmann::json outputConfigMap(const api::AutotuneJob& job, const tuning::Trial& best,
                                const std::vector<tuning::Trial>& trials, double elapsedSeconds);
 
+// The output of a job that tunes for several GPU models, from its status.gpuModels: each model's
+// tuned config whose search succeeded (api::modelConfigFile), and as ds_config.json the one of
+// `primaryModel`.
+nlohmann::json modelsOutputConfigMap(const api::AutotuneJob& job, const std::string& primaryModel);
+
 // Whether an existing ConfigMap is the output of the job with `jobUid`: written for it, or
 // controlled by it. Only then may the job write over it.
 bool isOutputOf(const nlohmann::json& configMap, const std::string& jobUid);
