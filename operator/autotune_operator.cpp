@@ -153,6 +153,22 @@ void watchKueue(runtime::Manager& manager, const std::string& ns,
       });
 }
 
+// The DRA driver's ResourceSlices and every namespace's ResourceClaims: the GPUs of Nodes that
+// advertise no nvidia.com/gpu, and those held there.
+void watchDeviceAllocation(runtime::Manager& manager, const std::string& driver,
+                           controller::Cluster& cluster) {
+  manager.watch<controller::DeviceSlice>(
+      {k8s::kResourceSlices, "", ""}, cluster.addDeviceSlices(driver),
+      [&cluster](const controller::DeviceSlice* before, const controller::DeviceSlice* after) {
+        return cluster.jobsWokenBySlice(before, after);
+      });
+  manager.watch<controller::DeviceClaim>(
+      {k8s::kResourceClaims, "", "", {"managedFields"}}, cluster.addDeviceClaims(driver),
+      [&cluster](const controller::DeviceClaim* before, const controller::DeviceClaim* after) {
+        return cluster.jobsWokenByClaim(before, after);
+      });
+}
+
 // One watch of jobs, one of trial Pods and one of multi-node trials' batch Jobs per namespace (or
 // for all), and one of the GPU Nodes; each change enqueues the jobs it concerns.
 void watchAll(runtime::Manager& manager, const Options& options, controller::Cluster& cluster) {
@@ -182,6 +198,9 @@ void watchAll(runtime::Manager& manager, const Options& options, controller::Clu
         [](const controller::MeasurementObject*, const controller::MeasurementObject*) {
           return std::vector<std::string>{};
         });
+  }
+  if (!options.draDriver.empty()) {
+    watchDeviceAllocation(manager, options.draDriver, cluster);
   }
   // A Node's new GPUs may let waiting jobs go on, and its loss concerns the jobs with Pods on it.
   manager.watch<controller::Node>(
@@ -248,6 +267,7 @@ void logStart(const observability::Logger& log, const Options& options, const Se
             {"leaderElect", options.leaderElect},
             {"kueue", options.kueue},
             {"nodeSelector", options.nodeSelector},
+            {"draDriver", options.draDriver},
             {"metricsPort", servers.metrics ? servers.metrics->port() : 0},
             {"metricsSecure", options.metricsSecure},
             {"probePort", servers.probes->port()}});

@@ -92,6 +92,11 @@ std::vector<cli::Flag> clusterFlags(Options& options) {
                "the Nodes watched for GPUs, by label; default nvidia.com/gpu.present=true "
                "(GPU feature discovery's); empty: every Node",
                options.nodeSelector),
+          text("dra-driver", "DRIVER",
+               "count the GPUs of Nodes that advertise no nvidia.com/gpu from this DRA driver's "
+               "ResourceSlices, and those its ResourceClaims hold (e.g. gpu.nvidia.com); "
+               "default: none",
+               options.draDriver),
           text("leader-election-namespace", "NS", "default: $POD_NAMESPACE, else default",
                options.leaseNamespace),
           text("leader-election-id", "NAME", "the Lease's name; default autotune-operator",

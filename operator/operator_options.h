@@ -27,6 +27,7 @@ struct Options {
   bool kueue = false;
   std::string workloadSelector{api::kJobLabel};
   std::string nodeSelector{api::kGpuPresentSelector};
+  std::string draDriver;  // empty: GPUs are nvidia.com/gpu alone
   std::string leaseNamespace;
   std::string leaseName = "autotune-operator";
   std::string measurementKeySecret = "autotune-operator-measurement-key";

@@ -179,6 +179,58 @@ void checkGpuModelNames(const Spec& spec, FieldErrors& errors) {
   }
 }
 
+// Whether a node selector term's expression on the GPU model label admits `model` (one on
+// another label says nothing of it).
+bool expressionAdmits(const json& expression, const std::string& model) {
+  const json* key = findMember(expression, "key");
+  const json* op = findMember(expression, "operator");
+  if (key == nullptr || *key != kGpuProductLabel || op == nullptr || !op->is_string()) {
+    return true;
+  }
+  const json* values = findMember(expression, "values");
+  const bool listed = values != nullptr && values->is_array() &&
+                      std::find(values->begin(), values->end(), model) != values->end();
+  return !((*op == "In" && !listed) || (*op == "NotIn" && listed) || *op == "DoesNotExist");
+}
+
+bool termAdmits(const json& term, const std::string& model) {
+  const json* expressions = findMember(term, "matchExpressions");
+  return expressions == nullptr || !expressions->is_array() ||
+         std::ranges::all_of(*expressions, [&](const json& expression) {
+           return expressionAdmits(expression, model);
+         });
+}
+
+// A required node affinity none of whose terms admits a model of spec.gpuModels leaves that
+// model's trials no node at all. (Terms are ORed, a term's expressions ANDed.)
+void checkGpuModelAffinity(const Spec& spec, FieldErrors& errors) {
+  const json* podSpec = findMember(spec.podTemplate, "spec");
+  const json* affinity = podSpec != nullptr ? findMember(*podSpec, "affinity") : nullptr;
+  const json* nodeAffinity = affinity != nullptr ? findMember(*affinity, "nodeAffinity") : nullptr;
+  const json* required =
+      nodeAffinity != nullptr
+          ? findMember(*nodeAffinity, "requiredDuringSchedulingIgnoredDuringExecution")
+          : nullptr;
+  const json* terms = required != nullptr ? findMember(*required, "nodeSelectorTerms") : nullptr;
+  if (terms == nullptr || !terms->is_array() || terms->empty()) {
+    return;
+  }
+  std::string excluded;
+  for (const auto& model : spec.gpuModels) {
+    if (model != kAllGpuModels && std::none_of(terms->begin(), terms->end(), [&](const json& term) {
+          return termAdmits(term, model);
+        })) {
+      excluded += (excluded.empty() ? "" : ", ") + model;
+    }
+  }
+  if (!excluded.empty()) {
+    fail(errors,
+         "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+         "admits no node of GPU model " + excluded + " (spec.gpuModels) by the label " +
+             std::string(kGpuProductLabel));
+  }
+}
+
 void checkGpuModels(const Spec& spec, FieldErrors& errors) {
   checkGpuModelNames(spec, errors);
   // The template's own choice of model would leave the trials no node at all.
@@ -190,6 +242,7 @@ void checkGpuModels(const Spec& spec, FieldErrors& errors) {
     fail(errors, fieldPath("spec.template.spec.nodeSelector", kGpuProductLabel),
          "selects a GPU model itself: spec.gpuModels chooses the models the trials run on");
   }
+  checkGpuModelAffinity(spec, errors);
   // Each model has its own best config: which one the Job would run is for the user to say.
   if (spec.afterTuning && searchesPerModel(spec)) {
     fail(errors, "spec.afterTuning",

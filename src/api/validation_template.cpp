@@ -97,6 +97,26 @@ const json* checkContainers(const json& podTemplate, const std::string& path, Fi
   return containers;
 }
 
+// Trials run side by side and one after another: a claim of the template's own (a
+// resourceClaimName) would be every trial's at once, so each names a ResourceClaimTemplate, from
+// which each trial's Pod gets a claim of its own, deleted with it.
+void checkResourceClaims(const json& podTemplate, const std::string& path, FieldErrors& errors) {
+  const json* podSpec = findMember(podTemplate, "spec");
+  const json* claims = podSpec != nullptr ? findMember(*podSpec, "resourceClaims") : nullptr;
+  if (claims == nullptr || !claims->is_array()) {
+    return;
+  }
+  const std::string claimsPath = path + ".spec.resourceClaims";
+  for (std::size_t i = 0; i < claims->size(); ++i) {
+    const json& claim = (*claims)[i];
+    if (claim.is_object() && findMember(claim, "resourceClaimName") != nullptr) {
+      fail(errors, itemPath(claimsPath, i) + ".resourceClaimName",
+           "one claim would be every trial's: name a ResourceClaimTemplate "
+           "(resourceClaimTemplateName), which gives each trial's Pod a claim of its own");
+    }
+  }
+}
+
 std::string unknownPlaceholder(const std::string& key) {
   if (std::ranges::find(kRendezvousVariables, key) != kRendezvousVariables.end()) {
     return "${" + key +
@@ -274,6 +294,7 @@ void checkScriptForwardsFlags(const json& container, const std::string& path, co
 
 void checks::checkTemplate(const Spec& spec, FieldErrors& errors) {
   const json* containers = checkContainers(spec.podTemplate, "spec.template", errors);
+  checkResourceClaims(spec.podTemplate, "spec.template", errors);
   // An unnamed first container leaves the default empty; its own error covers that.
   if (containers == nullptr || spec.primaryContainer.empty()) {
     return;

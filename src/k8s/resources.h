@@ -14,6 +14,9 @@ inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true};
 inline const Resource kBatchJobs{"batch", "v1", "jobs", true};
 inline const Resource kServices{"", "v1", "services", true};
 inline const Resource kSecrets{"", "v1", "secrets", true};
+// Dynamic Resource Allocation's (GA since Kubernetes 1.34).
+inline const Resource kResourceSlices{"resource.k8s.io", "v1", "resourceslices", false};
+inline const Resource kResourceClaims{"resource.k8s.io", "v1", "resourceclaims", true};
 // Kueue's, where it is installed.
 inline const Resource kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", true};
 inline const Resource kLocalQueues{"kueue.x-k8s.io", "v1beta2", "localqueues", true};

@@ -276,6 +276,46 @@ TEST(Validate, GpuModelsAreLabelValuesOrAllAlone) {
   EXPECT_THAT(pathsOf(job), ElementsAre("spec.gpuModels[0]"));
 }
 
+// Each trial gets a claim of its own from a ResourceClaimTemplate; one claim for all is refused.
+TEST(Validate, TrialsClaimThroughATemplateEach) {
+  AutotuneJob job = validJob();
+  job.spec.podTemplate["spec"]["resourceClaims"] =
+      json::parse(R"([{"name": "gpus", "resourceClaimTemplateName": "sixteen-gpus"}])");
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.podTemplate["spec"]["resourceClaims"].push_back(
+      json::parse(R"({"name": "shared", "resourceClaimName": "team-gpus"})"));
+  EXPECT_THAT(pathsOf(job), ElementsAre("spec.template.spec.resourceClaims[1].resourceClaimName"));
+}
+
+// A required node affinity that admits none of a model's nodes would leave its trials waiting for
+// ever: refused, naming the models.
+TEST(Validate, ARequiredNodeAffinityMustAdmitEachGpuModel) {
+  AutotuneJob job = validJob();
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-40GB"};
+  job.spec.podTemplate["spec"]["affinity"] = json::parse(R"({"nodeAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+      {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                             "values": ["NVIDIA-H100-80GB-HBM3"]},
+                            {"key": "pool", "operator": "In", "values": ["training"]}]},
+      {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "NotIn",
+                             "values": ["NVIDIA-A100-SXM4-40GB"]}]}]}}})");
+  EXPECT_THAT(validate(job),
+              ElementsAre(FieldError{"spec.template.spec.affinity.nodeAffinity."
+                                     "requiredDuringSchedulingIgnoredDuringExecution",
+                                     "admits no node of GPU model NVIDIA-A100-SXM4-40GB "
+                                     "(spec.gpuModels) by the label nvidia.com/gpu.product"}));
+  job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3"};
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.gpuModels = {"All"};
+  EXPECT_THAT(validate(job), IsEmpty()) << "which models All finds is not known yet";
+  job.spec.gpuModels = {"NVIDIA-L40S"};
+  job.spec.podTemplate["spec"]["affinity"]["nodeAffinity"]
+                      ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][1]
+                      ["matchExpressions"][0]["operator"] = "DoesNotExist";
+  EXPECT_THAT(pathsOf(job), ElementsAre("spec.template.spec.affinity.nodeAffinity."
+                                        "requiredDuringSchedulingIgnoredDuringExecution"));
+}
+
 // Which model's config a training Job would run is the user's to say.
 TEST(Validate, AfterTuningTakesOneGpuModel) {
   AutotuneJob job = validJob();

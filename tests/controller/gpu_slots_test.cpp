@@ -17,6 +17,8 @@ namespace {
 
 using autotune::controller::CachedAutotuneJob;
 using autotune::controller::Cluster;
+using autotune::controller::decodeDeviceClaim;
+using autotune::controller::decodeDeviceSlice;
 using autotune::controller::decodeNode;
 using autotune::controller::decodePod;
 using autotune::controller::fitsSomeNodes;
@@ -361,6 +363,112 @@ TEST(GpuLedger, FollowsPodsAndNodesAsTheyChange) {
   ledger.setNode(decodeNode(gpuNode("a", 8)).value());
   ledger.removeNode("a");
   EXPECT_TRUE(ledger.capacity(everyPod).nodes.empty());
+}
+
+constexpr const char* kDriver = "gpu.nvidia.com";
+
+// A ResourceSlice of `gpus` GPUs of `driver` on `node`, as NVIDIA's DRA driver publishes one, with
+// a MIG device beside them.
+json deviceSlice(const std::string& name, const std::string& node, int gpus,
+                 const std::string& driver = kDriver) {
+  json devices = json::array();
+  for (int index = 0; index < gpus; ++index) {
+    devices.push_back(
+        {{"name", "gpu-" + std::to_string(index)},
+         {"attributes",
+          {{"type", {{"string", "gpu"}}}, {"productName", {{"string", "NVIDIA-H100-80GB-HBM3"}}}}},
+         {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+  }
+  devices.push_back({{"name", "mig-0"}, {"attributes", {{"type", {{"string", "mig"}}}}}});
+  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
+          {"spec",
+           {{"driver", driver},
+            {"nodeName", node},
+            {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
+            {"devices", devices}}}};
+}
+
+// A ResourceClaim allocated `gpus` devices of `driver` on `node`, as the kube-scheduler writes it.
+json deviceClaim(const std::string& name, const std::string& node, int gpus,
+                 const std::string& driver = kDriver) {
+  json results = json::array();
+  for (int index = 0; index < gpus; ++index) {
+    results.push_back({{"request", "gpus"},
+                       {"driver", driver},
+                       {"pool", node},
+                       {"device", "gpu-" + std::to_string(index)}});
+  }
+  const json selector = {
+      {"nodeSelectorTerms",
+       {{{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}}}}}}};
+  return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"resourceVersion", "1"}}},
+          {"status",
+           {{"allocation", {{"devices", {{"results", results}}}, {"nodeSelector", selector}}}}}};
+}
+
+TEST(DeviceSlice, CountsTheDriversWholeGpusOnItsNode) {
+  const auto slice = decodeDeviceSlice(deviceSlice("a-gpus", "a", 4), kDriver).value();
+  EXPECT_EQ(slice.nodeName, "a");
+  EXPECT_EQ(slice.gpus, 4) << "the MIG device is no whole GPU";
+  EXPECT_EQ(slice.product, "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(slice.memoryBytes, std::int64_t{80} * 1024 * kMiB);
+  EXPECT_FALSE(decodeDeviceSlice(deviceSlice("a-nics", "a", 4, "nic.example.com"), kDriver));
+  EXPECT_FALSE(decodeDeviceSlice(json::object(), kDriver));
+  EXPECT_EQ(decodeDeviceSlice(json::parse(R"({"metadata": {"name": "s"},
+      "spec": {"driver": "gpu.nvidia.com", "devices": "nonsense"}})"),
+                              kDriver)
+                ->gpus,
+            0);
+}
+
+TEST(DeviceClaim, CountsTheDriversDevicesOnTheNodeItsAllocationNames) {
+  const auto claim = decodeDeviceClaim(deviceClaim("c", "a", 2), kDriver).value();
+  EXPECT_EQ(claim.key, "ml/c");
+  EXPECT_EQ(claim.nodeName, "a");
+  EXPECT_EQ(claim.gpus, 2);
+  EXPECT_EQ(decodeDeviceClaim(deviceClaim("nic", "a", 2, "nic.example.com"), kDriver)->gpus, 0);
+  json pending = deviceClaim("p", "a", 2);
+  pending.erase("status");
+  EXPECT_EQ(decodeDeviceClaim(pending, kDriver)->gpus, 0) << "kept, so that deallocation counts";
+}
+
+// A node that advertises no nvidia.com/gpu has its slices' GPUs; its claims hold them, and its
+// Pods' requests (an extended-resource Pod has a claim of its own) do not count twice.
+TEST(GpuLedger, ANodeWithoutNvidiaGpuCountsItsDriversSlicesLessItsClaims) {
+  GpuLedger ledger;
+  ledger.setNode(decodeNode(gpuNode("dra", 0)).value());
+  ledger.setNode(decodeNode(gpuNode("plugin", 8)).value());
+  EXPECT_EQ(ledger.capacity(everyPod).total(), 8) << "no slice yet";
+  ledger.setSlice(decodeDeviceSlice(deviceSlice("dra-gpus", "dra", 4), kDriver).value());
+  ledger.setSlice(decodeDeviceSlice(deviceSlice("dra-more", "dra", 4), kDriver).value());
+  ledger.setSlice(decodeDeviceSlice(deviceSlice("plugin-gpus", "plugin", 8), kDriver).value());
+  GpuCapacity capacity = ledger.capacity(everyPod);
+  ASSERT_EQ(capacity.nodes.size(), 2U);
+  EXPECT_EQ(capacity.nodes[0].name, "dra");
+  EXPECT_EQ(capacity.nodes[0].allocatable, 8);
+  EXPECT_EQ(capacity.nodes[0].product, "NVIDIA-H100-80GB-HBM3") << "no label: the slice's";
+  EXPECT_EQ(capacity.nodes[0].memoryBytes, std::int64_t{80} * 1024 * kMiB);
+  EXPECT_EQ(capacity.nodes[1].allocatable, 8) << "the device plugin's count stands";
+
+  ledger.setClaim(decodeDeviceClaim(deviceClaim("c", "dra", 2), kDriver).value());
+  ledger.setClaim(decodeDeviceClaim(deviceClaim("on-plugin", "plugin", 3), kDriver).value());
+  ledger.setPod(decodePod(gpuPod("extended", 2, "dra")).value());
+  ledger.setPod(decodePod(gpuPod("plugin-pod", 1, "plugin")).value());
+  capacity = ledger.capacity(everyPod);
+  EXPECT_EQ(capacity.nodes[0].used, 2) << "the claim's, not the Pod's requests as well";
+  EXPECT_EQ(capacity.nodes[1].used, 1) << "a device plugin node counts its Pods";
+
+  json released = deviceClaim("c", "dra", 2);
+  released.erase("status");
+  ledger.setClaim(decodeDeviceClaim(released, kDriver).value());
+  EXPECT_EQ(ledger.capacity(everyPod).nodes[0].used, 0);
+  ledger.setClaim(decodeDeviceClaim(deviceClaim("c", "dra", 2), kDriver).value());
+  ledger.removeClaim("ml/c");
+  EXPECT_EQ(ledger.capacity(everyPod).nodes[0].used, 0);
+  ledger.removeSlice("dra-gpus");
+  EXPECT_EQ(ledger.capacity(everyPod).nodes[0].allocatable, 4);
+  ledger.setNode(decodeNode(cordoned(gpuNode("dra", 0))).value());
+  EXPECT_EQ(ledger.capacity(everyPod).nodes.size(), 1U) << "a cordoned node counts no slice";
 }
 
 // A Node's heartbeat wakes no job; its loss, or a change of its GPUs, wakes the jobs with Pods on

@@ -102,6 +102,11 @@ LaunchedTrials thousandTrials() {
   }
   search.job.status.spaces =
       tuning::summarizeSpaces(search.job.status.results, api::Metric::kThroughput);
+  // The best, with the tuned config it records once the search has succeeded.
+  api::BestTrial best;
+  best.trial = search.best.name;
+  best.config = tuning::optimalConfig(search.best, search.job.spec);
+  search.job.status.best = std::move(best);
   return search;
 }
 

@@ -237,6 +237,24 @@ TEST(TrialPod, AJobOfOneGpuModelSelectsThatModelsNodes) {
   EXPECT_EQ(batchJob["spec"]["template"]["spec"]["nodeSelector"], selector);
 }
 
+// A container that takes its GPUs from ResourceClaims asks for no nvidia.com/gpu as well; one
+// that asks for both keeps asking for the trial's share.
+TEST(TrialPod, AContainerOfClaimsTakesItsGpusFromThem) {
+  AutotuneJob job = gpt2Large();
+  job.spec.podTemplate["spec"]["resourceClaims"] =
+      json::parse(R"([{"name": "gpus", "resourceClaimTemplateName": "sixteen-gpus"}])");
+  json& templateContainer = job.spec.podTemplate["spec"]["containers"][0];
+  templateContainer["resources"] = json::parse(R"({"claims": [{"name": "gpus"}]})");
+  json pod = trialPod(job, z1Trial(job));
+  EXPECT_EQ(pod["spec"]["resourceClaims"], job.spec.podTemplate["spec"]["resourceClaims"]);
+  EXPECT_EQ(trainer(pod)["resources"], templateContainer["resources"]);
+  EXPECT_EQ(decodePod(pod)->gpus, 0);
+
+  templateContainer["resources"]["limits"] = {{"nvidia.com/gpu", 1}};
+  pod = trialPod(job, z1Trial(job));
+  EXPECT_EQ(trainer(pod)["resources"]["limits"]["nvidia.com/gpu"], 16);
+}
+
 TEST(TrialPod, TheConfigAnnotationIsTheCompactLaunchConfig) {
   const AutotuneJob job = gpt2Large();
   const Trial trial = z1Trial(job);

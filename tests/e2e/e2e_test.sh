@@ -451,11 +451,6 @@ case_deletion() {
     command="[trial-sim, --profile, gpt2-large, --startup-seconds, \"120\", --e2e-run, $slow]" ||
     return 0
   check "a trial Pod of it is Running" eventually 60 some_running_pod "$job" || return 0
-  expect "autotune_job_trials counts each search's trials, and the job's sum of them not again" \
-    eval 'job_counted autotune_job_trials "$simulated_search" 1 &&
-      job_not_counted autotune_job_trials "$job"'
-  expect "kubectl autotune report --gpu-model Simulated-GPU draws that model's search" \
-    report_of_model "$job" Simulated-GPU "$simulated_search" z1_gas1_tmbspg3
   check "the job is deleted" kubectl delete atj "$job" -n "$case_ns" --wait=false || return 0
   expect "its trial Pods are garbage-collected within 60s" eventually 60 no_trial_pods "$job"
   expect "their processes are stopped" eventually 30 no_process_with "$slow"
@@ -729,10 +724,11 @@ case_unwatched_nodes() {
 
 # A pool of one 16-GPU node of GPU model $2 with $3 of memory per GPU, named $1-0, run by a node
 # simulator of its own (logging to $work/$1.log) beside the cluster's: stop_gpu_pool removes it.
+# More arguments go to the simulator.
 start_gpu_pool() {
   local pool=$1 model=$2 memory=$3
   "$E2E_NODE_SIM" --kubeconfig "$E2E_ADMIN_KUBECONFIG" --nodes 1 --gpus-per-node 16 \
-    --gpu-memory "$memory" --gpu-product "$model" --name-prefix "$pool" \
+    --gpu-memory "$memory" --gpu-product "$model" --name-prefix "$pool" "${@:4}" \
     --work-dir "$work/$pool" --bin-dir "$(dirname "$E2E_TRIAL_SIM")" \
     --delete-nodes-on-exit >>"$work/$pool.log" 2>&1 </dev/null &
   echo $! >"$work/$pool.pid"
@@ -873,6 +869,84 @@ if json.loads(data["ds_config.json"]) != bests[fastest]["config"]:
     sys.exit(f"ds_config.json is not {fastest}'s")
 print(f"each model's config; ds_config.json is {fastest}'s")
 CHECK
+}
+
+# GPUs through Dynamic Resource Allocation: a pool of one node that advertises no nvidia.com/gpu
+# and publishes its 16 GPUs (32 GiB, as the cluster's own) as a ResourceSlice of the driver the
+# operator counts, for the kube-scheduler to allocate. The job of case gpu_models' 32 GiB search
+# runs there twice: its trials taking a claim each from a ResourceClaimTemplate, then asking for
+# nvidia.com/gpu as on any node, which a DeviceClass maps to the driver's devices (KEP-5004). Both
+# find the device plugin's best, and no claim outlives its trial.
+case_dra() {
+  begin_case dra
+  local pool=dra model=Simulated-DRA-GPU claimed=claimed mapped=mapped
+  if ! check "a pool of one node of 16 $model GPUs, published as a ResourceSlice, joins" \
+    start_gpu_pool "$pool" "$model" 32Gi --dra-driver "$e2e_dra_driver"; then
+    stop_gpu_pool "$pool"
+    return 0
+  fi
+  expect "the node advertises no nvidia.com/gpu" eval \
+    "[[ -z \$(kubectl get node $pool-0 -o jsonpath='{.status.allocatable.nvidia\.com/gpu}') ]]"
+  check "DeviceClasses of the driver's GPUs, one serving nvidia.com/gpu, are created" \
+    device_classes
+  check "a ResourceClaimTemplate of 16 GPUs is created" sixteen_gpus
+  if check "a job whose trials take their GPUs from claims is created" \
+    create_job "$claimed" claims=sixteen-gpus gpu_models="[$model]" gpu_memory= stages='[1]' \
+    early=0; then
+    dra_job_finds_the_best "$claimed" "$model"
+  fi
+  if check "a job whose trials ask for nvidia.com/gpu, served by the driver, is created" \
+    create_job "$mapped" gpu_models="[$model]" gpu_memory= stages='[1]' early=0 \
+    extra_env='{name: DRA_PATH, value: extended-resource}'; then
+    dra_job_finds_the_best "$mapped" "$model"
+  fi
+  check "the pool leaves" stop_gpu_pool "$pool"
+  kubectl delete deviceclass dra-gpus dra-extended-gpus --ignore-not-found >/dev/null
+  end_case
+}
+
+device_classes() {
+  kubectl apply -f - <<CLASSES
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: dra-gpus}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "$e2e_dra_driver"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: dra-extended-gpus}
+spec:
+  extendedResourceName: nvidia.com/gpu
+  selectors: [{cel: {expression: 'device.driver == "$e2e_dra_driver"'}}]
+CLASSES
+}
+
+sixteen_gpus() {
+  kubectl apply -n "$case_ns" -f - <<TEMPLATE
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: sixteen-gpus}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpus
+        exactly: {deviceClassName: dra-gpus, allocationMode: ExactCount, count: 16}
+TEMPLATE
+}
+
+# The job $1, on the DRA node of GPU model $2, Succeeds at the 32 GiB search's best, and no
+# ResourceClaim of the case is left once its trials are gone.
+dra_job_finds_the_best() {
+  local job=$1 model=$2
+  check "$job Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
+  expect "$job finds the device plugin's 32 GiB best (z1_gas1_tmbspg3)" \
+    job_satisfies "$job" 'status["best"]["trial"] == "z1_gas1_tmbspg3"'
+  expect "every result of $job ran on $model" ran_on_model "$job" "$model"
+  expect "each trial of $job was launched once and recorded once" launched_once "$job"
+  expect "no ResourceClaim is left within 60s" eventually 60 bash -c \
+    "[[ -z \$(kubectl get resourceclaims -n $case_ns -o name) ]]"
 }
 
 # A Pod of another team's, labelled for the job $3 and asking for all 16 GPUs of a node, that is
@@ -1759,7 +1833,7 @@ case_deepspeed_two_nodes() {
 # since most of them count every GPU of the cluster or stop its operator or its API server.
 declare -A themes=(
   [search]="rbac example strategies oom profiling crash timeout unschedulable invalid configs
-    sharing deletion hostile foreign hold pod_security multinode_oom wrapper gpu_models"
+    sharing deletion hostile foreign hold pod_security multinode_oom wrapper gpu_models dra"
   [busy]="busy_cluster quota preemption tenants unwatched_nodes"
   [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
   [restarts]="restart ended_while_down multinode"

@@ -42,8 +42,9 @@ source "$source_dir/tests/e2e/support.sh"
 e2e_test_start autotune-e2e-kueue
 with_kueue=true
 # Reading a Pod, a Node or the output ConfigMap by name: e2e_test.sh's cases foreign, node_return
-# and hold (a trial's Pod name taken, a Node gone, the output name taken) make the operator do so.
-exercised_elsewhere=(core/pods/get core/nodes/get core/configmaps/get)
+# and hold (a trial's Pod name taken, a Node gone, the output name taken) make the operator do so;
+# creating an AutotuneJob per GPU model, its case gpu_models.
+exercised_elsewhere=(core/pods/get core/nodes/get core/configmaps/get autotune.io/autotunejobs/create)
 
 queue_label=kueue.x-k8s.io/queue-name
 priority_label=kueue.x-k8s.io/priority-class

@@ -132,7 +132,8 @@ most() { cut -d' ' -f"$1" "$2" | sort -n | tail -1; }
 # when empty; nodes is
 # spec.resources.nodesPerTrial; log_suffix is appended to the launch log's path; extra_env is one
 # more env entry; queue is spec.queueName, a Kueue LocalQueue, none by default; labels is the
-# template's metadata.labels, a YAML flow map; image is the trial container's image); YAML flow
+# template's metadata.labels, a YAML flow map; image is the trial container's image; claims names
+# a ResourceClaimTemplate the trial container takes its GPUs from, as the Pod's claim gpus); YAML flow
 # values are written as they go into the manifest. Every trial appends its name to
 # launches/<ns>-<name>.log.
 job_manifest() {
@@ -142,7 +143,7 @@ job_manifest() {
   local max_failed=10 early=5 max_trials=50 startup=0.5 command='' after_tuning=''
   local args='[--deepspeed, /etc/autotune/ds_config.json]'
   local scheduling_timeout='' nodes=1 log_suffix='' extra_env='' queue='' labels=''
-  local gpu_memory=32Gi gpu_models=''
+  local gpu_memory=32Gi gpu_models='' claims=''
   local image=ghcr.io/autotune-operator/trial-sim:0.1.0
   local model='{numParameters: 774000000, activationMemoryPerSample: 9600000000}'
   local arg_mappings='{train_micro_batch_size_per_gpu: --per_device_train_batch_size}'
@@ -151,7 +152,8 @@ job_manifest() {
     case ${setting%%=*} in
       strategy | stages | micro | gpus | parallelism | timeout | max_failed | early | max_trials | \
         startup | command | args | arg_mappings | model | after_tuning | scheduling_timeout | \
-        nodes | log_suffix | extra_env | queue | labels | image | gpu_memory | gpu_models)
+        nodes | log_suffix | extra_env | queue | labels | image | gpu_memory | gpu_models | \
+        claims)
           local "$setting"
           ;;
       *)
@@ -194,12 +196,14 @@ spec:
   queueName: $queue}
   template:${labels:+
     metadata: {labels: $labels\}}
-    spec:
+    spec:${claims:+
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: $claims\}]}
       containers:
         - name: trainer
           image: $image
           command: $command
-          args: $args
+          args: $args${claims:+
+          resources: {claims: [{name: gpus\}]\}}
           env:
             - {name: AUTOTUNE_SIM_LAUNCH_LOG, value: "$(launch_log "$name")$log_suffix"}${extra_env:+
             - $extra_env}

@@ -411,7 +411,7 @@ tl::expected<Environment, std::string> containerEnvironment(const json& pod,
 }
 
 Environment deviceEnvironment(const json& container, const Environment& environment,
-                              std::int64_t gpuMemoryMiB) {
+                              std::int64_t gpuMemoryMiB, int claimedGpus) {
   const json& limit =
       member(member(member(container, "resources"), "limits"), "nvidia.com/gpu", kNull);
   int gpus = 0;
@@ -420,6 +420,9 @@ Environment deviceEnvironment(const json& container, const Environment& environm
   } else if (limit.is_string()) {
     const std::string count = limit.get<std::string>();
     std::from_chars(count.data(), count.data() + count.size(), gpus);
+  }
+  if (gpus <= 0) {
+    gpus = claimedGpus;
   }
   const bool set = std::any_of(environment.begin(), environment.end(), [](const auto& entry) {
     return entry.first == "CUDA_VISIBLE_DEVICES";

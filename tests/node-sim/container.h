@@ -39,9 +39,11 @@ tl::expected<Environment, std::string> containerEnvironment(const nlohmann::json
 // What the NVIDIA device plugin's allocation looks like from inside the container: with a
 // nvidia.com/gpu limit of N, CUDA_VISIBLE_DEVICES=0,...,N-1 (the container sees only its own GPUs,
 // numbered from 0), unless the container sets the variable itself; and, as a real GPU tells CUDA
-// its memory, AUTOTUNE_SIM_GPU_MEMORY_MIB (trial-sim reads it). Empty without a GPU limit.
+// its memory, AUTOTUNE_SIM_GPU_MEMORY_MIB (trial-sim reads it). Without a GPU limit, the
+// `claimedGpus` a DRA driver prepared for the container's ResourceClaims count alike; empty with
+// neither.
 Environment deviceEnvironment(const nlohmann::json& container, const Environment& environment,
-                              std::int64_t gpuMemoryMiB);
+                              std::int64_t gpuMemoryMiB, int claimedGpus = 0);
 
 // command followed by args, expanded against `environment`. Without a command the args are the
 // whole command line: there is no image, so no entrypoint to prepend.

@@ -14,6 +14,7 @@
 #include "k8s/resources.h"
 #include "log.h"
 #include "nodes.h"
+#include "object/read.h"
 
 namespace autotune::nodesim {
 namespace {
@@ -322,6 +323,34 @@ void Kubelet::writeDue() {
   writer();
 }
 
+int Kubelet::claimedGpus(const json& pod, const json& container) const {
+  if (options_.draDriver.empty()) {
+    return 0;
+  }
+  const std::string ns = object::text(object::metadataOf(pod), "namespace");
+  int devices = 0;
+  for (const auto& used : object::member(object::member(container, "resources"), "claims")) {
+    for (const auto& claimed :
+         object::member(object::member(pod, "status"), "resourceClaimStatuses")) {
+      if (object::text(claimed, "name") != object::text(used, "name")) {
+        continue;
+      }
+      auto claim =
+          writer_.get(k8s::kResourceClaims, ns, object::text(claimed, "resourceClaimName"));
+      if (!claim) {
+        logLine("cannot read ResourceClaim " + object::text(claimed, "resourceClaimName") + ": " +
+                k8s::describe(claim.error()));
+        continue;
+      }
+      const json& allocation = object::member(object::member(*claim, "status"), "allocation");
+      for (const auto& result : object::member(object::member(allocation, "devices"), "results")) {
+        devices += object::text(result, "driver") == options_.draDriver ? 1 : 0;
+      }
+    }
+  }
+  return devices;
+}
+
 void Kubelet::start(Run& run) const {
   const json& container = firstContainer(run.pod);
   const std::string name = nameOf(run.pod);
@@ -367,7 +396,8 @@ void Kubelet::start(Run& run) const {
   // PATH, on which the simulator's bin folder comes first so that programs built with it
   // (trial-sim) are found.
   Environment variables{{"HOSTNAME", hostName(run.pod)}};
-  for (auto& device : deviceEnvironment(container, *environment, options_.gpuMemoryMiB)) {
+  for (auto& device : deviceEnvironment(container, *environment, options_.gpuMemoryMiB,
+                                        claimedGpus(run.pod, container))) {
     variables.push_back(std::move(device));
   }
   std::string path = kDefaultPath;

@@ -32,6 +32,7 @@ struct KubeletOptions {
   std::filesystem::path workDir;  // one folder per Pod: its log, termination message, volumes
   std::string binDir;             // put first on each process's PATH
   std::int64_t gpuMemoryMiB = 0;  // of each GPU of the nodes: deviceEnvironment
+  std::string draDriver;          // whose devices of a Pod's ResourceClaims are its GPUs
   std::chrono::milliseconds killGrace{3000};  // from SIGTERM to SIGKILL
 };
 
@@ -88,6 +89,10 @@ class Kubelet {
   // Makes every due write, several Pods' at once.
   void writeDue();
   void start(Run& run) const;
+  // The devices of options_.draDriver allocated to the ResourceClaims the container names, as
+  // the driver's kubelet plugin would prepare them: the Pod's claims are named in its
+  // status.resourceClaimStatuses, and each claim's allocation lists its devices.
+  int claimedGpus(const nlohmann::json& pod, const nlohmann::json& container) const;
   // For a Pod with spec.subdomain in an Indexed Job, the Job's spec.completions, which its hosts
   // file needs: the Pod names its Job and its own index but not how many Pods the Job has, and the
   // Pods seen so far are no count, as the Job controller creates them one by one. Read from the

@@ -1,5 +1,6 @@
 // autotune-node-sim: GPU Nodes without GPUs, for end-to-end tests and the demo. It registers
-// Nodes that advertise nvidia.com/gpu and keeps them Ready, and runs the first container of each
+// Nodes that advertise nvidia.com/gpu (or publish their GPUs as a DRA driver's ResourceSlices)
+// and keeps them Ready, and runs the first container of each
 // Pod bound to them as a local process that sees the paths a container would (downward-API files,
 // the termination message file), reporting the Pod's status as a kubelet does.
 
@@ -40,6 +41,9 @@ Registers N GPU Nodes and runs the Pods bound to them as local processes.
                             with GPUs sees it as AUTOTUNE_SIM_GPU_MEMORY_MIB, which trial-sim
                             takes as its GPU's memory
   --gpu-product P           the GPU model, labelled nvidia.com/gpu.product (default Simulated-GPU)
+  --dra-driver D            publish the GPUs as a ResourceSlice of DRA driver D per Node instead
+                            of nvidia.com/gpu, for the kube-scheduler to allocate; a container
+                            sees the devices its ResourceClaims were allocated as its GPUs
   --name-prefix P           Nodes are P-0 ... P-(N-1) (default gpu-node)
   --cpu Q, --memory Q       CPU and memory capacity of each Node (default 32, 256Gi)
   --work-dir DIR            one folder per Pod: log, termination message, volumes
@@ -87,7 +91,7 @@ tl::expected<Options, std::string> parse(const std::vector<std::string>& argumen
       {"--kubeconfig", &options.kubeconfig},        {"--gpu-memory", &gpuMemory},
       {"--name-prefix", &options.shape.namePrefix}, {"--cpu", &options.shape.cpu},
       {"--memory", &options.shape.memory},          {"--bin-dir", &options.binDir},
-      {"--gpu-product", &options.shape.gpuProduct}};
+      {"--gpu-product", &options.shape.gpuProduct}, {"--dra-driver", &options.shape.draDriver}};
   std::map<std::string, int*> numbers = {{"--nodes", &options.shape.count},
                                          {"--gpus-per-node", &options.shape.gpus},
                                          {"--heartbeat-seconds", &options.shape.heartbeatSeconds}};
@@ -197,6 +201,7 @@ int run(const Options& options) {
   kubeletOptions.workDir = options.workDir;
   kubeletOptions.binDir = options.binDir;
   kubeletOptions.gpuMemoryMiB = options.shape.gpuMemoryMiB;
+  kubeletOptions.draDriver = options.shape.draDriver;
   Kubelet kubelet(writer, watcher, std::move(kubeletOptions));
   std::jthread heartbeat([&](const std::stop_token& stop) {
     everyPeriod(stop, std::chrono::seconds(options.shape.heartbeatSeconds),

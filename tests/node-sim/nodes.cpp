@@ -8,6 +8,7 @@
 #include "container.h"
 #include "k8s/resources.h"
 #include "log.h"
+#include "object/read.h"
 
 namespace autotune::nodesim {
 namespace {
@@ -65,10 +66,10 @@ json conditions(const json& previous, const std::string& time) {
 
 // Rewrites what a kubelet owns in a Node's status.
 void writeNodeStatus(json& status, const NodeShape& shape, const std::string& name) {
-  const json resources = {{"nvidia.com/gpu", std::to_string(shape.gpus)},
-                          {"cpu", shape.cpu},
-                          {"memory", shape.memory},
-                          {"pods", kMaxPods}};
+  json resources = {{"cpu", shape.cpu}, {"memory", shape.memory}, {"pods", kMaxPods}};
+  if (shape.draDriver.empty()) {
+    resources["nvidia.com/gpu"] = std::to_string(shape.gpus);
+  }
   status["capacity"] = resources;
   status["allocatable"] = resources;
   status["conditions"] = conditions(status.value("conditions", json()), now());
@@ -120,6 +121,26 @@ std::optional<std::int64_t> mebibytes(std::string_view quantity) {
   return std::nullopt;
 }
 
+json resourceSlice(const NodeShape& shape, const std::string& name, const std::string& nodeUid) {
+  json devices = json::array();
+  for (int index = 0; index < shape.gpus; ++index) {
+    devices.push_back(
+        {{"name", "gpu-" + std::to_string(index)},
+         {"attributes",
+          {{"type", {{"string", "gpu"}}}, {"productName", {{"string", shape.gpuProduct}}}}},
+         {"capacity", {{"memory", {{"value", std::to_string(shape.gpuMemoryMiB) + "Mi"}}}}}});
+  }
+  const json owner = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", name}, {"uid", nodeUid}};
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceSlice"},
+          {"metadata", {{"name", name + "-gpus"}, {"ownerReferences", json::array({owner})}}},
+          {"spec",
+           {{"driver", shape.draDriver},
+            {"nodeName", name},
+            {"pool", {{"name", name}, {"generation", 1}, {"resourceSliceCount", 1}}},
+            {"devices", std::move(devices)}}}};
+}
+
 std::vector<std::string> nodeNames(const NodeShape& shape) {
   std::vector<std::string> names;
   names.reserve(static_cast<std::size_t>(shape.count));
@@ -138,6 +159,9 @@ k8s::Result<void> Nodes::registerAll() const {
   for (const auto& name : nodeNames(shape_)) {
     if (auto registered = registerNode(name); !registered) {
       return registered;
+    }
+    if (auto published = publishSlice(name); !published) {
+      return published;
     }
     if (auto renewed = renewLease(name); !renewed) {
       return renewed;
@@ -207,6 +231,30 @@ k8s::Result<void> Nodes::writeStatus(const std::string& name) const {
   }
 }
 
+k8s::Result<void> Nodes::publishSlice(const std::string& name) const {
+  if (shape_.draDriver.empty()) {
+    return {};
+  }
+  auto node = client_.get(kNodes, "", name);
+  if (!node) {
+    return tl::unexpected(node.error());
+  }
+  json slice = resourceSlice(shape_, name, object::text(object::metadataOf(*node), "uid"));
+  const std::string sliceName = slice["metadata"]["name"];
+  // One left by an earlier run is replaced: its owner may be a Node since deleted.
+  if (auto removed = client_.remove(k8s::kResourceSlices, "", sliceName);
+      !removed && removed.error().kind != k8s::ErrorKind::kNotFound) {
+    return tl::unexpected(removed.error());
+  }
+  auto created = client_.create(k8s::kResourceSlices, "", slice);
+  if (!created) {
+    return tl::unexpected(created.error());
+  }
+  logLine("published ResourceSlice " + sliceName + " of driver " + shape_.draDriver + " with " +
+          std::to_string(shape_.gpus) + " GPUs");
+  return {};
+}
+
 k8s::Result<void> Nodes::renewLease(const std::string& name) const {
   const std::string renewTime = microTimestamp(std::chrono::system_clock::now());
   auto lease = client_.get(kLeases, kLeaseNamespace, name);
@@ -245,6 +293,9 @@ void Nodes::heartbeat() const {
     if (!written && written.error().kind == k8s::ErrorKind::kNotFound) {
       logLine("node " + name + " was deleted; registering it again");
       written = registerNode(name);
+      if (written) {
+        written = publishSlice(name);
+      }
     }
     if (!written) {
       logLine("heartbeat of node " + name + " failed: " + k8s::describe(written.error()));

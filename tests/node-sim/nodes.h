@@ -21,6 +21,9 @@ struct NodeShape {
   int gpus = 8;
   std::int64_t gpuMemoryMiB = 0;             // per GPU
   std::string gpuProduct = "Simulated-GPU";  // the GPU model, as nvidia.com/gpu.product
+  // Set: the GPUs are a DRA driver's devices, one ResourceSlice per Node, and the Node advertises
+  // no nvidia.com/gpu.
+  std::string draDriver;
   std::string cpu = "32";
   std::string memory = "256Gi";
   int heartbeatSeconds = 10;
@@ -32,6 +35,12 @@ std::optional<std::int64_t> mebibytes(std::string_view quantity);
 
 // prefix-0 ... prefix-(count-1).
 std::vector<std::string> nodeNames(const NodeShape& shape);
+
+// The ResourceSlice of the Node `name`'s GPUs, for shape.draDriver: pool the Node's name, each
+// GPU a device gpu-<i> with the attributes NVIDIA's DRA driver gives (type gpu, productName) and
+// its memory as capacity.
+nlohmann::json resourceSlice(const NodeShape& shape, const std::string& name,
+                             const std::string& nodeUid);
 
 // The address the simulated Nodes and their Pods report: the processes run on this host.
 inline constexpr std::string_view kHostIp = "127.0.0.1";
@@ -55,6 +64,8 @@ class Nodes {
   k8s::Result<void> registerNode(const std::string& name) const;
   k8s::Result<void> writeStatus(const std::string& name) const;
   k8s::Result<void> renewLease(const std::string& name) const;
+  // The Node's ResourceSlice, as a DRA driver's kubelet plugin publishes it: owned by the Node.
+  k8s::Result<void> publishSlice(const std::string& name) const;
 
   const k8s::Client& client_;
   NodeShape shape_;

@@ -34,6 +34,8 @@ using NodeStore = runtime::Indexed<Node>;
 using WorkloadStore = runtime::Indexed<Workload>;
 using LocalQueueStore = runtime::Indexed<LocalQueue>;
 using MeasurementStore = runtime::Indexed<MeasurementObject>;
+using DeviceSliceStore = runtime::Indexed<DeviceSlice>;
+using DeviceClaimStore = runtime::Indexed<DeviceClaim>;
 
 class Cluster final : public ClusterView {
  public:
@@ -57,6 +59,10 @@ class Cluster final : public ClusterView {
   LocalQueueStore& addLocalQueues(const std::string& ns);
   // The measurement ConfigMaps of a namespace ("" for all): measurements.h.
   MeasurementStore& addMeasurements(const std::string& ns);
+  // The ResourceSlices and ResourceClaims (of every namespace) of the DRA driver whose devices
+  // are GPUs, with --dra-driver only: the GPUs of nodes that advertise no nvidia.com/gpu.
+  DeviceSliceStore& addDeviceSlices(const std::string& driver);
+  DeviceClaimStore& addDeviceClaims(const std::string& driver);
 
   Shared<CachedAutotuneJob> job(const std::string& key) const override;
   // Every AutotuneJob the watches hold.
@@ -116,6 +122,12 @@ class Cluster final : public ClusterView {
   // jobs they may go to, oldest first (WaitingJobs::takers), so that freed GPUs are taken without
   // waiting for the Pod watch's batch.
   std::vector<std::string> jobsWokenByPod(const Pod* before, const Pod* after) const;
+  // A slice of more GPUs than before, and a claim that holds fewer, free GPUs as a Node and a Pod
+  // do: the waiting jobs they may go to.
+  std::vector<std::string> jobsWokenBySlice(const DeviceSlice* before,
+                                            const DeviceSlice* after) const;
+  std::vector<std::string> jobsWokenByClaim(const DeviceClaim* before,
+                                            const DeviceClaim* after) const;
   // What a Workload's change concerns: the job whose trial's run owns it, unless nothing a trial
   // reads of it changed.
   std::vector<std::string> jobsConcernedByWorkload(const Workload* before,
@@ -150,6 +162,8 @@ class Cluster final : public ClusterView {
   std::vector<std::pair<std::string, std::unique_ptr<LocalQueueStore>>> localQueues_;
   std::vector<std::pair<std::string, std::unique_ptr<MeasurementStore>>> measurements_;
   std::unique_ptr<NodeStore> nodes_;
+  std::unique_ptr<DeviceSliceStore> slices_;
+  std::unique_ptr<DeviceClaimStore> claims_;
   MeasurementPolicy measurementPolicy_;
   std::string nodeSelector_;
   GpuLedger gpus_;

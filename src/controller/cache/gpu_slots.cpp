@@ -59,7 +59,7 @@ class BestFit {
 
 void GpuLedger::setNode(const Node& node) {
   const std::scoped_lock lock(mutex_);
-  if (node.schedulable && node.gpus > 0) {
+  if (node.schedulable) {
     nodes_.insert_or_assign(node.name, node);
   } else {
     nodes_.erase(node.name);
@@ -110,15 +110,87 @@ void GpuLedger::release(const std::string& key) {
   holds_.erase(held);
 }
 
+void GpuLedger::setSlice(const DeviceSlice& slice) {
+  const std::scoped_lock lock(mutex_);
+  slices_.insert_or_assign(slice.name, slice);
+}
+
+void GpuLedger::removeSlice(const std::string& name) {
+  const std::scoped_lock lock(mutex_);
+  slices_.erase(name);
+}
+
+void GpuLedger::setClaim(const DeviceClaim& claim) {
+  const std::scoped_lock lock(mutex_);
+  releaseClaim(claim.key);
+  if (claim.gpus > 0 && !claim.nodeName.empty()) {
+    claims_.insert_or_assign(claim.key, claim);
+    claimedOnNode_[claim.nodeName] += claim.gpus;
+  }
+}
+
+void GpuLedger::removeClaim(const std::string& key) {
+  const std::scoped_lock lock(mutex_);
+  releaseClaim(key);
+}
+
+void GpuLedger::releaseClaim(const std::string& key) {
+  const auto held = claims_.find(key);
+  if (held == claims_.end()) {
+    return;
+  }
+  if (const auto used = claimedOnNode_.find(held->second.nodeName); used != claimedOnNode_.end()) {
+    used->second -= held->second.gpus;
+    if (used->second <= 0) {
+      claimedOnNode_.erase(used);
+    }
+  }
+  claims_.erase(held);
+}
+
+NodeGpus GpuLedger::countOf(const Node& node,
+                            const std::map<std::string, DeviceSlice>& slices) const {
+  const auto countedIn = [](const auto& counts, const std::string& name) {
+    const auto found = counts.find(name);
+    return found == counts.end() ? 0 : found->second;
+  };
+  NodeGpus counted{node.name, node.gpus,           countedIn(usedOnNode_, node.name),
+                   0,         node.gpuMemoryBytes, node.gpuProduct};
+  const auto dra = slices.find(node.name);
+  if (node.gpus > 0 || dra == slices.end()) {
+    return counted;
+  }
+  counted.allocatable = dra->second.gpus;
+  counted.used = countedIn(claimedOnNode_, node.name);
+  if (counted.product.empty()) {
+    counted.product = dra->second.product;
+  }
+  if (!counted.memoryBytes) {
+    counted.memoryBytes = dra->second.memoryBytes;
+  }
+  return counted;
+}
+
 GpuCapacity GpuLedger::capacity(const Reserves& reserves) const {
   GpuCapacity capacity;
   std::vector<std::pair<std::string, Hold>> unbound;
   {
     const std::scoped_lock lock(mutex_);
+    // The DRA GPUs of each node: its slices' added up, the model and memory of the first.
+    std::map<std::string, DeviceSlice> draOnNode;
+    for (const auto& [name, slice] : slices_) {
+      if (slice.nodeName.empty() || slice.gpus <= 0) {
+        continue;
+      }
+      auto [added, first] = draOnNode.try_emplace(slice.nodeName, slice);
+      if (!first) {
+        added->second.gpus += slice.gpus;
+      }
+    }
     for (const auto& [name, node] : nodes_) {
-      const auto used = usedOnNode_.find(name);
-      capacity.nodes.push_back({name, node.gpus, used == usedOnNode_.end() ? 0 : used->second, 0,
-                                node.gpuMemoryBytes, node.gpuProduct});
+      if (NodeGpus counted = countOf(node, draOnNode); counted.allocatable > 0) {
+        capacity.nodes.push_back(std::move(counted));
+      }
     }
     unbound.assign(unbound_.begin(), unbound_.end());
   }

@@ -26,6 +26,11 @@ namespace autotune::controller {
 // holds) and that no scheduling gate holds is placed best-fit, largest first, as a reservation (on
 // a node of its GPU model, when it selects one), so that trials already waiting for the scheduler
 // are not counted twice. Pods on other Nodes are ignored.
+//
+// A Node that advertises no nvidia.com/gpu has the GPUs of its DRA driver's ResourceSlices
+// instead (with --dra-driver): there the ResourceClaims allocated on it hold GPUs, its Pods'
+// requests none (a Pod that asks for nvidia.com/gpu through DRA's extended-resource mapping has a
+// claim of its own), and its GPU model and memory are its labels', else its slices'.
 class GpuLedger {
  public:
   // Whether the unbound Pod of this key (namespace/name) reserves GPUs.
@@ -35,6 +40,10 @@ class GpuLedger {
   void removeNode(const std::string& name);
   void setPod(const Pod& pod);
   void removePod(const std::string& key);
+  void setSlice(const DeviceSlice& slice);
+  void removeSlice(const std::string& name);
+  void setClaim(const DeviceClaim& claim);
+  void removeClaim(const std::string& key);
 
   // `reserves` is asked without the ledger's lock held: it may read the caches.
   GpuCapacity capacity(const Reserves& reserves) const;
@@ -47,12 +56,18 @@ class GpuLedger {
   };
 
   void release(const std::string& key);
+  void releaseClaim(const std::string& key);
+  // A node as GpuCapacity counts it, its DRA GPUs in `slices` (by node) when it advertises none.
+  NodeGpus countOf(const Node& node, const std::map<std::string, DeviceSlice>& slices) const;
 
   mutable std::mutex mutex_;
-  std::map<std::string, Node, std::less<>> nodes_;  // schedulable, with GPUs
+  std::map<std::string, Node, std::less<>> nodes_;  // schedulable
   std::map<std::string, Hold, std::less<>> holds_;  // by Pod key
   std::map<std::string, int, std::less<>> usedOnNode_;
-  std::map<std::string, Hold, std::less<>> unbound_;  // by Pod key
+  std::map<std::string, Hold, std::less<>> unbound_;        // by Pod key
+  std::map<std::string, DeviceSlice, std::less<>> slices_;  // by name
+  std::map<std::string, DeviceClaim, std::less<>> claims_;  // by key, those holding GPUs
+  std::map<std::string, int, std::less<>> claimedOnNode_;
 };
 
 }  // namespace autotune::controller

@@ -243,6 +243,76 @@ std::optional<Node> decodeNode(const json& object) {
   return node;
 }
 
+namespace {
+
+// Iterating a string or an object as if it were a list would walk something else.
+const json kNoItems = json::array();
+
+// A device of NVIDIA's DRA driver is a whole GPU when its type says so; a driver that gives no
+// type publishes GPUs alone.
+bool isGpu(const json& device) {
+  const json& type = member(member(device, "attributes"), "type");
+  return type.empty() || text(type, "string") == "gpu";
+}
+
+// The node a claim's allocation is for: its node selector's one metadata.name.
+std::string allocatedNode(const json& allocation) {
+  for (const auto& term : member(member(allocation, "nodeSelector"), "nodeSelectorTerms")) {
+    for (const auto& field : member(term, "matchFields")) {
+      const json& values = member(field, "values");
+      if (text(field, "key") == "metadata.name" && text(field, "operator") == "In" &&
+          values.is_array() && values.size() == 1 && values.front().is_string()) {
+        return values.front().get<std::string>();
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<DeviceSlice> decodeDeviceSlice(const json& object, std::string_view driver) {
+  const json& spec = member(object, "spec");
+  DeviceSlice slice;
+  slice.name = text(object::metadataOf(object), "name");
+  if (slice.name.empty() || text(spec, "driver") != driver) {
+    return std::nullopt;
+  }
+  slice.resourceVersion = object::versionOf(object);
+  slice.nodeName = text(spec, "nodeName");
+  const json& devices = member(spec, "devices");
+  for (const auto& device : devices.is_array() ? devices : kNoItems) {
+    if (!device.is_object() || !isGpu(device)) {
+      continue;
+    }
+    if (slice.gpus++ == 0) {
+      slice.product = text(member(member(device, "attributes"), "productName"), "string");
+      const auto memory =
+          api::Quantity::parse(text(member(member(device, "capacity"), "memory"), "value"));
+      if (memory && memory->value() > 0) {
+        slice.memoryBytes = memory->value();
+      }
+    }
+  }
+  return slice;
+}
+
+std::optional<DeviceClaim> decodeDeviceClaim(const json& object, std::string_view driver) {
+  const json& allocation = member(member(object, "status"), "allocation");
+  DeviceClaim claim;
+  if (text(object::metadataOf(object), "name").empty()) {
+    return std::nullopt;
+  }
+  claim.key = object::keyOf(object);
+  claim.resourceVersion = object::versionOf(object);
+  claim.nodeName = allocatedNode(allocation);
+  const json& results = member(member(allocation, "devices"), "results");
+  for (const auto& result : results.is_array() ? results : kNoItems) {
+    claim.gpus += text(result, "driver") == driver ? 1 : 0;
+  }
+  return claim;
+}
+
 std::optional<CachedAutotuneJob> decodeAutotuneJob(const json& object) {
   json slim = object;
   if (auto metadata = slim.find("metadata"); metadata != slim.end() && metadata->is_object()) {

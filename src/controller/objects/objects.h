@@ -206,6 +206,31 @@ struct MissingNodes {
   NodeNames toLookUp;  // of those, the ones not looked up within kNodeRecheck
 };
 
+// A DRA driver's ResourceSlice (resource.k8s.io/v1), as far as counting a node's GPUs: its
+// devices of type gpu (or of no type), on the node it names; the driver's devices on no one node
+// are not counted.
+struct DeviceSlice {
+  std::string name;
+  std::string resourceVersion;
+  std::string nodeName;
+  int gpus = 0;
+  std::string product;                      // the first GPU's productName attribute
+  std::optional<std::int64_t> memoryBytes;  // the first GPU's memory capacity
+
+  bool operator==(const DeviceSlice&) const = default;
+};
+
+// A ResourceClaim's devices of the GPU driver, on the node its allocation names: the GPUs it
+// holds there until it is deallocated (none while it is not allocated).
+struct DeviceClaim {
+  std::string key;  // namespace/name
+  std::string resourceVersion;
+  std::string nodeName;
+  int gpus = 0;
+
+  bool operator==(const DeviceClaim&) const = default;
+};
+
 // The AutotuneJob whose trial a Pod is.
 struct TrialOwner {
   std::string name;
@@ -221,6 +246,9 @@ std::optional<CachedAutotuneJob> decodeAutotuneJob(const nlohmann::json& object)
 std::optional<BatchJob> decodeBatchJob(const nlohmann::json& object);
 std::optional<Workload> decodeWorkload(const nlohmann::json& object);
 std::optional<LocalQueue> decodeLocalQueue(const nlohmann::json& object);
+// Nothing for another driver's slice, or an object without a name.
+std::optional<DeviceSlice> decodeDeviceSlice(const nlohmann::json& object, std::string_view driver);
+std::optional<DeviceClaim> decodeDeviceClaim(const nlohmann::json& object, std::string_view driver);
 
 using object::parseTime;
 

@@ -107,7 +107,22 @@ json environment(const json& templateContainer, const api::AutotuneJob& job,
   return env;
 }
 
-void setGpus(json& container, int gpus) {
+// A container that names ResourceClaims and asks for no nvidia.com/gpu itself takes its GPUs from
+// its claims (Dynamic Resource Allocation): the scheduler allocates them from the claims'
+// devices, and a request of nvidia.com/gpu would ask for GPUs twice.
+bool gpusFromClaims(const json& container) {
+  const json& resources = object::member(container, "resources");
+  return !object::member(resources, "claims").empty() &&
+         object::member(object::member(resources, "limits"), kGpuResource).is_null() &&
+         object::member(object::member(resources, "requests"), kGpuResource).is_null();
+}
+
+// The trial's share of GPUs on this node as the container's nvidia.com/gpu, unless its claims
+// give them.
+void requestGpus(json& container, const json& templateContainer, int gpus) {
+  if (gpusFromClaims(templateContainer)) {
+    return;
+  }
   json resources = objectAt(container, "resources");
   for (const auto* field : {"limits", "requests"}) {
     json amounts = objectAt(resources, field);
@@ -237,7 +252,7 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
     setCommand(container, templateContainer,
                tuning::trialCommand(spec, job.name(), trial, tuning::kTrialConfigPath));
     container["env"] = environment(templateContainer, job, trial, files, rendezvous);
-    setGpus(container, spec.resources.gpusPerNode());
+    requestGpus(container, templateContainer, spec.resources.gpusPerNode());
     container["terminationMessagePath"] = messagePath;
     container["terminationMessagePolicy"] = "FallbackToLogsOnError";
     mountConfig(container);
