@@ -21,6 +21,8 @@
 #   unpullable     a trial whose image cannot be pulled, under Kueue's waitForPodsReady (30s, as
 #                  scripts/kueue configures it): each PodsReadyTimeout eviction spends an attempt,
 #                  the trial fails after three and the job says why, instead of relaunching for ever
+#   gpu_model_flavors  a job of one GPU model (spec.gpuModels) in a ClusterQueue of a flavor per
+#                  model: admitted to its model's flavor alone, every trial on that model's node
 # Cases joined by + run side by side (each in a subshell, its output printed once it ends). At the
 # end, the chart's RBAC with kueue.enabled is held to the audit log (the operator listed and
 # watched Workloads and LocalQueues), and no log holds a secret.
@@ -499,6 +501,76 @@ case_unpullable() {
   end_case
 }
 
+# Two ResourceFlavors, one per GPU model by its nvidia.com/gpu.product node label, in ClusterQueue
+# models, the cluster's own model first; a pool of one H100 node. A queued job of the H100 model is
+# admitted to the H100 flavor alone (Kueue matches its trials' nodeSelector against the flavors'
+# nodeLabels, and skips the first), and every trial runs on the H100 node.
+case_gpu_model_flavors() {
+  begin_kueue_case gpu-model-flavors
+  local pool=kueue-h100 model=NVIDIA-H100-80GB-HBM3 job=h100
+  if ! check "a pool of one 16-GPU $model node (80Gi) joins" start_gpu_pool "$pool" "$model" 80Gi
+  then
+    stop_gpu_pool "$pool"
+    return 0
+  fi
+  if check "ResourceFlavors of Simulated-GPU and $model in ClusterQueue models, LocalQueue team" \
+    model_flavors "$model" &&
+    check "a job of $model in LocalQueue team is created" \
+      create_job "$job" queue=team gpu_models="[$model]" gpu_memory= stages='[1]' early=0; then
+    expect "its running trials' Workloads are admitted to flavor h100 alone" \
+      eventually 60 admitted_to_flavor h100
+    expect "it Succeeds within 240s" ends_in "$job" Succeeded 240
+    expect "every trial Pod ran on the $model node" ran_on_pool_only "$pool"
+    expect "each trial was launched once and recorded once" launched_once "$job"
+  fi
+  check "the pool leaves" stop_gpu_pool "$pool"
+  end_case
+}
+
+model_flavors() {
+  kubectl apply -f - <<QUEUE
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: simulated-gpu}
+spec: {nodeLabels: {nvidia.com/gpu.product: Simulated-GPU}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: h100}
+spec: {nodeLabels: {nvidia.com/gpu.product: $1}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: models}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, cpu, memory]
+    flavors:
+    - name: simulated-gpu
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 32}
+      - {name: cpu, nominalQuota: 10k}
+      - {name: memory, nominalQuota: 100Ti}
+    - name: h100
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 16}
+      - {name: cpu, nominalQuota: 10k}
+      - {name: memory, nominalQuota: 100Ti}
+QUEUE
+  e2e_kueue_local_queue "$case_ns" team models
+}
+
+# Some Workload of the case's namespace is admitted, and every admitted one to flavor $1 alone.
+admitted_to_flavor() {
+  local flavors
+  local path='{range .items[*]}{range .status.admission.podSetAssignments[*]}'
+  path+='{.flavors.nvidia\.com/gpu}{"\n"}{end}{end}'
+  flavors=$(kubectl get workloads.kueue.x-k8s.io -n "$case_ns" -o jsonpath="$path")
+  echo "admitted to: ${flavors:-nothing}"
+  [[ -n $flavors ]] && ! grep -qvx "$1" <<<"$flavors"
+}
+
 # The Kueue rights of the chart (kueue.enabled) were used: rights-used.txt, from case_rights_used.
 case_kueue_rights_used() {
   local right
@@ -516,7 +588,7 @@ require "WorkloadPriorityClasses low (100) and high (1000)" \
   eval 'e2e_kueue_priority_class low 100 && e2e_kueue_priority_class high 1000'
 
 for group in ${AUTOTUNE_E2E_KUEUE_CASES:-sharing+preemption multinode+missing_queue \
-  restart+unpullable rights_used kueue_rights_used no_secrets_in_logs}; do
+  restart+unpullable gpu_model_flavors rights_used kueue_rights_used no_secrets_in_logs}; do
   run_group "$group"
 done
 

@@ -123,6 +123,40 @@ sample_while() {
 # Column $1 of the samples in $2, at its largest.
 most() { cut -d' ' -f"$1" "$2" | sort -n | tail -1; }
 
+# --- GPU pools ----------------------------------------------------------------------------------
+
+# A pool of one 16-GPU node of GPU model $2 with $3 of memory per GPU, named $1-0, run by a node
+# simulator of its own (logging to $work/$1.log) beside the cluster's: stop_gpu_pool removes it.
+# More arguments go to the simulator.
+start_gpu_pool() {
+  local pool=$1 model=$2 memory=$3
+  "$E2E_NODE_SIM" --kubeconfig "$E2E_ADMIN_KUBECONFIG" --nodes 1 --gpus-per-node 16 \
+    --gpu-memory "$memory" --gpu-product "$model" --name-prefix "$pool" "${@:4}" \
+    --work-dir "$work/$pool" --bin-dir "$(dirname "$E2E_TRIAL_SIM")" \
+    --delete-nodes-on-exit >>"$work/$pool.log" 2>&1 </dev/null &
+  echo $! >"$work/$pool.pid"
+  eventually 60 kubectl wait --for=condition=Ready "node/$pool-0" --timeout=1s >/dev/null
+}
+
+stop_gpu_pool() {
+  kill -TERM "$(cat "$work/$1.pid")" 2>/dev/null || true
+  eventually 30 bash -c "! kubectl get node $1-0 >/dev/null 2>&1"
+}
+
+# The Pods of the case that node simulator log $1 started, as "pod node" lines.
+pods_started() {
+  sed -n "s|.*started pod $case_ns/\([^ ]*\) on \([^ ]*\) .*|\1 \2|p" "$1" | sort -u
+}
+
+# Every Pod of the case ran on the pool $1's node, and the cluster's own nodes ran none.
+ran_on_pool_only() {
+  local on_pool elsewhere
+  on_pool=$(pods_started "$work/$1.log")
+  elsewhere=$(pods_started "$E2E_NODE_SIM_LOG")
+  echo "on the pool: ${on_pool:-none}; elsewhere: ${elsewhere:-none}"
+  [[ -n $on_pool && -z $elsewhere ]] && ! grep -qv " $1-0\$" <<<"$on_pool"
+}
+
 # --- the jobs ------------------------------------------------------------------------------------
 
 # An AutotuneJob of GPT2-large on 16 V100-32GB GPUs per trial, its trials running trial-sim, in the

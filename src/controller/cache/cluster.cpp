@@ -50,6 +50,16 @@ Store* storeFor(const std::vector<std::pair<std::string, std::unique_ptr<Store>>
   return nullptr;
 }
 
+// What a write returned, into the store of its namespace at once, ahead of its watch event.
+template <class Object>
+void putWritten(
+    const std::vector<std::pair<std::string, std::unique_ptr<runtime::Indexed<Object>>>>& stores,
+    const std::string& ns, Object written) {
+  if (auto* store = storeFor(stores, ns)) {
+    store->put(std::make_shared<const Object>(std::move(written)));
+  }
+}
+
 }  // namespace
 
 Cluster::Cluster(MeasurementPolicy measurementPolicy, std::string nodeSelector)
@@ -416,28 +426,20 @@ void Cluster::wroteStatus(const nlohmann::json& object, Timestamp at) {
     const std::scoped_lock lock(mutex_);
     statusWrittenAt_[decoded->key] = at;
   }
-  if (auto* store = storeFor(jobs_, object::text(object::metadataOf(object), "namespace"))) {
-    store->put(std::make_shared<const CachedAutotuneJob>(std::move(*decoded)));
-  }
+  putWritten(jobs_, object::text(object::metadataOf(object), "namespace"), std::move(*decoded));
 }
 
 void Cluster::wrotePod(const nlohmann::json& object) {
-  auto decoded = decodePod(object);
-  if (!decoded) {
-    return;
-  }
-  if (auto* store = storeFor(pods_, decoded->ns)) {
-    store->put(std::make_shared<const Pod>(std::move(*decoded)));
+  if (auto decoded = decodePod(object)) {
+    const std::string ns = decoded->ns;
+    putWritten(pods_, ns, std::move(*decoded));
   }
 }
 
 void Cluster::wroteBatchJob(const nlohmann::json& object) {
-  auto decoded = decodeBatchJob(object);
-  if (!decoded) {
-    return;
-  }
-  if (auto* store = storeFor(batchJobs_, decoded->ns)) {
-    store->put(std::make_shared<const BatchJob>(std::move(*decoded)));
+  if (auto decoded = decodeBatchJob(object)) {
+    const std::string ns = decoded->ns;
+    putWritten(batchJobs_, ns, std::move(*decoded));
   }
 }
 
