@@ -839,12 +839,14 @@ print(f"each model's config; ds_config.json is {fastest}'s")
 CHECK
 }
 
-# GPUs through Dynamic Resource Allocation: a pool of one node that advertises no nvidia.com/gpu
-# and publishes its 16 GPUs (32 GiB, as the cluster's own) as a ResourceSlice of the driver the
-# operator counts, for the kube-scheduler to allocate. The job of case gpu_models' 32 GiB search
-# runs there twice: its trials taking a claim each from a ResourceClaimTemplate, then asking for
-# nvidia.com/gpu as on any node, which a DeviceClass maps to the driver's devices (KEP-5004). Both
-# find the device plugin's best, and no claim outlives its trial.
+# GPUs through Dynamic Resource Allocation on a cluster of no other GPUs: a pool of one node that
+# advertises no nvidia.com/gpu and publishes its 16 GPUs (32 GiB, as the cluster's own) as a
+# ResourceSlice of the driver the operator counts, for the kube-scheduler to allocate, while the
+# cluster's own device-plugin nodes are cordoned. The job of case gpu_models' 32 GiB search runs
+# there twice: its trials taking a claim each from a ResourceClaimTemplate, then asking for
+# nvidia.com/gpu as on any node, which a DeviceClass maps to the driver's devices (KEP-5004). Had
+# the operator not counted the driver's GPUs, no node could hold a trial. Both find the device
+# plugin's best, and no claim outlives its trial.
 case_dra() {
   begin_case dra
   local pool=dra model=Simulated-DRA-GPU claimed=claimed mapped=mapped
@@ -855,22 +857,29 @@ case_dra() {
   fi
   expect "the node advertises no nvidia.com/gpu" eval \
     "[[ -z \$(kubectl get node $pool-0 -o jsonpath='{.status.allocatable.nvidia\.com/gpu}') ]]"
-  check "DeviceClasses of the driver's GPUs, one serving nvidia.com/gpu, are created" \
-    device_classes
-  check "a ResourceClaimTemplate of 16 GPUs is created" sixteen_gpus
-  if check "a job whose trials take their GPUs from claims is created" \
-    create_job "$claimed" claims=sixteen-gpus gpu_models="[$model]" gpu_memory= stages='[1]' \
-    early=0; then
-    dra_job_finds_the_best "$claimed" "$model"
+  if check "the cluster's own device-plugin nodes are cordoned" plugin_nodes cordon &&
+    check "DeviceClasses of the driver's GPUs, one serving nvidia.com/gpu, are created" \
+      device_classes &&
+    check "a ResourceClaimTemplate of 16 GPUs is created" sixteen_gpus; then
+    if check "a job whose trials take their GPUs from claims is created" \
+      create_job "$claimed" claims=sixteen-gpus gpu_memory= stages='[1]' early=0; then
+      dra_job_finds_the_best "$claimed" "$model"
+    fi
+    if check "a job whose trials ask for nvidia.com/gpu, served by the driver, is created" \
+      create_job "$mapped" gpu_memory= stages='[1]' early=0 \
+      extra_env='{name: DRA_PATH, value: extended-resource}'; then
+      dra_job_finds_the_best "$mapped" "$model"
+    fi
   fi
-  if check "a job whose trials ask for nvidia.com/gpu, served by the driver, is created" \
-    create_job "$mapped" gpu_models="[$model]" gpu_memory= stages='[1]' early=0 \
-    extra_env='{name: DRA_PATH, value: extended-resource}'; then
-    dra_job_finds_the_best "$mapped" "$model"
-  fi
+  check "the cluster's own nodes are uncordoned" plugin_nodes uncordon
   check "the pool leaves" stop_gpu_pool "$pool"
   kubectl delete deviceclass dra-gpus dra-extended-gpus --ignore-not-found >/dev/null
   end_case
+}
+
+# kubectl $1 (cordon or uncordon) on the cluster's own simulated nodes, not the pools'.
+plugin_nodes() {
+  kubectl "$1" -l autotune.io/node-sim=true,nvidia.com/gpu.product=Simulated-GPU >/dev/null
 }
 
 device_classes() {
