@@ -25,6 +25,10 @@ inline constexpr std::string_view kPreemptionsAnnotation = "autotune.io/preempti
 // Since when the trial has been wanted (RFC 3339), when that is before its run was created: its
 // job waited for room first, or earlier attempts ran. How long a trial waited counts from there.
 inline constexpr std::string_view kWantedSinceAnnotation = "autotune.io/wanted-since";
+// On a trial Pod that takes its GPUs from ResourceClaims: how many it asks for on its node, so that
+// while it waits for the scheduler the GPU ledger holds them for it, as it would its
+// nvidia.com/gpu request. Read only on the operator's own trial Pods, and only while unbound.
+inline constexpr std::string_view kClaimedGpusAnnotation = "autotune.io/claimed-gpus";
 // On a multi-node trial's batch Job: the UID of its Service, deleted with it.
 inline constexpr std::string_view kServiceUidAnnotation = "autotune.io/service-uid";
 // Set by the Job controller on each Pod of an Indexed Job.

@@ -458,6 +458,17 @@ TEST(GpuLedger, ANodeWithoutNvidiaGpuCountsItsDriversSlicesLessItsClaims) {
   EXPECT_EQ(capacity.nodes[0].used, 2) << "the claim's, not the Pod's requests as well";
   EXPECT_EQ(capacity.nodes[1].used, 1) << "a device plugin node counts its Pods";
 
+  // A trial of claims waiting for the scheduler holds what it asks for; bound, its claim counts.
+  json waiting = gpuPod("trial", 0, "");
+  waiting["metadata"]["annotations"] = {{"autotune.io/claimed-gpus", "4"}};
+  ledger.setPod(decodePod(waiting).value());
+  EXPECT_EQ(ledger.capacity(everyPod).reserved(), 4);
+  waiting["spec"]["nodeName"] = "plugin";
+  ledger.setPod(decodePod(waiting).value());
+  EXPECT_EQ(ledger.capacity(everyPod).reserved(), 0);
+  EXPECT_EQ(ledger.capacity(everyPod).nodes[1].used, 1) << "the annotation holds nothing bound";
+  ledger.removePod("ml/trial");
+
   json released = deviceClaim("c", "dra", 2);
   released.erase("status");
   ledger.setClaim(decodeDeviceClaim(released, kDriver).value());

@@ -249,10 +249,13 @@ TEST(TrialPod, AContainerOfClaimsTakesItsGpusFromThem) {
   EXPECT_EQ(pod["spec"]["resourceClaims"], job.spec.podTemplate["spec"]["resourceClaims"]);
   EXPECT_EQ(trainer(pod)["resources"], templateContainer["resources"]);
   EXPECT_EQ(decodePod(pod)->gpus, 0);
+  EXPECT_EQ(pod["metadata"]["annotations"]["autotune.io/claimed-gpus"], "16");
+  EXPECT_EQ(decodePod(pod)->claimedGpus, 16) << "held for it while it waits for the scheduler";
 
   templateContainer["resources"]["limits"] = {{"nvidia.com/gpu", 1}};
   pod = trialPod(job, z1Trial(job));
   EXPECT_EQ(trainer(pod)["resources"]["limits"]["nvidia.com/gpu"], 16);
+  EXPECT_FALSE(pod["metadata"]["annotations"].contains("autotune.io/claimed-gpus"));
 }
 
 TEST(TrialPod, TheConfigAnnotationIsTheCompactLaunchConfig) {

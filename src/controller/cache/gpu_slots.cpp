@@ -74,18 +74,19 @@ void GpuLedger::removeNode(const std::string& name) {
 void GpuLedger::setPod(const Pod& pod) {
   const std::scoped_lock lock(mutex_);
   release(pod.key);
-  if (pod.gpus <= 0 || pod.finished()) {
+  // An unbound trial of claims holds what it asks for until the scheduler allocates its claims;
+  // once bound, its node's claims count it.
+  const bool unbound = pod.nodeName.empty();
+  const int gpus = unbound && pod.gpus <= 0 ? pod.claimedGpus : pod.gpus;
+  if (gpus <= 0 || pod.finished() || (unbound && !pod.schedulingGates.empty())) {
     return;
   }
-  if (pod.nodeName.empty() && !pod.schedulingGates.empty()) {
-    return;
-  }
-  const Hold hold{pod.nodeName, pod.gpus, pod.gpuModel};
+  const Hold hold{pod.nodeName, gpus, pod.gpuModel};
   holds_.insert_or_assign(pod.key, hold);
   if (pod.nodeName.empty()) {
     unbound_.insert_or_assign(pod.key, hold);
   } else {
-    usedOnNode_[pod.nodeName] += pod.gpus;
+    usedOnNode_[pod.nodeName] += gpus;
   }
 }
 

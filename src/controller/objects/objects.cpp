@@ -209,6 +209,9 @@ std::optional<Pod> decodePod(const json& object) {
     pod.firstContainer = text(containers.front(), "name");
   }
   pod.gpus = podGpus(object);
+  pod.claimedGpus = std::min(
+      gpus(member(member(object::metadataOf(object), "annotations"), api::kClaimedGpusAnnotation)),
+      static_cast<int>(api::kMaxGpusPerTrial));
   for (const auto& gate : member(spec, "schedulingGates")) {
     if (auto name = text(gate, "name"); !name.empty()) {
       pod.schedulingGates.push_back(std::move(name));

@@ -87,6 +87,8 @@ struct Pod {
   std::string firstContainer;                // spec.containers[0].name
   std::vector<std::string> schedulingGates;  // spec.schedulingGates[].name
   int gpus = 0;                              // nvidia.com/gpu, as the scheduler counts the Pod
+  // api::kClaimedGpusAnnotation: what a trial whose GPUs come from claims asks for per node.
+  int claimedGpus = 0;
   // spec.nodeSelector[nvidia.com/gpu.product]: the one GPU model it may run on, if it selects one.
   std::string gpuModel;
 

@@ -229,6 +229,23 @@ void selectGpuModel(json& podSpec, const api::Spec& spec) {
   podSpec["nodeSelector"] = std::move(selector);
 }
 
+// What a trial Pod tells of itself, over the template's own annotations: the config it runs, its
+// trial, its attempt and since when it is wanted.
+json trialAnnotations(json annotations, const api::Spec& spec, const tuning::Trial& trial,
+                      const tuning::TrialFiles& files, const RunOrdinal& run) {
+  annotations[std::string(api::kConfigAnnotation)] =
+      tuning::launchConfig(spec, trial, files).dump();
+  annotations[std::string(api::kTrialNameAnnotation)] = trial.name;
+  annotations[std::string(api::kAttemptAnnotation)] = std::to_string(std::max(0, run.attempt));
+  if (run.preemptions > 0) {
+    annotations[std::string(api::kPreemptionsAnnotation)] = std::to_string(run.preemptions);
+  }
+  if (run.wantedSince) {
+    annotations[std::string(api::kWantedSinceAnnotation)] = formatTime(*run.wantedSince);
+  }
+  return annotations;
+}
+
 json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const RunOrdinal& run,
               const json& rendezvous) {
   const int attempt = std::max(0, run.attempt);
@@ -268,16 +285,11 @@ json buildPod(const api::AutotuneJob& job, const tuning::Trial& trial, const Run
   if (!spec.queueName.empty()) {
     labels[std::string(api::kQueueLabel)] = spec.queueName;
   }
-  json annotations = objectAt(templateMetadata, "annotations");
-  annotations[std::string(api::kConfigAnnotation)] =
-      tuning::launchConfig(spec, trial, files).dump();
-  annotations[std::string(api::kTrialNameAnnotation)] = trial.name;
-  annotations[std::string(api::kAttemptAnnotation)] = std::to_string(attempt);
-  if (run.preemptions > 0) {
-    annotations[std::string(api::kPreemptionsAnnotation)] = std::to_string(run.preemptions);
-  }
-  if (run.wantedSince) {
-    annotations[std::string(api::kWantedSinceAnnotation)] = formatTime(*run.wantedSince);
+  json annotations =
+      trialAnnotations(objectAt(templateMetadata, "annotations"), spec, trial, files, run);
+  if (gpusFromClaims(templateContainer)) {
+    annotations[std::string(api::kClaimedGpusAnnotation)] =
+        std::to_string(spec.resources.gpusPerNode());
   }
 
   return {{"apiVersion", "v1"},
