@@ -193,8 +193,14 @@ std::optional<std::string> trainerMismatch(std::string_view message) {
     first = message.substr(line + kLine.size());
     first = first.substr(0, first.find('\n'));
   }
-  return "the Trainer's flags contradict the trial's config (" + std::string(first) +
-         "): map the flag in spec.argMappings, and let the command pass it";
+  const std::string contradiction =
+      "the Trainer's flags contradict the trial's config (" + std::string(first) + "): ";
+  // The Trainer calculates the global batch from the GPUs the trial sees.
+  if (first.starts_with("train_batch_size=")) {
+    return contradiction + "the trial had another number of GPUs than " +
+           "spec.resources.gpusPerTrial, or the Trainer another gradient accumulation";
+  }
+  return contradiction + "map the flag in spec.argMappings, and let the command pass it";
 }
 
 // Why metrics of a success show another global batch than the trial asked for, if they do: the
@@ -219,7 +225,8 @@ std::optional<std::string> ranAnotherBatch(const std::map<std::string, double>& 
   return "the engine ran a global batch of " + std::string(text.data()) +
          " (throughput x latency), not the " + std::to_string(asked) +
          " the trial's config asks (micro-batch x gradient accumulation x data-parallel ranks): " +
-         std::string(kNotAppliedAdvice);
+         std::string(kNotAppliedAdvice) + ", or the trial had another number of GPUs than " +
+         "spec.resources.gpusPerTrial";
 }
 
 // How the trial ended, with a reason of any length.

@@ -846,7 +846,8 @@ CHECK
 # there twice: its trials taking a claim each from a ResourceClaimTemplate, then asking for
 # nvidia.com/gpu as on any node, which a DeviceClass maps to the driver's devices (KEP-5004). Had
 # the operator not counted the driver's GPUs, no node could hold a trial. Both find the device
-# plugin's best, and no claim outlives its trial.
+# plugin's best, and no claim outlives its trial. A job whose claims give its trials half the GPUs
+# they ask for measures another global batch: its trials are ConfigNotApplied, and it Fails.
 case_dra() {
   begin_case dra
   local pool=dra model=Simulated-DRA-GPU claimed=claimed mapped=mapped
@@ -860,10 +861,20 @@ case_dra() {
   if check "the cluster's own device-plugin nodes are cordoned" plugin_nodes cordon &&
     check "DeviceClasses of the driver's GPUs, one serving nvidia.com/gpu, are created" \
       device_classes &&
-    check "a ResourceClaimTemplate of 16 GPUs is created" sixteen_gpus; then
+    check "ResourceClaimTemplates of 16 and 8 GPUs are created" claim_templates; then
     if check "a job whose trials take their GPUs from claims is created" \
       create_job "$claimed" claims=sixteen-gpus gpu_memory= stages='[1]' early=0; then
       dra_job_finds_the_best "$claimed" "$model"
+    fi
+    if check "a job whose claims give its trials 8 GPUs of the 16 it asks for is created" \
+      create_job short claims=eight-gpus gpu_memory= stages='[1]' early=0 \
+      extra_env='{name: DRA_PATH, value: eight}'; then
+      expect "it Fails within 120s: each trial measured another global batch than it asked for" \
+        ends_in short Failed 120
+      expect "its trials are ConfigNotApplied, naming the GPUs" job_satisfies short \
+        'results and all(r["outcome"] == "ConfigNotApplied" and "number of GPUs" in r["reason"]
+                         for r in results)'
+      expect "nothing it measured is kept" eval '[[ -z $(kept_by short) ]]'
     fi
     if check "a job whose trials ask for nvidia.com/gpu, served by the driver, is created" \
       create_job "$mapped" gpu_memory= stages='[1]' early=0 \
@@ -875,6 +886,15 @@ case_dra() {
   check "the pool leaves" stop_gpu_pool "$pool"
   kubectl delete deviceclass dra-gpus dra-extended-gpus --ignore-not-found >/dev/null
   end_case
+}
+
+# The kept measurements of the case's namespace that the job $1 measured, a name a line.
+kept_by() {
+  kubectl get configmaps -n "$case_ns" -l autotune.io/measurement -o json | python3 -c '
+import json, sys
+for kept in json.load(sys.stdin)["items"]:
+    if kept["metadata"].get("annotations", {}).get("autotune.io/measured-by") == sys.argv[1]:
+        print(kept["metadata"]["name"])' "$case_ns/$1"
 }
 
 # kubectl $1 (cordon or uncordon) on the cluster's own simulated nodes, not the pools'.
@@ -899,18 +919,22 @@ spec:
 CLASSES
 }
 
-sixteen_gpus() {
-  kubectl apply -n "$case_ns" -f - <<TEMPLATE
+# ResourceClaimTemplates of 16 GPUs (a trial's) and of 8.
+claim_templates() {
+  local count
+  for count in sixteen:16 eight:8; do
+    kubectl apply -n "$case_ns" -f - <<TEMPLATE
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
-metadata: {name: sixteen-gpus}
+metadata: {name: ${count%:*}-gpus}
 spec:
   spec:
     devices:
       requests:
       - name: gpus
-        exactly: {deviceClassName: dra-gpus, allocationMode: ExactCount, count: 16}
+        exactly: {deviceClassName: dra-gpus, allocationMode: ExactCount, count: ${count#*:}}
 TEMPLATE
+  done
 }
 
 # The job $1, on the DRA node of GPU model $2, Succeeds at the 32 GiB search's best, and no

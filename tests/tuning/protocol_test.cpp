@@ -450,6 +450,19 @@ TEST(Classify, HuggingFacesRefusalOfAContradictedConfigIsConfigNotApplied) {
             std::string::npos)
       << result.reason;
   EXPECT_NE(result.reason.find("spec.argMappings"), std::string::npos);
+
+  // The global batch the Trainer calculates from the GPUs it sees: fewer GPUs than the trial asked
+  // for (a ResourceClaimTemplate of another count) show here.
+  const auto fewerGpus = classifyFast(
+      exitedWith(1,
+                 "ValueError: Please correct the following DeepSpeed config values that mismatch "
+                 "TrainingArguments values:\n- ds train_batch_size=32 vs hf train_batch_size "
+                 "(calculated)=16\n"));
+  EXPECT_EQ(fewerGpus.outcome, Outcome::kConfigNotApplied);
+  EXPECT_EQ(fewerGpus.reason,
+            "the Trainer's flags contradict the trial's config (train_batch_size=32 vs hf "
+            "train_batch_size (calculated)=16): the trial had another number of GPUs than "
+            "spec.resources.gpusPerTrial, or the Trainer another gradient accumulation");
 }
 
 TEST(AskedGlobalBatch, IsMicroBatchTimesAccumulationTimesDataParallelRanks) {
