@@ -137,20 +137,16 @@ report::SearchResults fromStatus(const api::AutotuneJob& job) {
   return results;
 }
 
-// The search of `gpuModel` of a job that tunes for several, or without one the primary model's
-// (the one whose best is the job's), else the first.
+// The search of `gpuModel` of a job that tunes for several, or without one its primary search,
+// else the first.
 const api::ModelSearch* searchOf(const api::AutotuneJob& job, const std::string& gpuModel) {
   const auto& searches = job.status.gpuModels;
   if (!gpuModel.empty()) {
     const auto found = std::ranges::find(searches, gpuModel, &api::ModelSearch::gpuModel);
     return found == searches.end() ? nullptr : &*found;
   }
-  const auto primary = std::ranges::find_if(searches, [&job](const api::ModelSearch& search) {
-    const auto& best = job.status.best;
-    return best && search.best && search.best->trial == best->trial &&
-           search.best->value == best->value;
-  });
-  return primary != searches.end() ? &*primary : &searches.front();
+  const api::ModelSearch* primary = api::primarySearch(job.spec, job.status);
+  return primary != nullptr ? primary : &searches.front();
 }
 
 // The AutotuneJob that runs one GPU model's search of `job`: only one that `job` controls.

@@ -40,19 +40,19 @@ void publishClusterGauges(const controller::Cluster& cluster, observability::Met
   metrics.gpuSlots(capacity.used(), capacity.total());
 }
 
-// The GPU model the job's best ran on: its result's, or of a job that tunes for several, the
-// model of the search whose best it is. The status is anyone's to write who may write the job's:
-// the caller bounds it as a label value.
-std::string gpuModelOfBest(const api::Status& status) {
-  const std::string& trial = status.best->trial;
-  if (const auto ran = std::ranges::find(status.results, trial, &api::TrialRecord::name);
+// The GPU model the job's best ran on: its result's, or of a job that tunes for several, its
+// primary search's. The status is anyone's to write who may write the job's: the caller bounds it
+// as a label value.
+std::string gpuModelOfBest(const controller::CachedAutotuneJob& job) {
+  const api::Status& status = job.status;
+  if (const auto ran =
+          std::ranges::find(status.results, status.best->trial, &api::TrialRecord::name);
       ran != status.results.end()) {
     return ran->gpuModel;
   }
-  const auto search = std::ranges::find_if(status.gpuModels, [&](const api::ModelSearch& each) {
-    return each.best && each.best->trial == trial && each.best->value == status.best->value;
-  });
-  return search != status.gpuModels.end() ? search->gpuModel : "";
+  const api::ModelSearch* primary =
+      job.decoded ? api::primarySearch(job.decoded->job.spec, status) : nullptr;
+  return primary != nullptr ? primary->gpuModel : "";
 }
 
 // A job's per-job gauges, from its status as the cache holds it.
@@ -81,7 +81,7 @@ observability::JobFigures figuresOf(const controller::CachedAutotuneJob& job) {
   }
   if (status.best) {
     figures.best = {std::string(api::toString(status.best->metric)), status.best->value,
-                    tuning::boundedName(gpuModelOfBest(status), api::kMaxRecordedGpuModel)};
+                    tuning::boundedName(gpuModelOfBest(job), api::kMaxRecordedGpuModel)};
   }
   return figures;
 }

@@ -89,6 +89,27 @@ std::optional<Reuse> parseReuse(std::string_view text) { return lookUp(kReuses, 
 std::optional<Phase> parsePhase(std::string_view text) { return lookUp(kPhases, text); }
 std::optional<Outcome> parseOutcome(std::string_view text) { return lookUp(kOutcomes, text); }
 
+const ModelSearch* primarySearch(const Spec& spec, const Status& status) {
+  const ModelSearch* primary = nullptr;
+  const bool everyModel = !spec.gpuModels.empty() && spec.gpuModels.front() == kAllGpuModels;
+  const bool higher = higherIsBetter(spec.search.metric);
+  for (const auto& search : status.gpuModels) {
+    if (search.phase != Phase::kSucceeded || !search.best || !search.best->config) {
+      continue;
+    }
+    if (primary == nullptr) {
+      primary = &search;
+      if (!everyModel) {
+        break;
+      }
+    } else if (higher ? search.best->value > primary->best->value
+                      : search.best->value < primary->best->value) {
+      primary = &search;
+    }
+  }
+  return primary;
+}
+
 bool searchesPerModel(const Spec& spec) {
   return spec.gpuModels.size() > 1 ||
          (spec.gpuModels.size() == 1 && spec.gpuModels.front() == kAllGpuModels);

@@ -299,6 +299,11 @@ struct AutotuneJob {
   std::string uid() const { return metadata.value("uid", ""); }
 };
 
+// Of a job that tunes for several GPU models, the search whose config is its ds_config.json and
+// whose best is its best: the first of status.gpuModels that succeeded with a config, or with
+// kAllGpuModels the one whose best is best by spec.search.metric; nullptr while none has.
+const ModelSearch* primarySearch(const Spec& spec, const Status& status);
+
 // Enum spellings as they appear in the API.
 std::string_view toString(Strategy strategy);
 std::string_view toString(Metric metric);

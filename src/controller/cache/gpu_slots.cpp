@@ -57,6 +57,41 @@ class BestFit {
 
 }  // namespace
 
+void GpuLedger::NodeTally::hold(const std::string& key, const std::string& node, int gpus) {
+  release(key);
+  byKey_.insert_or_assign(key, std::pair{node, gpus});
+  byNode_[node] += gpus;
+}
+
+void GpuLedger::NodeTally::release(const std::string& key) {
+  const auto held = byKey_.find(key);
+  if (held == byKey_.end()) {
+    return;
+  }
+  const auto& [node, gpus] = held->second;
+  if (const auto used = byNode_.find(node); used != byNode_.end()) {
+    used->second -= gpus;
+    if (used->second <= 0) {
+      byNode_.erase(used);
+    }
+  }
+  byKey_.erase(held);
+}
+
+int GpuLedger::NodeTally::on(const std::string& node) const {
+  const auto found = byNode_.find(node);
+  return found == byNode_.end() ? 0 : found->second;
+}
+
+void GpuLedger::recount(const std::string& node) {
+  const auto found = nodes_.find(node);
+  if (found != nodes_.end() && (found->second.gpus > 0 || slicesOnNode_.contains(node))) {
+    counted_.insert(node);
+  } else {
+    counted_.erase(node);
+  }
+}
+
 void GpuLedger::setNode(const Node& node) {
   const std::scoped_lock lock(mutex_);
   if (node.schedulable) {
@@ -64,11 +99,13 @@ void GpuLedger::setNode(const Node& node) {
   } else {
     nodes_.erase(node.name);
   }
+  recount(node.name);
 }
 
 void GpuLedger::removeNode(const std::string& name) {
   const std::scoped_lock lock(mutex_);
   nodes_.erase(name);
+  recount(name);
 }
 
 void GpuLedger::setPod(const Pod& pod) {
@@ -81,12 +118,10 @@ void GpuLedger::setPod(const Pod& pod) {
   if (gpus <= 0 || pod.finished() || (unbound && !pod.schedulingGates.empty())) {
     return;
   }
-  const Hold hold{pod.nodeName, gpus, pod.gpuModel};
-  holds_.insert_or_assign(pod.key, hold);
-  if (pod.nodeName.empty()) {
-    unbound_.insert_or_assign(pod.key, hold);
+  if (unbound) {
+    unbound_.insert_or_assign(pod.key, Unbound{gpus, pod.gpuModel});
   } else {
-    usedOnNode_[pod.nodeName] += gpus;
+    boundPods_.hold(pod.key, pod.nodeName, gpus);
   }
 }
 
@@ -96,100 +131,89 @@ void GpuLedger::removePod(const std::string& key) {
 }
 
 void GpuLedger::release(const std::string& key) {
-  const auto held = holds_.find(key);
-  if (held == holds_.end()) {
-    return;
-  }
-  if (held->second.node.empty()) {
-    unbound_.erase(key);
-  } else if (const auto used = usedOnNode_.find(held->second.node); used != usedOnNode_.end()) {
-    used->second -= held->second.gpus;
-    if (used->second <= 0) {
-      usedOnNode_.erase(used);
-    }
-  }
-  holds_.erase(held);
+  unbound_.erase(key);
+  boundPods_.release(key);
 }
 
 void GpuLedger::setSlice(const DeviceSlice& slice) {
   const std::scoped_lock lock(mutex_);
-  slices_.insert_or_assign(slice.name, slice);
+  removeSliceLocked(slice.name);
+  if (slice.nodeName.empty() || slice.gpus <= 0) {
+    return;
+  }
+  slicesOnNode_[slice.nodeName].insert_or_assign(slice.name, slice);
+  nodeOfSlice_.insert_or_assign(slice.name, slice.nodeName);
+  recount(slice.nodeName);
 }
 
 void GpuLedger::removeSlice(const std::string& name) {
   const std::scoped_lock lock(mutex_);
-  slices_.erase(name);
+  removeSliceLocked(name);
+}
+
+void GpuLedger::removeSliceLocked(const std::string& name) {
+  const auto named = nodeOfSlice_.find(name);
+  if (named == nodeOfSlice_.end()) {
+    return;
+  }
+  const std::string node = named->second;
+  nodeOfSlice_.erase(named);
+  if (const auto slices = slicesOnNode_.find(node); slices != slicesOnNode_.end()) {
+    slices->second.erase(name);
+    if (slices->second.empty()) {
+      slicesOnNode_.erase(slices);
+    }
+  }
+  recount(node);
 }
 
 void GpuLedger::setClaim(const DeviceClaim& claim) {
   const std::scoped_lock lock(mutex_);
-  releaseClaim(claim.key);
+  claims_.release(claim.key);
   if (claim.gpus > 0 && !claim.nodeName.empty()) {
-    claims_.insert_or_assign(claim.key, claim);
-    claimedOnNode_[claim.nodeName] += claim.gpus;
+    claims_.hold(claim.key, claim.nodeName, claim.gpus);
   }
 }
 
 void GpuLedger::removeClaim(const std::string& key) {
   const std::scoped_lock lock(mutex_);
-  releaseClaim(key);
+  claims_.release(key);
 }
 
-void GpuLedger::releaseClaim(const std::string& key) {
-  const auto held = claims_.find(key);
-  if (held == claims_.end()) {
-    return;
-  }
-  if (const auto used = claimedOnNode_.find(held->second.nodeName); used != claimedOnNode_.end()) {
-    used->second -= held->second.gpus;
-    if (used->second <= 0) {
-      claimedOnNode_.erase(used);
-    }
-  }
-  claims_.erase(held);
-}
-
-NodeGpus GpuLedger::countOf(const Node& node,
-                            const std::map<std::string, DeviceSlice>& slices) const {
-  const auto countedIn = [](const auto& counts, const std::string& name) {
-    const auto found = counts.find(name);
-    return found == counts.end() ? 0 : found->second;
-  };
-  NodeGpus counted{node.name, node.gpus,           countedIn(usedOnNode_, node.name),
+NodeGpus GpuLedger::countOf(const Node& node) const {
+  NodeGpus counted{node.name, node.gpus,           boundPods_.on(node.name),
                    0,         node.gpuMemoryBytes, node.gpuProduct};
-  const auto dra = slices.find(node.name);
-  if (node.gpus > 0 || dra == slices.end()) {
+  const auto slices = slicesOnNode_.find(node.name);
+  if (node.gpus > 0 || slices == slicesOnNode_.end()) {
     return counted;
   }
-  counted.allocatable = dra->second.gpus;
-  counted.used = countedIn(claimedOnNode_, node.name);
+  // Its slices' GPUs added up, the model and memory of the first.
+  counted.allocatable = 0;
+  for (const auto& [name, slice] : slices->second) {
+    counted.allocatable += slice.gpus;
+  }
+  counted.used = claims_.on(node.name);
+  const DeviceSlice& first = slices->second.begin()->second;
   if (counted.product.empty()) {
-    counted.product = dra->second.product;
+    counted.product = first.product;
   }
   if (!counted.memoryBytes) {
-    counted.memoryBytes = dra->second.memoryBytes;
+    counted.memoryBytes = first.memoryBytes;
   }
   return counted;
 }
 
 GpuCapacity GpuLedger::capacity(const Reserves& reserves) const {
   GpuCapacity capacity;
-  std::vector<std::pair<std::string, Hold>> unbound;
+  std::vector<std::pair<std::string, Unbound>> unbound;
   {
     const std::scoped_lock lock(mutex_);
-    // The DRA GPUs of each node: its slices' added up, the model and memory of the first.
-    std::map<std::string, DeviceSlice> draOnNode;
-    for (const auto& [name, slice] : slices_) {
-      if (slice.nodeName.empty() || slice.gpus <= 0) {
+    for (const auto& name : counted_) {
+      const auto node = nodes_.find(name);
+      if (node == nodes_.end()) {
         continue;
       }
-      auto [added, first] = draOnNode.try_emplace(slice.nodeName, slice);
-      if (!first) {
-        added->second.gpus += slice.gpus;
-      }
-    }
-    for (const auto& [name, node] : nodes_) {
-      if (NodeGpus counted = countOf(node, draOnNode); counted.allocatable > 0) {
+      if (NodeGpus counted = countOf(node->second); counted.allocatable > 0) {
         capacity.nodes.push_back(std::move(counted));
       }
     }

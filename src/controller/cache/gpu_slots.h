@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,25 +50,41 @@ class GpuLedger {
   GpuCapacity capacity(const Reserves& reserves) const;
 
  private:
-  struct Hold {
-    std::string node;  // empty while unbound
-    int gpus = 0;
-    std::string gpuModel;  // the one model an unbound Pod may go to (Pod::gpuModel), if any
+  // GPUs held on nodes by key (a bound Pod, an allocated claim), added up per node.
+  class NodeTally {
+   public:
+    void hold(const std::string& key, const std::string& node, int gpus);
+    void release(const std::string& key);
+    int on(const std::string& node) const;
+
+   private:
+    std::map<std::string, std::pair<std::string, int>, std::less<>> byKey_;
+    std::map<std::string, int, std::less<>> byNode_;
   };
 
-  void release(const std::string& key);
-  void releaseClaim(const std::string& key);
-  // A node as GpuCapacity counts it, its DRA GPUs in `slices` (by node) when it advertises none.
-  NodeGpus countOf(const Node& node, const std::map<std::string, DeviceSlice>& slices) const;
+  // What an unbound Pod waits for.
+  struct Unbound {
+    int gpus = 0;
+    std::string gpuModel;  // the one model it may go to (Pod::gpuModel), if any
+  };
+
+  // Counts the node among those with GPUs, or no longer: schedulable, with GPUs of its own or
+  // slices that name it. Kept as things change, so that reading the capacity walks those alone.
+  void recount(const std::string& node);
+  void release(const std::string& podKey);
+  void removeSliceLocked(const std::string& name);
+  // A node as GpuCapacity counts it: its DRA GPUs when it advertises none.
+  NodeGpus countOf(const Node& node) const;
 
   mutable std::mutex mutex_;
   std::map<std::string, Node, std::less<>> nodes_;  // schedulable
-  std::map<std::string, Hold, std::less<>> holds_;  // by Pod key
-  std::map<std::string, int, std::less<>> usedOnNode_;
-  std::map<std::string, Hold, std::less<>> unbound_;        // by Pod key
-  std::map<std::string, DeviceSlice, std::less<>> slices_;  // by name
-  std::map<std::string, DeviceClaim, std::less<>> claims_;  // by key, those holding GPUs
-  std::map<std::string, int, std::less<>> claimedOnNode_;
+  std::set<std::string, std::less<>> counted_;      // of nodes_, those with GPUs
+  NodeTally boundPods_;
+  std::map<std::string, Unbound, std::less<>> unbound_;  // by Pod key
+  // The DRA slices of GPUs that name each node, by slice name, and the node of each slice.
+  std::map<std::string, std::map<std::string, DeviceSlice>, std::less<>> slicesOnNode_;
+  std::map<std::string, std::string, std::less<>> nodeOfSlice_;
+  NodeTally claims_;
 };
 
 }  // namespace autotune::controller

@@ -133,29 +133,6 @@ bool succeeded(const api::ModelSearch& search) {
   return search.phase == api::Phase::kSucceeded && search.best && search.best->config;
 }
 
-// The model whose config is the output's ds_config.json: the first of spec.gpuModels whose search
-// succeeded, or for All the one whose best is best.
-const api::ModelSearch* primaryOf(const api::AutotuneJob& job) {
-  const api::ModelSearch* primary = nullptr;
-  const bool everyModel = job.spec.gpuModels.front() == api::kAllGpuModels;
-  const bool higher = api::higherIsBetter(job.spec.search.metric);
-  for (const auto& search : job.status.gpuModels) {
-    if (!succeeded(search)) {
-      continue;
-    }
-    if (primary == nullptr) {
-      primary = &search;
-      if (!everyModel) {
-        break;
-      }
-    } else if (higher ? search.best->value > primary->best->value
-                      : search.best->value < primary->best->value) {
-      primary = &search;
-    }
-  }
-  return primary;
-}
-
 // "NVIDIA-A100-SXM4-40GB Running; NVIDIA-H100-80GB-HBM3 Succeeded", with each message when
 // `withMessages`.
 std::string progressOf(const std::vector<api::ModelSearch>& searches, bool withMessages) {
@@ -255,7 +232,7 @@ void endOrGoOn(const ModelsSnapshot& snapshot, Plan& plan) {
   api::Status& status = plan.status;
   api::AutotuneJob recorded = snapshot.job;
   recorded.status = status;
-  const api::ModelSearch* primary = primaryOf(recorded);
+  const api::ModelSearch* primary = api::primarySearch(recorded.spec, recorded.status);
   status.best = primary != nullptr ? primary->best : std::nullopt;
   if (std::ranges::all_of(status.gpuModels,
                           [](const auto& search) { return api::hasEnded(search.phase); })) {
