@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "api/codec.h"
 #include "api/labels.h"
@@ -33,6 +35,22 @@ nlohmann::json recordJson(const api::TrialRecord& record, int launchIndex) {
   nlohmann::json encoded = api::encode(status)["results"][0];
   encoded["launchIndex"] = launchIndex;
   return encoded;
+}
+
+// A run killed a moment ago can leave the lock to a trial it was starting: until that child execs
+// (or sees its parent gone and exits), it holds a copy of the lock's descriptor. So a run that
+// finds the lock taken looks again for a second before it says the directory is in use.
+bool lockWithinGrace(int fd) {
+  constexpr auto kGrace = std::chrono::seconds(1);
+  constexpr auto kPoll = std::chrono::milliseconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + kGrace;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  return true;
 }
 
 }  // namespace
@@ -108,7 +126,7 @@ tl::expected<ResultsDirectory, std::string> ResultsDirectory::open(const fs::pat
   if (lockFd < 0) {
     return tl::unexpected(systemError("cannot write to results directory " + root.string()));
   }
-  if (::flock(lockFd, LOCK_EX | LOCK_NB) != 0) {
+  if (!lockWithinGrace(lockFd)) {
     ::close(lockFd);
     return tl::unexpected("results directory " + root.string() +
                           " is in use by another autotune run");
