@@ -27,6 +27,7 @@ using autotune::controller::freeSlotsFor;
 using autotune::controller::GpuCapacity;
 using autotune::controller::GpuLedger;
 using autotune::controller::gpuMemoryBytes;
+using autotune::controller::GpuModel;
 using autotune::controller::Node;
 using autotune::controller::Pod;
 using nlohmann::json;
@@ -376,7 +377,7 @@ json deviceSlice(const std::string& name, const std::string& node, int gpus,
     devices.push_back(
         {{"name", "gpu-" + std::to_string(index)},
          {"attributes",
-          {{"type", {{"string", "gpu"}}}, {"productName", {{"string", "NVIDIA-H100-80GB-HBM3"}}}}},
+          {{"type", {{"string", "gpu"}}}, {"productName", {{"string", "NVIDIA H100 80GB HBM3"}}}}},
          {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
   }
   devices.push_back({{"name", "mig-0"}, {"attributes", {{"type", {{"string", "mig"}}}}}});
@@ -410,7 +411,7 @@ TEST(DeviceSlice, CountsTheDriversWholeGpusOnItsNode) {
   const auto slice = decodeDeviceSlice(deviceSlice("a-gpus", "a", 4), kDriver).value();
   EXPECT_EQ(slice.nodeName, "a");
   EXPECT_EQ(slice.gpus, 4) << "the MIG device is no whole GPU";
-  EXPECT_EQ(slice.product, "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(slice.product, "NVIDIA-H100-80GB-HBM3") << "as GPU feature discovery labels it";
   EXPECT_EQ(slice.memoryBytes, std::int64_t{80} * 1024 * kMiB);
   EXPECT_FALSE(decodeDeviceSlice(deviceSlice("a-nics", "a", 4, "nic.example.com"), kDriver));
   EXPECT_FALSE(decodeDeviceSlice(json::object(), kDriver));
@@ -419,6 +420,21 @@ TEST(DeviceSlice, CountsTheDriversWholeGpusOnItsNode) {
                               kDriver)
                 ->gpus,
             0);
+}
+
+// NVIDIA's DRA driver names A100s as "NVIDIA A100-SXM4-40GB"; nvidia.com/gpu.product says
+// "NVIDIA-A100-SXM4-40GB". Whatever a label value cannot hold is a dash, and its ends alphanumeric.
+TEST(DeviceSlice, ItsProductNameIsTakenAsAGpuModelLabelValue) {
+  const auto productOf = [](const std::string& productName) {
+    json slice = deviceSlice("s", "a", 1);
+    slice["spec"]["devices"][0]["attributes"]["productName"]["string"] = productName;
+    return decodeDeviceSlice(slice, kDriver)->product;
+  };
+  EXPECT_EQ(productOf("NVIDIA A100-SXM4-40GB"), "NVIDIA-A100-SXM4-40GB");
+  EXPECT_EQ(productOf(" Tesla T4 (PCIe) "), "Tesla-T4--PCIe");
+  EXPECT_EQ(productOf("***"), "");
+  EXPECT_EQ(productOf(std::string(70, 'x') + " y"), std::string(63, 'x'));
+  EXPECT_EQ(productOf(std::string(62, 'x') + ".y"), std::string(62, 'x'));
 }
 
 TEST(DeviceClaim, CountsTheDriversDevicesOnTheNodeItsAllocationNames) {
@@ -446,8 +462,11 @@ TEST(GpuLedger, ANodeWithoutNvidiaGpuCountsItsDriversSlicesLessItsClaims) {
   ASSERT_EQ(capacity.nodes.size(), 2U);
   EXPECT_EQ(capacity.nodes[0].name, "dra");
   EXPECT_EQ(capacity.nodes[0].allocatable, 8);
-  EXPECT_EQ(capacity.nodes[0].product, "NVIDIA-H100-80GB-HBM3") << "no label: the slice's";
+  EXPECT_EQ(capacity.nodes[0].product, "") << "no search of one model can pin a trial to it";
   EXPECT_EQ(capacity.nodes[0].memoryBytes, std::int64_t{80} * 1024 * kMiB);
+  EXPECT_EQ(ledger.publishedGpu("dra"),
+            (GpuModel{"NVIDIA-H100-80GB-HBM3", std::int64_t{80} * 1024 * kMiB}));
+  EXPECT_FALSE(ledger.publishedGpu("elsewhere"));
   EXPECT_EQ(capacity.nodes[1].allocatable, 8) << "the device plugin's count stands";
 
   ledger.setClaim(decodeDeviceClaim(deviceClaim("c", "dra", 2), kDriver).value());
@@ -480,6 +499,7 @@ TEST(GpuLedger, ANodeWithoutNvidiaGpuCountsItsDriversSlicesLessItsClaims) {
   EXPECT_EQ(ledger.capacity(everyPod).nodes[0].allocatable, 4);
   ledger.setNode(decodeNode(cordoned(gpuNode("dra", 0))).value());
   EXPECT_EQ(ledger.capacity(everyPod).nodes.size(), 1U) << "a cordoned node counts no slice";
+  EXPECT_TRUE(ledger.publishedGpu("dra")) << "what ran there can still be named";
 }
 
 // A Node's heartbeat wakes no job; its loss, or a change of its GPUs, wakes the jobs with Pods on

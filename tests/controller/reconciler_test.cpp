@@ -1009,6 +1009,38 @@ TEST_F(Reconcile, ALongGpuModelIsRecordedCut) {
   EXPECT_EQ(recorded.substr(0, 20), product.substr(0, 20));
 }
 
+// On a DRA node without GPU feature discovery's labels, the driver's slice names the GPU a trial
+// ran on, as the label would, and gives its memory: results and kept measurements say which.
+TEST_F(Reconcile, OnANodeOfDraSlicesAloneTheSliceNamesTheGpuATrialRanOn) {
+  std::vector<json> unlabelled = {node("gpu-0", 0), node("gpu-1", 0)};
+  std::vector<json> slices;
+  for (auto& draNode : unlabelled) {
+    draNode["metadata"].erase("labels");
+    draNode["status"]["allocatable"] = json::object();
+    const std::string name = draNode["metadata"]["name"];
+    json devices = json::array();
+    for (int index = 0; index < 16; ++index) {
+      devices.push_back({{"name", "gpu-" + std::to_string(index)},
+                         {"attributes", {{"productName", {{"string", "NVIDIA H100 80GB HBM3"}}}}},
+                         {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+    }
+    slices.push_back(
+        {{"metadata", {{"name", name + "-gpus"}, {"resourceVersion", "1"}}},
+         {"spec", {{"driver", "gpu.nvidia.com"}, {"nodeName", name}, {"devices", devices}}}});
+  }
+  cluster_.nodes().replace(unlabelled);
+  cluster_.addDeviceSlices("gpu.nvidia.com").replace(slices);
+  cluster_.addMeasurements("");
+  runOneTrial(singleTrialJob());
+  ASSERT_EQ(job()["status"]["phase"], "Succeeded");
+  EXPECT_EQ(job()["status"]["results"][0]["gpuModel"], "NVIDIA-H100-80GB-HBM3");
+  const std::vector<json> kept = keptMeasurements();
+  ASSERT_EQ(kept.size(), 1U);
+  const json identity = json::parse(kept[0]["data"]["identity.json"].get<std::string>());
+  EXPECT_EQ(identity["gpu"], json::parse(R"({"product": "NVIDIA-H100-80GB-HBM3",
+                                              "memoryBytes": 85899345920})"));
+}
+
 // A measurement the cache holds sealed, but which the API server already holds edited or no longer
 // holds (the watch has not told yet), is not taken: the trial runs.
 TEST_F(Reconcile, AMeasurementIsTakenAsTheApiServerHoldsItNotAsTheCacheLastSawIt) {

@@ -840,9 +840,10 @@ CHECK
 }
 
 # GPUs through Dynamic Resource Allocation on a cluster of no other GPUs: a pool of one node that
-# advertises no nvidia.com/gpu and publishes its 16 GPUs (32 GiB, as the cluster's own) as a
-# ResourceSlice of the driver the operator counts, for the kube-scheduler to allocate, while the
-# cluster's own device-plugin nodes are cordoned. The job of case gpu_models' 32 GiB search runs
+# advertises no nvidia.com/gpu, has no GPU feature discovery labels, and publishes its 16 GPUs
+# (32 GiB, as the cluster's own) as a ResourceSlice of the driver the operator counts, named as
+# NVIDIA's driver names them ("Simulated DRA GPU"), for the kube-scheduler to allocate, while the
+# cluster's own device-plugin nodes are cordoned. The slice alone names the model results record. The job of case gpu_models' 32 GiB search runs
 # there twice: its trials taking a claim each from a ResourceClaimTemplate, then asking for
 # nvidia.com/gpu as on any node, which a DeviceClass maps to the driver's devices (KEP-5004). Had
 # the operator not counted the driver's GPUs, no node could hold a trial. Both find the device
@@ -856,8 +857,9 @@ case_dra() {
     stop_gpu_pool "$pool"
     return 0
   fi
-  expect "the node advertises no nvidia.com/gpu" eval \
-    "[[ -z \$(kubectl get node $pool-0 -o jsonpath='{.status.allocatable.nvidia\.com/gpu}') ]]"
+  expect "the node advertises no nvidia.com/gpu and has no GPU model label" eval \
+    "[[ -z \$(kubectl get node $pool-0 -o jsonpath='{.status.allocatable.nvidia\.com/gpu}\
+{.metadata.labels.nvidia\.com/gpu\.product}') ]]"
   if check "the cluster's own device-plugin nodes are cordoned" plugin_nodes cordon &&
     check "DeviceClasses of the driver's GPUs, one serving nvidia.com/gpu, are created" \
       device_classes &&
@@ -865,6 +867,8 @@ case_dra() {
     if check "a job whose trials take their GPUs from claims is created" \
       create_job "$claimed" claims=sixteen-gpus gpu_memory= stages='[1]' early=0; then
       dra_job_finds_the_best "$claimed" "$model"
+      expect "each trial Pod of $claimed had the 16 GPUs of its own claim" \
+        claimed_gpus "$claimed" "$pool" 16
     fi
     if check "a job whose claims give its trials 8 GPUs of the 16 it asks for is created" \
       create_job short claims=eight-gpus gpu_memory= stages='[1]' early=0 \
@@ -874,7 +878,7 @@ case_dra() {
       expect "its trials are ConfigNotApplied, naming the GPUs" job_satisfies short \
         'results and all(r["outcome"] == "ConfigNotApplied" and "number of GPUs" in r["reason"]
                          for r in results)'
-      expect "nothing it measured is kept" eval '[[ -z $(kept_by short) ]]'
+      expect "each of its trial Pods had the 8 GPUs of its claim" claimed_gpus short "$pool" 8
     fi
     if check "a job whose trials ask for nvidia.com/gpu, served by the driver, is created" \
       create_job "$mapped" gpu_memory= stages='[1]' early=0 \
@@ -888,13 +892,15 @@ case_dra() {
   end_case
 }
 
-# The kept measurements of the case's namespace that the job $1 measured, a name a line.
-kept_by() {
-  kubectl get configmaps -n "$case_ns" -l autotune.io/measurement -o json | python3 -c '
-import json, sys
-for kept in json.load(sys.stdin)["items"]:
-    if kept["metadata"].get("annotations", {}).get("autotune.io/measured-by") == sys.argv[1]:
-        print(kept["metadata"]["name"])' "$case_ns/$1"
+# Every trial Pod of the job $1 that the pool $2's node started had $3 GPUs of its ResourceClaims,
+# as the node's kubelet read them from the claims' allocations.
+claimed_gpus() {
+  local job=$1 log=$work/$2.log gpus=$3 started claimed
+  started=$(pods_started "$log" | awk -v job="$job" 'index($1, job "-") == 1 {print $1}')
+  claimed=$(sed -n "s|.*pod $case_ns/\($job-[^ ]*\) has $gpus GPUs of its ResourceClaims\$|\1|p" \
+    "$log" | sort -u)
+  echo "started: ${started:-none}; with $gpus GPUs of claims: ${claimed:-none}"
+  [[ -n $started && $started == "$claimed" ]]
 }
 
 # kubectl $1 (cordon or uncordon) on the cluster's own simulated nodes, not the pools'.

@@ -396,8 +396,11 @@ void Kubelet::start(Run& run) const {
   // PATH, on which the simulator's bin folder comes first so that programs built with it
   // (trial-sim) are found.
   Environment variables{{"HOSTNAME", hostName(run.pod)}};
-  for (auto& device : deviceEnvironment(container, *environment, options_.gpuMemoryMiB,
-                                        claimedGpus(run.pod, container))) {
+  const int claimed = claimedGpus(run.pod, container);
+  if (claimed > 0) {
+    logLine("pod " + name + " has " + std::to_string(claimed) + " GPUs of its ResourceClaims");
+  }
+  for (auto& device : deviceEnvironment(container, *environment, options_.gpuMemoryMiB, claimed)) {
     variables.push_back(std::move(device));
   }
   std::string path = kDefaultPath;

@@ -1,5 +1,6 @@
 #include "nodes.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -23,16 +24,28 @@ constexpr const char* kLeaseNamespace = "kube-node-lease";
 constexpr int kLeaseSeconds = 40;
 constexpr const char* kMaxPods = "110";
 
+// A node of a DRA driver runs no GPU feature discovery: it is labelled a GPU node, as the
+// operator's node selector asks, and its GPUs are named by its ResourceSlice alone.
 json labels(const NodeShape& shape, const std::string& name) {
-  return {{"kubernetes.io/hostname", name},
-          {"kubernetes.io/os", "linux"},
-          {"kubernetes.io/arch", "amd64"},
-          // What NVIDIA's GPU feature discovery labels a GPU node with.
-          {"nvidia.com/gpu.present", "true"},
-          {"nvidia.com/gpu.count", std::to_string(shape.gpus)},
-          {"nvidia.com/gpu.memory", std::to_string(shape.gpuMemoryMiB)},
-          {"nvidia.com/gpu.product", shape.gpuProduct},
-          {"autotune.io/node-sim", "true"}};
+  json labels = {{"kubernetes.io/hostname", name},
+                 {"kubernetes.io/os", "linux"},
+                 {"kubernetes.io/arch", "amd64"},
+                 {"nvidia.com/gpu.present", "true"},
+                 {"autotune.io/node-sim", "true"}};
+  if (shape.draDriver.empty()) {
+    // What NVIDIA's GPU feature discovery labels a GPU node with.
+    labels["nvidia.com/gpu.count"] = std::to_string(shape.gpus);
+    labels["nvidia.com/gpu.memory"] = std::to_string(shape.gpuMemoryMiB);
+    labels["nvidia.com/gpu.product"] = shape.gpuProduct;
+  }
+  return labels;
+}
+
+// The product as NVIDIA's DRA driver names it, with spaces ("NVIDIA H100 80GB HBM3") where GPU
+// feature discovery's label has dashes.
+std::string driverProductName(std::string product) {
+  std::ranges::replace(product, '-', ' ');
+  return product;
 }
 
 // The kubelet's node conditions, all healthy, heartbeat now; a transition time is kept while
@@ -127,7 +140,8 @@ json resourceSlice(const NodeShape& shape, const std::string& name, const std::s
     devices.push_back(
         {{"name", "gpu-" + std::to_string(index)},
          {"attributes",
-          {{"type", {{"string", "gpu"}}}, {"productName", {{"string", shape.gpuProduct}}}}},
+          {{"type", {{"string", "gpu"}}},
+           {"productName", {{"string", driverProductName(shape.gpuProduct)}}}}},
          {"capacity", {{"memory", {{"value", std::to_string(shape.gpuMemoryMiB) + "Mi"}}}}}});
   }
   const json owner = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", name}, {"uid", nodeUid}};

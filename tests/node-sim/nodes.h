@@ -37,8 +37,8 @@ std::optional<std::int64_t> mebibytes(std::string_view quantity);
 std::vector<std::string> nodeNames(const NodeShape& shape);
 
 // The ResourceSlice of the Node `name`'s GPUs, for shape.draDriver: pool the Node's name, each
-// GPU a device gpu-<i> with the attributes NVIDIA's DRA driver gives (type gpu, productName) and
-// its memory as capacity.
+// GPU a device gpu-<i> with the attributes NVIDIA's DRA driver gives (type gpu, productName, in
+// its words: spaces where nvidia.com/gpu.product has dashes) and its memory as capacity.
 nlohmann::json resourceSlice(const NodeShape& shape, const std::string& name,
                              const std::string& nodeUid);
 

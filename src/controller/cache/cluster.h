@@ -99,6 +99,9 @@ class Cluster final : public ClusterView {
   // GPUs bound Pods hold, and those unbound trial Pods of jobs the cache holds and that have not
   // ended reserve (GpuLedger): a Pod that merely carries the operator's labels reserves none.
   GpuCapacity capacity() const override;
+  std::optional<GpuModel> publishedGpu(const std::string& node) const override {
+    return gpus_.publishedGpu(node);
+  }
 
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for: first come,
   // first served.

@@ -187,20 +187,28 @@ NodeGpus GpuLedger::countOf(const Node& node) const {
   if (node.gpus > 0 || slices == slicesOnNode_.end()) {
     return counted;
   }
-  // Its slices' GPUs added up, the model and memory of the first.
+  // Its slices' GPUs added up, the memory of the first. Not their model: a search of one GPU model
+  // pins its trials by the node's label, which such a node may lack (publishedGpu records it).
   counted.allocatable = 0;
   for (const auto& [name, slice] : slices->second) {
     counted.allocatable += slice.gpus;
   }
   counted.used = claims_.on(node.name);
   const DeviceSlice& first = slices->second.begin()->second;
-  if (counted.product.empty()) {
-    counted.product = first.product;
-  }
   if (!counted.memoryBytes) {
     counted.memoryBytes = first.memoryBytes;
   }
   return counted;
+}
+
+std::optional<GpuModel> GpuLedger::publishedGpu(const std::string& node) const {
+  const std::scoped_lock lock(mutex_);
+  const auto slices = slicesOnNode_.find(node);
+  if (slices == slicesOnNode_.end()) {
+    return std::nullopt;
+  }
+  const DeviceSlice& first = slices->second.begin()->second;
+  return GpuModel{first.product, first.memoryBytes};
 }
 
 GpuCapacity GpuLedger::capacity(const Reserves& reserves) const {

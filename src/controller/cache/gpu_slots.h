@@ -48,6 +48,8 @@ class GpuLedger {
 
   // `reserves` is asked without the ledger's lock held: it may read the caches.
   GpuCapacity capacity(const Reserves& reserves) const;
+  // The model and memory the driver's first slice on the node publishes, cordoned or not.
+  std::optional<GpuModel> publishedGpu(const std::string& node) const;
 
  private:
   // GPUs held on nodes by key (a bound Pod, an allocated claim), added up per node.

@@ -181,7 +181,14 @@ std::optional<RanOn> ranOnOf(const ClusterView& cluster, const TrialRunState& st
   if (!node) {
     return std::nullopt;
   }
-  return RanOn{{node->gpuProduct, node->gpuMemoryBytes}, imageDigest(state.imageID)};
+  GpuModel gpu{node->gpuProduct, node->gpuMemoryBytes};
+  if (gpu.product.empty() || !gpu.memoryBytes) {
+    if (const auto published = cluster.publishedGpu(state.node)) {
+      gpu.product = gpu.product.empty() ? published->product : gpu.product;
+      gpu.memoryBytes = gpu.memoryBytes ? gpu.memoryBytes : published->memoryBytes;
+    }
+  }
+  return RanOn{std::move(gpu), imageDigest(state.imageID)};
 }
 
 // The job's trial Pods. Each stays, deleted or not, until the written status accounts for it

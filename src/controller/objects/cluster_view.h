@@ -38,6 +38,8 @@ class ClusterView {
   // Whether the LocalQueue exists, or that Kueue's objects are not watched in that namespace.
   virtual QueueState localQueue(const std::string& ns, const std::string& name) const = 0;
   virtual GpuCapacity capacity() const = 0;
+  // What a DRA driver's slices on the node publish of its GPUs, if any (GpuModel).
+  virtual std::optional<GpuModel> publishedGpu(const std::string& node) const = 0;
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for.
   virtual int slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const = 0;
   // When this process last wrote the job's status, if it has since it started.

@@ -13,6 +13,16 @@
 
 namespace autotune::controller {
 
+// The GPU a trial runs on: its node's nvidia.com/gpu.product label, and its memory from the
+// nvidia.com/gpu.memory label, else spec.resources.gpuMemory. On a node without those labels, what
+// a DRA driver's slice publishes of its GPUs stands for them.
+struct GpuModel {
+  std::string product;
+  std::optional<std::int64_t> memoryBytes;
+
+  bool operator==(const GpuModel&) const = default;
+};
+
 struct NodeGpus {
   std::string name;
   int allocatable = 0;  // status.allocatable nvidia.com/gpu

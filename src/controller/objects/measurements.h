@@ -60,15 +60,6 @@ struct MeasurementPolicy {
   MeasurementLimits limits;
 };
 
-// The GPU a trial runs on: its nvidia.com/gpu.product label, and its memory from the node's
-// nvidia.com/gpu.memory label, else spec.resources.gpuMemory.
-struct GpuModel {
-  std::string product;
-  std::optional<std::int64_t> memoryBytes;
-
-  bool operator==(const GpuModel&) const = default;
-};
-
 // What a trial ran on, beyond its spec: the GPU, and the image by digest (sha256:...) where the
 // runtime reported one.
 struct RanOn {

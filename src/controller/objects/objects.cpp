@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <limits>
@@ -258,6 +259,25 @@ bool isGpu(const json& device) {
   return type.empty() || text(type, "string") == "gpu";
 }
 
+// A DRA driver's productName as GPU feature discovery labels the same GPU (nvidia.com/gpu.product):
+// NVIDIA's driver says "NVIDIA A100-SXM4-40GB" where the label says "NVIDIA-A100-SXM4-40GB". Any
+// character a label value cannot hold becomes a dash; the ends are trimmed to letters and digits.
+std::string asGpuModelLabel(std::string_view productName) {
+  constexpr std::size_t kMaxLabelValue = 63;
+  const auto alphanumeric = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  std::string label;
+  for (const char c : productName) {
+    label += alphanumeric(c) || c == '-' || c == '_' || c == '.' ? c : '-';
+  }
+  const auto first = std::ranges::find_if(label, alphanumeric);
+  label.erase(label.begin(), first);
+  label.resize(std::min(label.size(), kMaxLabelValue));
+  while (!label.empty() && !alphanumeric(label.back())) {
+    label.pop_back();
+  }
+  return label;
+}
+
 // The node a claim's allocation is for: its node selector's one metadata.name.
 std::string allocatedNode(const json& allocation) {
   for (const auto& term : member(member(allocation, "nodeSelector"), "nodeSelectorTerms")) {
@@ -289,7 +309,8 @@ std::optional<DeviceSlice> decodeDeviceSlice(const json& object, std::string_vie
       continue;
     }
     if (slice.gpus++ == 0) {
-      slice.product = text(member(member(device, "attributes"), "productName"), "string");
+      slice.product =
+          asGpuModelLabel(text(member(member(device, "attributes"), "productName"), "string"));
       const auto memory =
           api::Quantity::parse(text(member(member(device, "capacity"), "memory"), "value"));
       if (memory && memory->value() > 0) {

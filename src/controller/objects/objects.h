@@ -216,7 +216,7 @@ struct DeviceSlice {
   std::string resourceVersion;
   std::string nodeName;
   int gpus = 0;
-  std::string product;                      // the first GPU's productName attribute
+  std::string product;  // the first GPU's productName attribute, as a kGpuProductLabel value
   std::optional<std::int64_t> memoryBytes;  // the first GPU's memory capacity
 
   bool operator==(const DeviceSlice&) const = default;
