@@ -60,11 +60,15 @@ api::BestTrial bestOf(const std::string& trial, double value, int microBatch) {
   return best;
 }
 
-// A search's AutotuneJob as the cache holds it, controlled by `ownerUid`.
-std::shared_ptr<CachedAutotuneJob> searchJob(const std::string& name, const std::string& ownerUid,
-                                             api::Phase phase,
+// The AutotuneJob of `parent`'s search of `model` as the cache holds it, controlled by `ownerUid`.
+std::shared_ptr<CachedAutotuneJob> searchJob(const api::AutotuneJob& parent,
+                                             const std::string& model, const std::string& name,
+                                             const std::string& ownerUid, api::Phase phase,
                                              std::optional<api::BestTrial> best = {}) {
   auto job = std::make_shared<CachedAutotuneJob>();
+  auto decoded = api::decode(modelSearchJob(parent, model, name));
+  EXPECT_TRUE(decoded.has_value());
+  job->decoded = std::move(decoded);
   job->key = "ml/" + name;
   job->metadata = {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}};
   job->ownerJobName = "train";
@@ -131,7 +135,7 @@ TEST(PlanModels, EachModelWithoutItsSearchGetsOneOfItsOwn) {
 
 TEST(PlanModels, AJobOfASearchsNameThatIsNotTheJobsIsNeitherReadNorAdopted) {
   const auto job = jobFor({kH100, kA100});
-  const auto tenants = searchJob("train-nvidia-h100-80gb-hbm3", "uid-someone",
+  const auto tenants = searchJob(job, kH100, "train-nvidia-h100-80gb-hbm3", "uid-someone",
                                  api::Phase::kSucceeded, bestOf("z1_gas1_tmbspg64", 1e6, 64));
   const Plan plan = planModels(snapshotOf(job, {tenants}));
   ASSERT_THAT(plan.searches, SizeIs(1)) << "the other model is searched all the same";
@@ -143,12 +147,36 @@ TEST(PlanModels, AJobOfASearchsNameThatIsNotTheJobsIsNeitherReadNorAdopted) {
   EXPECT_EQ(plan.status.trials.launched, 0) << "its trials are not counted";
 }
 
+// Anyone who may create AutotuneJobs here may name the job as the controller of a search of their
+// own making. A search is the job's only with the spec the job gives it; a limit the job's owner
+// may change since (parallelism, maxTrials, timeouts) reaches no search and proves nothing.
+TEST(PlanModels, ASearchWithAnotherSpecThanTheJobGivesItIsNeitherReadNorAdopted) {
+  const auto job = jobFor({kH100, kA100});
+  const auto names = modelSearchNames("train", {kH100, kA100});
+  auto forged = searchJob(job, kH100, names[0], "uid-train", api::Phase::kSucceeded,
+                          bestOf("z1_gas1_tmbspg64", 1e6, 64));
+  forged->decoded->job.spec.podTemplate["spec"]["containers"][0]["image"] = "someone/else";
+  auto edited =
+      searchJob(job, kA100, names[1], "uid-train", api::Phase::kSucceeded, bestOf("a", 100, 2));
+  edited->decoded->job.spec.parallelism = 4;
+  edited->decoded->job.spec.search.maxTrials = 7;
+  const Plan plan = planModels(snapshotOf(job, {forged, edited}));
+  EXPECT_EQ(plan.status.gpuModels[0].phase, api::Phase::kFailed);
+  EXPECT_THAT(plan.status.gpuModels[0].message, ::testing::HasSubstr("is not this job's"));
+  EXPECT_FALSE(plan.status.gpuModels[0].best);
+  EXPECT_EQ(plan.status.gpuModels[1].phase, api::Phase::kSucceeded) << "the job's own, edited";
+  EXPECT_EQ(plan.status.trials.launched, 3) << "the forged search's trials are not counted";
+  ASSERT_TRUE(plan.output);
+  EXPECT_FALSE((*plan.output)["data"].contains(api::modelConfigFile(kH100)));
+}
+
 TEST(PlanModels, OnceEverySearchEndedTheOutputHoldsEachModelsConfig) {
   const auto job = jobFor({kA100, kH100});
   const auto names = modelSearchNames("train", {kA100, kH100});
   const Plan plan = planModels(snapshotOf(
-      job, {searchJob(names[0], "uid-train", api::Phase::kSucceeded, bestOf("a", 100, 2)),
-            searchJob(names[1], "uid-train", api::Phase::kSucceeded, bestOf("h", 300, 8))}));
+      job,
+      {searchJob(job, kA100, names[0], "uid-train", api::Phase::kSucceeded, bestOf("a", 100, 2)),
+       searchJob(job, kH100, names[1], "uid-train", api::Phase::kSucceeded, bestOf("h", 300, 8))}));
   EXPECT_EQ(plan.status.phase, api::Phase::kSucceeded);
   ASSERT_TRUE(plan.output);
   const json& data = (*plan.output)["data"];
@@ -172,9 +200,9 @@ TEST(PlanModels, WithAllTheFastestModelsConfigIsTheOutputsOwn) {
   ModelsSnapshot snapshot = snapshotOf(job, {});
   snapshot.searches = {
       {kA100, "train-a",
-       searchJob("train-a", "uid-train", api::Phase::kSucceeded, bestOf("a", 100, 2))},
+       searchJob(job, kA100, "train-a", "uid-train", api::Phase::kSucceeded, bestOf("a", 100, 2))},
       {kH100, "train-h",
-       searchJob("train-h", "uid-train", api::Phase::kSucceeded, bestOf("h", 300, 8))}};
+       searchJob(job, kH100, "train-h", "uid-train", api::Phase::kSucceeded, bestOf("h", 300, 8))}};
   const Plan plan = planModels(snapshot);
   ASSERT_TRUE(plan.output);
   EXPECT_EQ((*plan.output)["data"]["ds_config.json"],
@@ -185,11 +213,11 @@ TEST(PlanModels, WithAllTheFastestModelsConfigIsTheOutputsOwn) {
 TEST(PlanModels, AModelWhoseSearchFailedLeavesTheOthersAnswers) {
   const auto job = jobFor({kH100, kA100});
   const auto names = modelSearchNames("train", {kH100, kA100});
-  auto failed = searchJob(names[0], "uid-train", api::Phase::kFailed);
+  auto failed = searchJob(job, kH100, names[0], "uid-train", api::Phase::kFailed);
   failed->status.message = "no configuration fits in 80 GiB";
-  const Plan plan = planModels(snapshotOf(
-      job,
-      {failed, searchJob(names[1], "uid-train", api::Phase::kSucceeded, bestOf("a", 100, 2))}));
+  const Plan plan =
+      planModels(snapshotOf(job, {failed, searchJob(job, kA100, names[1], "uid-train",
+                                                    api::Phase::kSucceeded, bestOf("a", 100, 2))}));
   EXPECT_EQ(plan.status.phase, api::Phase::kSucceeded);
   EXPECT_THAT(plan.status.message, ::testing::HasSubstr("no configuration fits in 80 GiB"));
   ASSERT_TRUE(plan.output);
@@ -244,7 +272,8 @@ TEST(PlanModels, AllWithNoModelOfferedWaitsSayingSo) {
 }
 
 TEST(JobKeysOfAutotuneJob, ASearchWakesItsJobOnANewPhaseOrBest) {
-  const auto before = searchJob("train-h", "uid-train", api::Phase::kRunning);
+  const auto before =
+      searchJob(jobFor({kH100}), kH100, "train-h", "uid-train", api::Phase::kRunning);
   auto after = std::make_shared<CachedAutotuneJob>(*before);
   after->status.trials.launched = 4;
   EXPECT_THAT(jobKeysOfAutotuneJob(before.get(), after.get()), IsEmpty())

@@ -70,9 +70,28 @@ std::set<std::string> offeredModels(const GpuCapacity& capacity, const api::Reso
   return offered;
 }
 
-// Whether the job controls `search`: only then is it one of its models' searches.
-bool ownedBy(const CachedAutotuneJob& search, const api::AutotuneJob& job) {
-  return !job.uid().empty() && search.ownerJobUid == job.uid();
+// What decides what a search measures and writes: its spec less the limits the job's owner may
+// change later (the CRD leaves them mutable), which reach no search once it is made.
+nlohmann::json decisiveSpec(const api::Spec& spec) {
+  nlohmann::json decisive = api::encode(spec);
+  for (const auto* limit : {"parallelism", "maxFailedTrials", "trialTimeout", "schedulingTimeout",
+                            "queueTimeout", "reuse"}) {
+    decisive.erase(limit);
+  }
+  decisive["search"].erase("maxTrials");
+  return decisive;
+}
+
+// Whether `found` is the job's search of its model: the job controls it, and it has the spec the
+// job gives that search. An owner reference is its writer's to set, so anyone who may create
+// AutotuneJobs here could name the job as controller of a search of their own making.
+bool isSearchOf(const api::AutotuneJob& job, const ModelSearchJob& search,
+                const CachedAutotuneJob& found) {
+  if (job.uid().empty() || found.ownerJobUid != job.uid() || !found.decoded) {
+    return false;
+  }
+  const auto expected = api::decode(modelSearchJob(job, search.gpuModel, search.name));
+  return expected && decisiveSpec(found.decoded->job.spec) == decisiveSpec(expected->job.spec);
 }
 
 const RefusedCreate* refusedCreateOf(const ModelsSnapshot& snapshot, const std::string& name) {
@@ -102,8 +121,8 @@ void createOrKeep(const ModelsSnapshot& snapshot, const ModelSearchJob& search,
 }
 
 // The entry of status.gpuModels for one model's search, from its AutotuneJob as the cache holds
-// it. Only its controller reference makes it the job's: a job of that name that anyone else made
-// is neither read nor adopted.
+// it. Only its controller reference and its spec make it the job's (isSearchOf): a job of that
+// name that anyone else made is neither read nor adopted.
 api::ModelSearch entryOf(const ModelsSnapshot& snapshot, const ModelSearchJob& search, Plan& plan) {
   const auto& recorded = snapshot.job.status.gpuModels;
   const auto found = std::ranges::find(recorded, search.gpuModel, &api::ModelSearch::gpuModel);
@@ -112,12 +131,13 @@ api::ModelSearch entryOf(const ModelsSnapshot& snapshot, const ModelSearchJob& s
   entry.job = search.name;
   if (!search.job) {
     createOrKeep(snapshot, search, entry, plan);
-  } else if (!ownedBy(*search.job, snapshot.job)) {
+  } else if (!isSearchOf(snapshot.job, search, *search.job)) {
     if (!api::hasEnded(entry.phase)) {
       entry.phase = api::Phase::kFailed;
       entry.message = "AutotuneJob " + search.name +
-                      " exists and is not this job's: it is neither read nor adopted; delete it "
-                      "and create this job again to search GPU model " +
+                      " exists and is not this job's (another controller, or a spec this job "
+                      "does not give it): it is neither read nor adopted; delete it and create "
+                      "this job again to search GPU model " +
                       search.gpuModel;
       entry.best.reset();
     }
@@ -164,7 +184,7 @@ void addUp(const ModelsSnapshot& snapshot, api::Status& status) {
   api::TrialCounts trials;
   api::GpuHours hours;
   for (const auto& search : snapshot.searches) {
-    if (!search.job || !ownedBy(*search.job, snapshot.job)) {
+    if (!search.job || !isSearchOf(snapshot.job, search, *search.job)) {
       continue;
     }
     const api::Status& theirs = search.job->status;
