@@ -446,7 +446,10 @@ std::vector<Flag> reportOutputFlags(ReportOutput& output) {
 
 int writeReport(const report::SearchResults& results, const std::optional<api::AutotuneJob>& job,
                 const ReportOutput& output) {
-  const std::string rendered = report::renderReport(results, job, output.format);
+  return writeRendered(report::renderReport(results, job, output.format), output);
+}
+
+int writeRendered(const std::string& rendered, const ReportOutput& output) {
   if (output.file == "-") {
     std::cout << rendered;
     return std::cout.flush() ? 0 : 1;

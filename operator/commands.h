@@ -31,6 +31,8 @@ std::vector<Flag> reportOutputFlags(ReportOutput& output);
 // The report to `output`. 0, or 1 when it cannot be written.
 int writeReport(const report::SearchResults& results, const std::optional<api::AutotuneJob>& job,
                 const ReportOutput& output);
+// A report already drawn, to `output`'s file. 0, or 1 when it cannot be written.
+int writeRendered(const std::string& rendered, const ReportOutput& output);
 
 // kubectl-autotune's command line (the arguments after the program's name).
 int kubectlPlugin(const std::vector<std::string>& args);

@@ -42,7 +42,8 @@ constexpr std::string_view kUsage =
     "       kubectl autotune --version\n"
     "\n"
     "  report  draw the AutotuneJob's search (see autotune report): from its output ConfigMap\n"
-    "          once it has one, else from its status (with --gpu-model, that model's search)\n"
+    "          once it has one, else from its status; of a job of several GPU models, each\n"
+    "          model's search in one page (with --gpu-model, that model's alone)\n"
     "  best    print the tuned ds_config.json of the job's output ConfigMap (with --gpu-model,\n"
     "          the one tuned for that GPU model)\n"
     "  plan    print what the job in FILE (- for standard input) would run (see autotune plan)\n"
@@ -94,22 +95,24 @@ std::optional<Cluster> connect(const ClusterChoice& choice) {
   return Cluster{k8s::Client(k8s::makeHttpTransport(*config)), namespaceName};
 }
 
-std::optional<api::AutotuneJob> fetchJob(const Cluster& cluster, const std::string& name) {
+// The AutotuneJob, or what kept it: "AutotuneJob NS/NAME: not found", or each field at fault.
+tl::expected<api::AutotuneJob, std::string> fetchJob(const Cluster& cluster,
+                                                     const std::string& name) {
   const std::string what = "AutotuneJob " + cluster.namespaceName + "/" + name;
   const auto object = cluster.client.get(kAutotuneJobs, cluster.namespaceName, name);
   if (!object) {
-    std::cerr << what << ": "
-              << (object.error().kind == k8s::ErrorKind::kNotFound ? "not found"
-                                                                   : k8s::describe(object.error()))
-              << "\n";
-    return std::nullopt;
+    return tl::unexpected(what + ": " +
+                          (object.error().kind == k8s::ErrorKind::kNotFound
+                               ? "not found"
+                               : k8s::describe(object.error())));
   }
   auto job = api::decodeJob(*object);
   if (!job) {
+    std::string errors;
     for (const auto& error : job.error()) {
-      std::cerr << what << ": " << api::format(error) << "\n";
+      errors += (errors.empty() ? "" : "\n") + what + ": " + api::format(error);
     }
-    return std::nullopt;
+    return tl::unexpected(errors);
   }
   return std::move(*job);
 }
@@ -137,62 +140,99 @@ report::SearchResults fromStatus(const api::AutotuneJob& job) {
   return results;
 }
 
-// The search of `gpuModel` of a job that tunes for several, or without one its primary search,
-// else the first.
-const api::ModelSearch* searchOf(const api::AutotuneJob& job, const std::string& gpuModel) {
-  const auto& searches = job.status.gpuModels;
-  if (!gpuModel.empty()) {
-    const auto found = std::ranges::find(searches, gpuModel, &api::ModelSearch::gpuModel);
-    return found == searches.end() ? nullptr : &*found;
-  }
-  const api::ModelSearch* primary = api::primarySearch(job.spec, job.status);
-  return primary != nullptr ? primary : &searches.front();
-}
-
-// The AutotuneJob that runs one GPU model's search of `job`: only one that `job` controls.
-std::optional<api::AutotuneJob> fetchSearch(const Cluster& cluster, const api::AutotuneJob& job,
-                                            const std::string& gpuModel) {
-  const api::ModelSearch* search = searchOf(job, gpuModel);
-  if (search == nullptr) {
-    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << job.name()
-              << " searches no GPU model " << gpuModel << "\n";
-    return std::nullopt;
-  }
-  auto searched = fetchJob(cluster, search->job);
+// The AutotuneJob that runs the job's search of one GPU model: only one that the job controls.
+tl::expected<api::AutotuneJob, std::string> fetchSearch(const Cluster& cluster,
+                                                        const api::AutotuneJob& job,
+                                                        const api::ModelSearch& search) {
+  auto searched = fetchJob(cluster, search.job);
   if (searched && !object::controlledBy({{"metadata", searched->metadata}}, job.uid())) {
-    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << search->job
-              << " is not the search of " << job.name() << " it is named for\n";
-    return std::nullopt;
-  }
-  if (searched) {
-    std::cerr << "AutotuneJob " << job.name() << " searches per GPU model: " << search->gpuModel
-              << "'s search is AutotuneJob " << search->job << "\n";
+    return tl::unexpected("AutotuneJob " + cluster.namespaceName + "/" + search.job +
+                          " is not the search of " + job.name() + " it is named for");
   }
   return searched;
 }
 
-int drawReport(const Cluster& cluster, const std::string& name, const ReportOutput& output,
-               const std::string& gpuModel) {
-  auto job = fetchJob(cluster, name);
-  if (job && !job->status.gpuModels.empty()) {
-    job = fetchSearch(cluster, *job, gpuModel);
+// A search's results: from its output ConfigMap once it has one, else from its status.
+tl::expected<report::SearchResults, std::string> resultsOf(const Cluster& cluster,
+                                                           const api::AutotuneJob& job) {
+  const auto configMap = outputOf(cluster, job);
+  if (!configMap) {
+    return fromStatus(job);
   }
-  if (!job) {
+  auto results = report::parseResults(configMap->dump(), "ConfigMap " + cluster.namespaceName +
+                                                             "/" + job.spec.output.configMapName);
+  if (results) {
+    results->model = job.status.model;
+  }
+  return results;
+}
+
+int drawSearch(const Cluster& cluster, const api::AutotuneJob& job, const ReportOutput& output) {
+  const auto results = resultsOf(cluster, job);
+  if (!results) {
+    std::cerr << results.error() << "\n";
     return kExitFailed;
   }
-  report::SearchResults results = fromStatus(*job);
-  if (const auto configMap = outputOf(cluster, *job)) {
-    auto fromOutput =
-        report::parseResults(configMap->dump(), "ConfigMap " + cluster.namespaceName + "/" +
-                                                    job->spec.output.configMapName);
-    if (!fromOutput) {
-      std::cerr << fromOutput.error() << "\n";
+  return writeReport(*results, job, output);
+}
+
+// One GPU model's search drawn, or why it cannot be.
+report::ModelSearchResults modelResults(const Cluster& cluster, const api::AutotuneJob& job,
+                                        const api::ModelSearch& search) {
+  report::ModelSearchResults model;
+  model.gpuModel = search.gpuModel;
+  model.searchJob = search.job;
+  auto searched = fetchSearch(cluster, job, search);
+  auto results = searched ? resultsOf(cluster, *searched) : tl::unexpected(searched.error());
+  if (!results) {
+    model.note = std::string(api::toString(search.phase)) +
+                 (search.message.empty() ? "" : ": " + search.message) + ". " + results.error();
+    return model;
+  }
+  model.results = std::move(*results);
+  model.job = std::move(*searched);
+  return model;
+}
+
+// A job that tunes for several GPU models: every model's search in one page, or with `gpuModel`
+// that model's alone, drawn as any search is.
+int drawModels(const Cluster& cluster, const api::AutotuneJob& job, const ReportOutput& output,
+               const std::string& gpuModel) {
+  const auto& searches = job.status.gpuModels;
+  if (!gpuModel.empty()) {
+    const auto search = std::ranges::find(searches, gpuModel, &api::ModelSearch::gpuModel);
+    auto searched = search == searches.end()
+                        ? tl::unexpected("AutotuneJob " + cluster.namespaceName + "/" + job.name() +
+                                         " searches no GPU model " + gpuModel)
+                        : fetchSearch(cluster, job, *search);
+    if (!searched) {
+      std::cerr << searched.error() << "\n";
       return kExitFailed;
     }
-    results = std::move(*fromOutput);
-    results.model = job->status.model;
+    return drawSearch(cluster, *searched, output);
   }
-  return writeReport(results, job, output);
+  if (output.format != report::Format::kHtml) {
+    std::cerr << "AutotuneJob " << cluster.namespaceName << "/" << job.name()
+              << " searches per GPU model: the chart alone (-o svg) is one model's; name it with "
+                 "--gpu-model\n";
+    return kExitUsage;
+  }
+  std::vector<report::ModelSearchResults> models;
+  for (const auto& search : searches) {
+    models.push_back(modelResults(cluster, job, search));
+  }
+  return writeRendered(report::renderModelsReport(job.name(), models), output);
+}
+
+int drawReport(const Cluster& cluster, const std::string& name, const ReportOutput& output,
+               const std::string& gpuModel) {
+  const auto job = fetchJob(cluster, name);
+  if (!job) {
+    std::cerr << job.error() << "\n";
+    return kExitFailed;
+  }
+  return job->status.gpuModels.empty() ? drawSearch(cluster, *job, output)
+                                       : drawModels(cluster, *job, output, gpuModel);
 }
 
 // The tuned config of the job's output ConfigMap: ds_config.json, or with `gpuModel` that model's
@@ -200,6 +240,7 @@ int drawReport(const Cluster& cluster, const std::string& name, const ReportOutp
 int printBest(const Cluster& cluster, const std::string& name, const std::string& gpuModel) {
   const auto job = fetchJob(cluster, name);
   if (!job) {
+    std::cerr << job.error() << "\n";
     return kExitFailed;
   }
   const std::string file =
@@ -270,8 +311,8 @@ int kubectlPlugin(const std::vector<std::string>& args) {
     return onOneJob(rest, verb,
                     "usage: kubectl autotune report JOB [flags]\n\nDraws the AutotuneJob's "
                     "search: from its output ConfigMap once it has one, else\nfrom its status. "
-                    "A job that tunes for several GPU models: its primary model's\nsearch, or "
-                    "--gpu-model's.\n",
+                    "A job that tunes for several GPU models: every model's search\nin one page, "
+                    "or --gpu-model's alone.\n",
                     std::move(flags), choice,
                     [&output, &gpuModel](const Cluster& cluster, const std::string& job) {
                       return drawReport(cluster, job, output, gpuModel);

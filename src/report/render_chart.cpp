@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 
+#include "report/chart_style.h"
 #include "report/markup.h"
 #include "report/render.h"
 #include "tuning/results.h"
@@ -41,34 +42,6 @@ constexpr std::size_t kMaxLabelCharacters = 90;
 constexpr std::size_t kMaxTooltipCharacters = 300;
 constexpr std::size_t kMaxGasLabels = 12;  // gradient accumulation labels per panel, at most
 constexpr std::size_t kMaxUnplacedNamed = 6;
-
-constexpr std::string_view kChartStyle =
-    "<style>"
-    ".chart text{font:12px system-ui,-apple-system,'Segoe UI',sans-serif;fill:#24292f}"
-    ".chart .title{font-size:15px;font-weight:600}"
-    ".chart .muted{fill:#57606a}"
-    ".chart .tick{font-size:10px;fill:#57606a}"
-    ".chart .plot{fill:#fff;stroke:#d0d7de}"
-    ".chart .grid{stroke:#eaeef2}"
-    ".chart .strip{fill:#f6f8fa;stroke:#d0d7de}"
-    ".chart .curve{fill:none;stroke:#0969da;stroke-width:1.6}"
-    ".chart .succeeded{fill:#0969da}"
-    ".chart .oom{fill:none;stroke:#cf222e;stroke-width:2}"
-    ".chart .failed{fill:#6e7781}"
-    ".chart .timedout{fill:none;stroke:#bc4c00;stroke-width:1.6}"
-    ".chart .memory{stroke:#8250df;stroke-width:1.4;stroke-dasharray:5 3}"
-    ".chart text.memory-label{fill:#8250df;font-size:10px}"
-    ".chart .pruned{fill:url(#autotune-pruned)}"
-    ".chart text.pruned-label{fill:#57606a;font-size:10px}"
-    ".chart .best-ring{fill:none;stroke:#bf8700;stroke-width:2.2}"
-    ".chart .baseline-ring{fill:none;stroke:#57606a;stroke-width:1.5;stroke-dasharray:3 2}"
-    ".chart text.callout{font-size:11px;font-weight:600}"
-    ".chart text.gas{font-size:9px;fill:#57606a}"
-    "</style>"
-    R"svg(<defs><pattern id="autotune-pruned" width="6" height="6" patternUnits="userSpaceOnUse")svg"
-    R"svg( patternTransform="rotate(45)"><rect width="6" height="6" fill="#f6f8fa"/>)svg"
-    R"svg(<line x1="0" y1="0" x2="0" y2="6" stroke="#d0d7de" stroke-width="2"/></pattern>)svg"
-    "</defs>";
 
 struct Layout {
   int columns = 1;
@@ -470,10 +443,10 @@ std::string footnote(const Chart& chart, double y) {
 
 }  // namespace
 
-std::string chartSvg(const Chart& chart) {
+std::string chartSvg(const Chart& chart, std::string_view idPrefix) {
   const Layout layout = layoutOf(chart);
   const Axes axes = axesOf(chart, layout);
-  std::string out(kChartStyle);
+  std::string out = chartStyle(idPrefix);
   out += emptyElement("rect", {{"width", "100%"}, {"height", "100%"}, {"fill", "#ffffff"}});
   out += heading(chart);
   out += legend(chart);

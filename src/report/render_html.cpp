@@ -45,8 +45,10 @@ std::string plain(std::string_view name, std::string_view content) {
   return element(name, {}, content);
 }
 
-std::string section(std::string_view id, std::string_view title, std::string_view body) {
-  return element("section", {{"id", std::string(id)}},
+// Several searches share a page: each one's section ids begin with its own prefix.
+std::string section(std::string_view idPrefix, std::string_view id, std::string_view title,
+                    std::string_view body) {
+  return element("section", {{"id", std::string(idPrefix) + std::string(id)}},
                  textElement("h2", {}, title) + std::string(body));
 }
 
@@ -163,10 +165,10 @@ std::string fileOrNote(const std::optional<std::string>& content) {
                      "read without the directory or the ConfigMap that holds this file.");
 }
 
-std::string bestSection(const SearchResults& results) {
+std::string bestSection(const SearchResults& results, std::string_view idPrefix) {
   const std::string body = plain("h3", "ds_config.json") + fileOrNote(results.bestConfig) +
                            plain("h3", "cmd.txt") + fileOrNote(results.command);
-  return section("best", "The best config and its command", body);
+  return section(idPrefix, "best", "The best config and its command", body);
 }
 
 // A table row: each cell's text escaped, numbers aligned right.
@@ -219,7 +221,7 @@ std::string trialRow(const FinishedTrial& trial, const TimelineBar& bar, std::si
 }
 
 std::string trialsSection(const SearchResults& results, const Chart& chart,
-                          const Timeline& timeline) {
+                          const Timeline& timeline, std::string_view idPrefix) {
   std::string rows = tableRow("th", {{"#", numeric()},
                                      {"trial", {}},
                                      {"outcome", {}},
@@ -231,29 +233,86 @@ std::string trialsSection(const SearchResults& results, const Chart& chart,
   for (std::size_t i = 0; i < results.trials.size(); ++i) {
     rows += trialRow(results.trials[i], timeline.bars[i], i);
   }
-  return section("trials", "Every trial, in launch order", plain("table", rows));
+  return section(idPrefix, "trials", "Every trial, in launch order", plain("table", rows));
 }
 
-}  // namespace
+// One search's sections: its chart, summary, best config, timeline and trials.
+std::string searchSections(const DrawnSearch& search, std::string_view idPrefix) {
+  const Chart& chart = search.chart;
+  const Timeline& timeline = search.timeline;
+  return section(idPrefix, "chart", "The search, stage by stage",
+                 chartSvg(chart, idPrefix) + prunedNote(chart)) +
+         section(idPrefix, "summary", "Summary (summary.txt)",
+                 pre(summaryOf(search.results, chart, timeline))) +
+         bestSection(search.results, idPrefix) +
+         section(idPrefix, "timeline", "Trials in launch order, with the GPUs they held",
+                 timelineSvg(timeline) + costSection(timeline)) +
+         trialsSection(search.results, chart, timeline, idPrefix);
+}
 
-std::string htmlPage(const SearchResults& results, const Chart& chart, const Timeline& timeline) {
-  const std::string name = chart.title.empty() ? "a search" : chart.title;
+std::string document(const std::string& title, const std::string& body) {
   const std::string head =
       emptyElement("meta", {{"charset", "utf-8"}}) +
       emptyElement("meta",
                    {{"name", "viewport"}, {"content", "width=device-width, initial-scale=1"}}) +
-      textElement("title", {}, "Autotune report: " + name) + plain("style", kPageStyle);
-  std::string body = header(chart, timeline);
-  body += section("chart", "The search, stage by stage", chartSvg(chart) + prunedNote(chart));
-  body += section("summary", "Summary (summary.txt)", pre(summaryOf(results, chart, timeline)));
-  body += bestSection(results);
-  body += section("timeline", "Trials in launch order, with the GPUs they held",
-                  timelineSvg(timeline) + costSection(timeline));
-  body += trialsSection(results, chart, timeline);
+      textElement("title", {}, title) + plain("style", kPageStyle);
   return "<!DOCTYPE html>\n" +
          element("html", {{"lang", "en"}},
                  plain("head", head) + plain("body", plain("main", body))) +
          "\n";
+}
+
+// The table that opens a page of several GPU models: each model, its best, a link to its part.
+std::string modelsTable(const std::vector<ModelPart>& models) {
+  std::string rows = tableRow("th", {{"GPU model", {}}, {"search", {}}, {"best", {}}});
+  for (std::size_t index = 0; index < models.size(); ++index) {
+    const ModelPart& model = models[index];
+    const std::string best = !model.search              ? model.note
+                             : model.search->chart.best ? model.search->chart.best->trial
+                                                        : "no trial succeeded";
+    rows += plain("tr", element("td", {},
+                                element("a", {{"href", "#model-" + std::to_string(index)}},
+                                        escape(model.gpuModel))) +
+                            textElement("td", {}, model.searchJob) +
+                            textElement("td", {}, markup::shortened(best, kMaxReasonShown)));
+  }
+  return plain("table", rows);
+}
+
+// A model's part of the page: its heading, then its search's lines and sections, or why there is
+// none to draw.
+std::string modelPart(const ModelPart& model, std::size_t index) {
+  const std::string id = "model-" + std::to_string(index);
+  std::string body = textElement("h1", {}, "GPU model " + model.gpuModel);
+  if (!model.search) {
+    body += textElement("p", {{"class", "note"}}, model.note);
+  } else {
+    body += plain("p",
+                  escape("AutotuneJob " + model.searchJob + ". ") + bestLine(model.search->chart)) +
+            plain("p", spendLine(model.search->timeline)) + searchSections(*model.search, id + "-");
+  }
+  return element("article", {{"id", id}}, body);
+}
+
+}  // namespace
+
+std::string htmlPage(const DrawnSearch& search) {
+  const std::string name = search.chart.title.empty() ? "a search" : search.chart.title;
+  return document("Autotune report: " + name,
+                  header(search.chart, search.timeline) + searchSections(search, ""));
+}
+
+std::string htmlModelsPage(std::string_view jobName, const std::vector<ModelPart>& models) {
+  const std::string title = "Autotune report: " + std::string(jobName) + ", per GPU model";
+  std::string body = plain("header", textElement("h1", {}, title) +
+                                         textElement("p", {},
+                                                     "A search per GPU model, each an AutotuneJob "
+                                                     "of its own, drawn one after another."));
+  body += section("", "models", "GPU models", modelsTable(models));
+  for (std::size_t index = 0; index < models.size(); ++index) {
+    body += modelPart(models[index], index);
+  }
+  return document(title, body);
 }
 
 }  // namespace autotune::report

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/job.h"
 #include "report/search_results.h"
@@ -21,5 +22,20 @@ std::optional<Format> parseFormat(std::string_view name);
 
 std::string renderReport(const SearchResults& results, const std::optional<api::AutotuneJob>& job,
                          Format format);
+
+// One GPU model's search of a job that tunes for several: its results and the AutotuneJob that
+// ran it, or why there are none.
+struct ModelSearchResults {
+  std::string gpuModel;
+  std::string searchJob;
+  std::optional<SearchResults> results;
+  std::optional<api::AutotuneJob> job;
+  std::string note;  // where there are no results
+};
+
+// The searches of the job `jobName`, one HTML page: a table of the models, then each one's part
+// as renderReport draws a search.
+std::string renderModelsReport(std::string_view jobName,
+                               const std::vector<ModelSearchResults>& searches);
 
 }  // namespace autotune::report

@@ -789,6 +789,10 @@ every_model() {
       job_not_counted autotune_job_trials "$job"'
   expect "kubectl autotune report --gpu-model Simulated-GPU draws that model's search" \
     report_of_model "$job" Simulated-GPU "$simulated_search" z1_gas1_tmbspg3
+  expect "kubectl autotune report draws each model's search, its best named, in one page" \
+    report_of_every_model "$job" "$h100_search" "$simulated_search"
+  expect "kubectl autotune report -o svg asks which model's chart, exit 2" \
+    eval '[[ $(plugin report "$job" -n "$case_ns" -o svg >/dev/null 2>&1; echo $?) == 2 ]]'
   check "the job is deleted" kubectl delete atj "$job" -n "$case_ns" --wait=false
   expect "its searches go with it within 60s" eventually 60 bash -c \
     "[[ -z \$(kubectl get atj -n $case_ns -l autotune.io/model-search-of=$job -o name) ]]"
@@ -800,6 +804,20 @@ report_of_model() {
   local report=$work/$1-$2-report.html
   plugin report "$1" -n "$case_ns" --gpu-model "$2" --output-file "$report" &&
     grep -q "$3" "$report" && grep -q "$4" "$report"
+}
+
+# The report of the job $1 is one page with a part per model, each naming its search (the
+# AutotuneJobs $2...) and that search's best.
+report_of_every_model() {
+  local job=$1 report=$work/$1-report.html search best
+  plugin report "$job" -n "$case_ns" --output-file "$report" || return 1
+  [[ $(grep -o '<h1>GPU model ' "$report" | wc -l) == $(($# - 1)) ]] ||
+    { echo "not one part per model"; return 1; }
+  for search in "${@:2}"; do
+    best=$(field "$search" '{.status.best.trial}')
+    grep -q "AutotuneJob $search\. Best: <b>$best</b>" "$report" ||
+      { echo "no part of $search with its best $best"; return 1; }
+  done
 }
 
 # Every result of the job $1 names the GPU model $2 as the one it ran on.

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "report/fixtures.h"
 #include "report/report.h"
@@ -18,7 +20,9 @@ using autotune::report::buildChart;
 using autotune::report::buildTimeline;
 using autotune::report::chartSvg;
 using autotune::report::Format;
+using autotune::report::ModelSearchResults;
 using autotune::report::parseFormat;
+using autotune::report::renderModelsReport;
 using autotune::report::renderReport;
 using autotune::report::SearchResults;
 using autotune::report::timelineSvg;
@@ -141,6 +145,52 @@ TEST(Render, ThePageFetchesNothingAndRunsNothing) {
   EXPECT_FALSE(contains(page, " href="));
   EXPECT_FALSE(contains(page, "url(http"));
   EXPECT_FALSE(contains(page, "@import"));
+}
+
+// A job that tunes for several GPU models is one page: a table of the models, then each model's
+// search as a page of one search draws it, its ids its own, and a model with no search to draw
+// says why.
+TEST(Render, AJobOfSeveralGpuModelsIsOnePageWithAPartPerModel) {
+  std::vector<ModelSearchResults> models(3);
+  models[0].gpuModel = "NVIDIA-A100-SXM4-40GB";
+  models[0].searchJob = "train-nvidia-a100-sxm4-40gb";
+  models[0].results = resultsOf({record("z1_gas1_tmbspg3", Outcome::kSucceeded, 87.1),
+                                 record("z1_gas1_tmbspg4", Outcome::kOOM)});
+  models[1].gpuModel = "NVIDIA-H100-80GB-HBM3";
+  models[1].searchJob = "train-nvidia-h100-80gb-hbm3";
+  models[1].results = resultsOf({record("z1_gas1_tmbspg8", Outcome::kSucceeded, 120)});
+  models[2].gpuModel = "L40S<script>alert(1)</script>";
+  models[2].searchJob = "train-l40s";
+  models[2].note = "Failed: AutotuneJob train-l40s exists and is not this job's";
+  const std::string page = renderModelsReport("train", models);
+
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>\n<html lang=\"en\">", 0), 0U);
+  EXPECT_EQ(count(page, "<!DOCTYPE"), 1U);
+  EXPECT_TRUE(contains(page, "<title>Autotune report: train, per GPU model</title>"));
+  for (const auto* heading :
+       {"GPU model NVIDIA-A100-SXM4-40GB", "GPU model NVIDIA-H100-80GB-HBM3"}) {
+    EXPECT_EQ(count(page, std::string("<h1>") + heading + "</h1>"), 1U) << heading;
+  }
+  EXPECT_EQ(count(page, "<svg xmlns="), 4U) << "a chart and a timeline for each searched model";
+  EXPECT_TRUE(contains(page, "<b>z1_gas1_tmbspg3</b>"));
+  EXPECT_TRUE(contains(page, "<b>z1_gas1_tmbspg8</b>"));
+  EXPECT_TRUE(contains(page, "is not this job&#39;s")) << "why the third has no search";
+  EXPECT_FALSE(contains(page, "<script"));
+
+  std::set<std::string> ids;
+  const std::regex id(" id=\"([^\"]*)\"");
+  for (auto at = std::sregex_iterator(page.begin(), page.end(), id); at != std::sregex_iterator();
+       ++at) {
+    EXPECT_TRUE(ids.insert((*at)[1]).second) << "id " << (*at)[1] << " twice";
+  }
+  EXPECT_TRUE(ids.contains("model-1-chart"));
+  const std::regex link(" href=\"([^\"]*)\"");
+  int links = 0;
+  for (auto at = std::sregex_iterator(page.begin(), page.end(), link); at != std::sregex_iterator();
+       ++at, ++links) {
+    EXPECT_TRUE(ids.contains(std::string((*at)[1]).substr(1))) << "a link within the page";
+  }
+  EXPECT_EQ(links, 3);
 }
 
 TEST(Render, TheSvgFormatIsTheChartAloneAsADocument) {
