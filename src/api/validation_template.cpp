@@ -117,6 +117,31 @@ void checkResourceClaims(const json& podTemplate, const std::string& path, Field
   }
 }
 
+// A trial takes whole GPUs, nvidia.com/gpu, which the operator asks for and counts. The MIG devices
+// a node of MIG's mixed strategy advertises (nvidia.com/mig-3g.20gb) it neither counts nor gives;
+// on a node of the single strategy, nvidia.com/gpu is itself a MIG device, labelled with its
+// memory.
+void checkWholeGpus(const json& containers, const std::string& path, FieldErrors& errors) {
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    const json* resources = findMember(containers[i], "resources");
+    for (const auto* kind : {"limits", "requests"}) {
+      const json* amounts = resources != nullptr ? findMember(*resources, kind) : nullptr;
+      if (amounts == nullptr || !amounts->is_object()) {
+        continue;
+      }
+      for (const auto& [name, amount] : amounts->items()) {
+        if (name.starts_with("nvidia.com/mig-")) {
+          fail(errors,
+               fieldPath(itemPath(path + ".spec.containers", i) + ".resources." + kind, name),
+               "a trial takes whole GPUs, nvidia.com/gpu (spec.resources.gpusPerTrial), which the "
+               "operator asks for itself: MIG devices of the mixed strategy are neither counted "
+               "nor given; on nodes of MIG's single strategy nvidia.com/gpu is a MIG device");
+        }
+      }
+    }
+  }
+}
+
 std::string unknownPlaceholder(const std::string& key) {
   if (std::ranges::find(kRendezvousVariables, key) != kRendezvousVariables.end()) {
     return "${" + key +
@@ -295,6 +320,9 @@ void checkScriptForwardsFlags(const json& container, const std::string& path, co
 void checks::checkTemplate(const Spec& spec, FieldErrors& errors) {
   const json* containers = checkContainers(spec.podTemplate, "spec.template", errors);
   checkResourceClaims(spec.podTemplate, "spec.template", errors);
+  if (containers != nullptr) {
+    checkWholeGpus(*containers, "spec.template", errors);
+  }
   // An unnamed first container leaves the default empty; its own error covers that.
   if (containers == nullptr || spec.primaryContainer.empty()) {
     return;

@@ -287,6 +287,21 @@ TEST(Validate, TrialsClaimThroughATemplateEach) {
   EXPECT_THAT(pathsOf(job), ElementsAre("spec.template.spec.resourceClaims[1].resourceClaimName"));
 }
 
+// MIG's mixed strategy advertises slices as resources of their own, which the operator neither
+// counts nor asks for: a trial that asks for one is refused, naming it.
+TEST(Validate, TrialsTakeWholeGpusNotMigDevices) {
+  AutotuneJob job = validJob();
+  job.spec.podTemplate["spec"]["containers"][0]["resources"] =
+      json::parse(R"({"limits": {"nvidia.com/gpu": 1, "memory": "64Gi"}})");
+  EXPECT_THAT(validate(job), IsEmpty());
+  job.spec.podTemplate["spec"]["containers"][0]["resources"] = json::parse(
+      R"({"limits": {"nvidia.com/mig-3g.20gb": 1}, "requests": {"nvidia.com/mig-3g.20gb": 1}})");
+  EXPECT_THAT(
+      pathsOf(job),
+      ElementsAre("spec.template.spec.containers[0].resources.limits.nvidia.com/mig-3g.20gb",
+                  "spec.template.spec.containers[0].resources.requests.nvidia.com/mig-3g.20gb"));
+}
+
 // A required node affinity that admits none of a model's nodes would leave its trials waiting for
 // ever: refused, naming the models.
 TEST(Validate, ARequiredNodeAffinityMustAdmitEachGpuModel) {
