@@ -218,6 +218,7 @@ int drawModels(const Cluster& cluster, const api::AutotuneJob& job, const Report
     return kExitUsage;
   }
   std::vector<report::ModelSearchResults> models;
+  models.reserve(searches.size());
   for (const auto& search : searches) {
     models.push_back(modelResults(cluster, job, search));
   }
