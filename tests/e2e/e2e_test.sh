@@ -14,8 +14,9 @@
 # is in conflict holding nothing back from another namespace's; faults: a Node deleted and
 # registered again, a trial Pod deleted, a trial process killed,
 # kube-apiserver and etcd restarted, and a proxy between the operator and the API server that
-# drops, stalls and answers 429 and 500; and the operator killed with SIGKILL mid-job and
-# restarted, without a trial run twice or a result lost. At the end, every log of the run is
+# drops, stalls and answers 429 and 500; the operator killed with SIGKILL mid-job and restarted,
+# without a trial run twice or a result lost; and, while it was down, a tenant's AutotuneJob at a
+# search's name with the job as its controller, neither read nor adopted. At the end, every log of the run is
 # searched for the operator's token and for private keys, and the API server's audit log is kept
 # for rights_used_test.sh, which holds the chart's RBAC to the requests of every theme's run.
 #
@@ -1666,6 +1667,62 @@ case_ended_while_down() {
   end_case
 }
 
+# Whoever may create AutotuneJobs in a namespace may make one at the name of a job's search of a
+# GPU model, naming the job as its controller (an owner reference is its writer's to set), with a
+# search of their own: another config. The operator is stopped meanwhile, so that the job has not
+# made its own search first. The job neither reads nor adopts it: that model's entry Fails saying
+# so, the job's other model is searched, and what the tenant's search found is not the job's.
+case_forged_search() {
+  begin_case forged-search
+  local job=forged forged=forged-nvidia-l40s uid
+  check "the operator is stopped" e2e_stop_operator TERM || return 0
+  if check "a job of the GPU models Simulated-GPU and NVIDIA-L40S is created" \
+    create_job "$job" gpu_models='[Simulated-GPU, NVIDIA-L40S]' gpu_memory= stages='[1]' early=0
+  then
+    uid=$(field "$job" '{.metadata.uid}')
+    check "a tenant's job at its NVIDIA-L40S search's name, controlled by it, is created" \
+      forge_search "$forged" "$job" "$uid"
+  fi
+  check "the operator is started again" e2e_start_operator || return 0
+  check "the job Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
+  check "the tenant's job Succeeds within 180s: it has a best to take" \
+    ends_in "$forged" Succeeded 180 || return 0
+  expect "the job's NVIDIA-L40S entry is Failed, its search not the job's, with no best" \
+    job_satisfies "$job" 'any(m["gpuModel"] == "NVIDIA-L40S" and m["job"] == "'"$forged"'"
+      and m["phase"] == "Failed" and "is not this job" in m.get("message", "")
+      and "best" not in m for m in status["gpuModels"])'
+  expect "its Simulated-GPU search finds the 32 GiB search's best (z1_gas1_tmbspg3)" \
+    job_satisfies "$job" 'status["best"]["trial"] == "z1_gas1_tmbspg3"'
+  expect "its output holds Simulated-GPU's config, and no NVIDIA-L40S config" \
+    output_files "$job" ds_config.Simulated-GPU.json ds_config.json
+  expect "its trials are its own search's, not the tenant's" eval \
+    '[[ $(field "$job" "{.status.trials.launched}") == \
+      $(field "$job-simulated-gpu" "{.status.trials.launched}") ]]'
+  expect "the tenant's job is as they wrote it (generation 1)" \
+    eval '[[ $(field "$forged" "{.metadata.generation}") == 1 ]]'
+  end_case
+}
+
+# The AutotuneJob $1, of another config than the job $2's searches (ZeRO-0, micro-batch 1), with
+# a controller reference to $2 by its UID $3.
+forge_search() {
+  local name=$1 job=$2 uid=$3
+  job_manifest "$name" gpu_models='[Simulated-GPU]' gpu_memory= stages='[0]' micro='[1]' \
+    early=0 | kubectl apply -f - >/dev/null &&
+    kubectl patch atj "$name" -n "$case_ns" --type merge -p '{"metadata": {"ownerReferences": [
+      {"apiVersion": "autotune.io/v1alpha1", "kind": "AutotuneJob", "name": "'"$job"'",
+       "uid": "'"$uid"'", "controller": true}]}}' >/dev/null
+}
+
+# The output ConfigMap of the job $1 holds the files $2..., and no other.
+output_files() {
+  local files
+  files=$(kubectl get configmap "$1-optimal" -n "$case_ns" -o json |
+    python3 -c 'import json, sys; print(*sorted(json.load(sys.stdin).get("data", {})))')
+  echo "files: $files"
+  [[ $files == "${*:2}" ]]
+}
+
 # --- multi-node trials ---------------------------------------------------------------------------
 
 two_ranks_running() {
@@ -1861,7 +1918,7 @@ declare -A themes=(
     sharing deletion hostile foreign hold pod_security multinode_oom wrapper gpu_models dra"
   [busy]="busy_cluster quota preemption tenants unwatched_nodes"
   [faults]="node_return pod_deleted process_killed controlplane_restart api_faults"
-  [restarts]="restart ended_while_down multinode"
+  [restarts]="restart ended_while_down multinode forged_search"
 )
 
 if [[ -n ${AUTOTUNE_E2E_CASES:-} ]]; then
