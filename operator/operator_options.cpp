@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "api/labels.h"
 #include "api/units.h"
 #include "command_line.h"
 
@@ -191,7 +192,7 @@ k8s::Result<k8s::ClusterConfig> clusterConfig(const Options& options) {
                     ? k8s::loadKubeconfigs(k8s::defaultKubeconfigFiles())
                     : k8s::inClusterConfig();
   if (config) {
-    config->userAgent = "autotune-operator/" AUTOTUNE_VERSION;
+    config->userAgent = std::string(api::kOperatorName) + "/" AUTOTUNE_VERSION;
   }
   return config;
 }

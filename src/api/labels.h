@@ -8,6 +8,10 @@
 
 namespace autotune::api {
 
+// The operator's User-Agent's product, which the API server records as the field manager of its
+// writes (metadata.managedFields): its last status write is read back from there.
+inline constexpr std::string_view kOperatorName = "autotune-operator";
+
 // On trial Pods and Jobs and on the output ConfigMap: the job's name in its label-safe form
 // (the controller's jobLabelValue).
 inline constexpr std::string_view kJobLabel = "autotune.io/job";

@@ -121,6 +121,24 @@ spec:
   return job;
 }
 
+// When the operator last wrote a job's status is what the API server recorded of it: the time of
+// the status entry of the operator's field manager, which no other manager's entry stands for.
+TEST(DecodeAutotuneJob, TheOperatorsLastStatusWriteIsItsManagedFieldsEntry) {
+  json job = autotuneJob("gpt2", 16);
+  job["metadata"]["managedFields"] = json::parse(R"([
+    {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-29T13:00:00Z"},
+    {"manager": "kubectl-edit", "operation": "Update", "subresource": "status",
+     "time": "2026-11-29T13:20:00Z"},
+    {"manager": "autotune-operator", "operation": "Update", "subresource": "status",
+     "time": "2026-11-29T13:10:00Z"}])");
+  EXPECT_EQ(decodeAutotuneJob(job)->statusWrittenAt, parseTime("2026-11-29T13:10:00Z"));
+  EXPECT_FALSE(decodeAutotuneJob(job)->metadata.contains("managedFields")) << "not held";
+  job["metadata"]["managedFields"].erase(2);
+  EXPECT_FALSE(decodeAutotuneJob(job)->statusWrittenAt);
+  job["metadata"]["managedFields"] = "autotune-operator";
+  EXPECT_FALSE(decodeAutotuneJob(job)->statusWrittenAt);
+}
+
 // A Workload as Kueue 0.17 makes it for a trial Pod that waits for quota.
 json pendingWorkload(const std::string& pod) {
   return {{"metadata",

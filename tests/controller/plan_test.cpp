@@ -150,7 +150,7 @@ TEST(Plan, TrialsThatOnlyStartedWaitForTheNextWriteOrThirtySeconds) {
   EXPECT_EQ(due.status.trials.running, 2);
   EXPECT_EQ(due.status.trials.pending, 0);
 
-  started.statusWrittenAt.reset();  // written by no one since this process started
+  started.statusWrittenAt.reset();  // never written by the operator
   EXPECT_EQ(planned(started).status.trials.running, 2);
 }
 

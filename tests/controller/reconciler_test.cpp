@@ -31,9 +31,10 @@ using nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-// Just enough of an API server: objects by path, resourceVersions, the status subresource,
-// AlreadyExists and Conflict, finalizers (a deleted object that has some stays, deletionTimestamp
-// set, until the last is taken off), merge patches, and a log of every write.
+// Just enough of an API server: objects by path, resourceVersions, the status subresource (whose
+// writes it records in managedFields, as the operator's field manager), AlreadyExists and Conflict,
+// finalizers (a deleted object that has some stays, deletionTimestamp set, until the last is taken
+// off), merge patches, and a log of every write.
 class MemoryApi : public k8s::Transport {
  public:
   tl::expected<k8s::HttpResponse, std::string> send(const k8s::HttpRequest& request) override {
@@ -120,6 +121,13 @@ class MemoryApi : public k8s::Transport {
     json updated = found->second;
     if (status) {
       updated["status"] = body["status"];
+      // As the API server records the operator's write: its field manager's status entry, timed to
+      // the second.
+      updated["metadata"]["managedFields"] =
+          json::array({{{"manager", "autotune-operator"},
+                        {"operation", "Update"},
+                        {"subresource", "status"},
+                        {"time", formatTime(std::chrono::floor<std::chrono::seconds>(now))}}});
     } else {
       body["status"] = updated.value("status", json::object());
       updated = std::move(body);
@@ -248,6 +256,7 @@ class Reconcile : public ::testing::Test {
   }
 
   runtime::ReconcileResult reconcile(ReconcilerHooks hooks = {}, std::stop_token leadership = {}) {
+    api_->now = now_;
     syncCaches();
     Reconciler reconciler(client_, cluster_, std::move(hooks));
     const auto result = reconciler.reconcile(
@@ -636,6 +645,40 @@ TEST_F(Reconcile, ATrialThatEndedAndWhosePodWasDeletedWhileNoOperatorRanIsRecord
   EXPECT_EQ(results[0]["outcome"], "Succeeded");
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first + "-r1"));
   EXPECT_FALSE(api_->objects.contains(std::string(kPodsPath) + "/" + first));
+}
+
+// What paces the status writes that only move trials from pending to running is the operator's
+// last status write as the API server records it (its field manager's managedFields entry), not
+// a memory of the process: an operator started again, or a new leader, waits as the one before.
+TEST_F(Reconcile, StartingTrialsWaitForTheNextStatusWriteAcrossARestart) {
+  const std::string statusWrites = "PUT " + std::string(kJobs) + "/gpt2/status";
+  submit(gpt2Job());
+  reconcile();
+  ASSERT_EQ(pods().size(), 2U);
+  ASSERT_EQ(api_->count(statusWrites), 1);
+  now_ += seconds(10);
+  for (const auto& trial : pods()) {
+    run(trial["metadata"]["name"], now_);
+  }
+  // The operator starts again: its cache holds nothing but what the API server lists.
+  Cluster restarted;
+  restarted.nodes().replace({node("gpu-0", 16), node("gpu-1", 16)});
+  restarted.addAutotuneJobs("").replace(api_->under(std::string(kJobs) + "/"));
+  restarted.addPods("").replace(api_->under(std::string(kPodsPath) + "/"));
+  const auto reconcileRestarted = [&] {
+    api_->now = now_;
+    Reconciler(client_, restarted)
+        .reconcile("ml/gpt2",
+                   Context{observability::Logger(observability::LogLevel::kError, log_), now_, {}});
+  };
+  reconcileRestarted();
+  EXPECT_EQ(api_->count(statusWrites), 1) << "10 s after the last write: held";
+  EXPECT_EQ(job()["status"]["trials"]["pending"], 2);
+
+  now_ += seconds(20);
+  reconcileRestarted();
+  EXPECT_EQ(api_->count(statusWrites), 2) << "30 s after the last write: written";
+  EXPECT_EQ(job()["status"]["trials"]["running"], 2);
 }
 
 // The scheduler preempts a trial's Pod and deletes it: it stays until the operator has read it,

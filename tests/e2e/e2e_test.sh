@@ -1620,6 +1620,8 @@ case_restart() {
     launched_once "$job"
   expect "status.results has no duplicate" job_satisfies "$job" \
     'len(names) == len(set(names)) == status["trials"]["launched"]'
+  expect "the API server dates its last status write under the operator's field manager" \
+    status_write_recorded "$job"
   local snapshot
   for snapshot in "${snapshots[@]}"; do
     expect "the $(wc -l <"$snapshot") results recorded before a kill are still there" \
@@ -1721,6 +1723,20 @@ output_files() {
     python3 -c 'import json, sys; print(*sorted(json.load(sys.stdin).get("data", {})))')
   echo "files: $files"
   [[ $files == "${*:2}" ]]
+}
+
+# The job $1's managedFields hold the operator's status entry (manager autotune-operator, its
+# User-Agent's product), dated no earlier than the second of its completionTime: what paces its
+# status writes across restarts.
+status_write_recorded() {
+  kubectl get atj "$1" -n "$case_ns" -o json --show-managed-fields | python3 -c '
+import json, sys
+job = json.load(sys.stdin)
+entries = [e for e in job["metadata"].get("managedFields", [])
+           if e.get("manager") == "autotune-operator" and e.get("subresource") == "status"]
+completed = job["status"]["completionTime"][:19]
+print("entries:", entries, "completionTime:", completed)
+sys.exit(0 if len(entries) == 1 and entries[0]["time"][:19] >= completed else 1)'
 }
 
 # --- multi-node trials ---------------------------------------------------------------------------

@@ -364,7 +364,7 @@ k8s::Result<void> Apply::writeStatus(const api::Status& status) {
   }
   metadata_["resourceVersion"] = object::versionOf(*written);
   written_ = std::move(encoded);
-  cluster_.wroteStatus(*written, context_.now);
+  cluster_.wroteStatus(*written);
   context_.log.debug("status written", {{"phase", std::string(api::toString(status.phase))}});
   return {};
 }

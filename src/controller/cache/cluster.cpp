@@ -411,22 +411,11 @@ std::map<std::string, std::int64_t, std::less<>> Cluster::jobsByPhase() const {
   return phaseCounts_;
 }
 
-std::optional<Timestamp> Cluster::statusWrittenAt(const std::string& key) const {
-  const std::scoped_lock lock(mutex_);
-  const auto found = statusWrittenAt_.find(key);
-  return found == statusWrittenAt_.end() ? std::nullopt : std::optional(found->second);
-}
-
-void Cluster::wroteStatus(const nlohmann::json& object, Timestamp at) {
-  auto decoded = decodeAutotuneJob(object);
-  if (!decoded) {
-    return;
+void Cluster::wroteStatus(const nlohmann::json& object) {
+  if (auto decoded = decodeAutotuneJob(object)) {
+    const std::string ns = object::text(object::metadataOf(object), "namespace");
+    putWritten(jobs_, ns, std::move(*decoded));
   }
-  {
-    const std::scoped_lock lock(mutex_);
-    statusWrittenAt_[decoded->key] = at;
-  }
-  putWritten(jobs_, object::text(object::metadataOf(object), "namespace"), std::move(*decoded));
 }
 
 void Cluster::wrotePod(const nlohmann::json& object) {
@@ -484,7 +473,6 @@ void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJo
     phaseOf_.erase(found);
   }
   if (after == nullptr) {
-    statusWrittenAt_.erase(key);
     waitingForRoomSince_.erase(key);
     return;
   }

@@ -140,11 +140,10 @@ class Cluster final : public ClusterView {
                                                      const LocalQueue* after) const;
   // Jobs by status.phase (Pending while they have none).
   std::map<std::string, std::int64_t, std::less<>> jobsByPhase() const;
-  std::optional<Timestamp> statusWrittenAt(const std::string& key) const override;
 
   // What the controller's own writes returned, stored at once so that the next reconcile reads
   // them even before the watch delivers them.
-  void wroteStatus(const nlohmann::json& object, Timestamp at);
+  void wroteStatus(const nlohmann::json& object);
   void wrotePod(const nlohmann::json& object);
   void wroteBatchJob(const nlohmann::json& object);
   // A Pod this process deleted, marked as going, unless the watch has already said it is gone.
@@ -177,7 +176,6 @@ class Cluster final : public ClusterView {
   std::mutex claimingMeasurements_;  // one claim at a time: no measurement is claimed twice
   std::map<std::string, std::string, std::less<>> phaseOf_;  // job key -> phase
   std::map<std::string, std::int64_t, std::less<>> phaseCounts_;
-  std::map<std::string, Timestamp, std::less<>> statusWrittenAt_;
   std::map<std::string, Timestamp, std::less<>> waitingForRoomSince_;
   std::set<std::string, std::less<>> foreignPods_;  // UIDs, as noticed
   std::deque<std::string> foreignOrder_;

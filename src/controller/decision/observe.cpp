@@ -310,7 +310,7 @@ Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Times
   snapshot.job = job.decoded->job;
   snapshot.job.status = job.status;
   snapshot.warnings = job.decoded->warnings;
-  snapshot.statusWrittenAt = cluster.statusWrittenAt(job.key);
+  snapshot.statusWrittenAt = job.statusWrittenAt;
   snapshot.waitingSince = cluster.waitingForRoomSince(job.key);
   observeTrials(cluster, snapshot);
   readAdmissions(cluster, snapshot);

@@ -58,7 +58,7 @@ struct Snapshot {
   std::int64_t generation = 0;
   api::AutotuneJob job;  // metadata, spec and the status as written
   api::FieldErrors warnings;
-  std::optional<Timestamp> statusWrittenAt;  // by this process, if it has
+  std::optional<Timestamp> statusWrittenAt;  // by the operator, if ever (CachedAutotuneJob)
   std::vector<TrialRunState> inFlight;       // the newest run of each trial still going
   std::vector<Concluded> concluded;          // in the order the trials started
   // The written results followed by those of `concluded`: the history the engine decides from

@@ -42,8 +42,6 @@ class ClusterView {
   virtual std::optional<GpuModel> publishedGpu(const std::string& node) const = 0;
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for.
   virtual int slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const = 0;
-  // When this process last wrote the job's status, if it has since it started.
-  virtual std::optional<Timestamp> statusWrittenAt(const std::string& key) const = 0;
   // Since when the job has waited for room (GPUs, a quota), while it does.
   virtual std::optional<Timestamp> waitingForRoomSince(const std::string& key) const = 0;
 };

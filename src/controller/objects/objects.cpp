@@ -259,6 +259,18 @@ bool isGpu(const json& device) {
   return type.empty() || text(type, "string") == "gpu";
 }
 
+// When the operator last wrote the object's status, to the second, as the API server records it:
+// the time of the status entry of its field manager.
+std::optional<Timestamp> statusWrittenAt(const json& metadata) {
+  const json& entries = member(metadata, "managedFields");
+  for (const auto& entry : entries.is_array() ? entries : kNoItems) {
+    if (text(entry, "manager") == api::kOperatorName && text(entry, "subresource") == "status") {
+      return timeAt(entry, "time");
+    }
+  }
+  return std::nullopt;
+}
+
 // A DRA driver's productName as GPU feature discovery labels the same GPU (nvidia.com/gpu.product):
 // NVIDIA's driver says "NVIDIA A100-SXM4-40GB" where the label says "NVIDIA-A100-SXM4-40GB". Any
 // character a label value cannot hold becomes a dash; the ends are trimmed to letters and digits.
@@ -352,6 +364,7 @@ std::optional<CachedAutotuneJob> decodeAutotuneJob(const json& object) {
   if (text(metadata, "name").empty()) {
     return std::nullopt;
   }
+  job.statusWrittenAt = statusWrittenAt(object::metadataOf(object));
   job.resourceVersion = text(metadata, "resourceVersion");
   job.generation = integerAt(metadata, "generation").value_or(0);
   job.creationTimestamp = text(metadata, "creationTimestamp");

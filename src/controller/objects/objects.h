@@ -129,6 +129,9 @@ struct CachedAutotuneJob {
   std::string resourceVersion;
   std::int64_t generation = 0;
   std::string creationTimestamp;
+  // When the operator last wrote its status, to the second (the API server's managedFields), if
+  // it ever has: what paces the writes that only move live figures, across restarts and leaders.
+  std::optional<Timestamp> statusWrittenAt;
   // The AutotuneJob that controls it, if one does: it is then a GPU model's search of that job
   // (models.h), provided the UID is that job's.
   std::string ownerJobName;
