@@ -21,6 +21,7 @@ using autotune::controller::decodeDeviceClaim;
 using autotune::controller::decodeDeviceSlice;
 using autotune::controller::decodeNode;
 using autotune::controller::decodePod;
+using autotune::controller::DeviceSlice;
 using autotune::controller::fitsSomeNodes;
 using autotune::controller::forJob;
 using autotune::controller::freeSlotsFor;
@@ -500,6 +501,33 @@ TEST(GpuLedger, ANodeWithoutNvidiaGpuCountsItsDriversSlicesLessItsClaims) {
   ledger.setNode(decodeNode(cordoned(gpuNode("dra", 0))).value());
   EXPECT_EQ(ledger.capacity(everyPod).nodes.size(), 1U) << "a cordoned node counts no slice";
   EXPECT_TRUE(ledger.publishedGpu("dra")) << "what ran there can still be named";
+}
+
+// A slice of more GPUs wakes the oldest waiting jobs that can take them: by the node's GPU model
+// label, as the ledger counts the node, never by the slice's own model, since a search of that
+// model pins its trials by the label an unlabelled node lacks.
+TEST(Cluster, ASliceOfMoreGpusWakesTheJobsItsNodesLabelServes) {
+  Cluster cluster;
+  cluster.nodes().replace(
+      {gpuNode("dra", 0), ofModel(gpuNode("labelled", 0), "NVIDIA-H100-80GB-HBM3")});
+  CachedAutotuneJob pinned;
+  pinned.key = "ml/h100";
+  pinned.creationTimestamp = "2026-11-22T10:00:00Z";
+  pinned.decoded->job.spec.gpuModels = {"NVIDIA-H100-80GB-HBM3"};
+  cluster.jobWaits(pinned, 4);
+  CachedAutotuneJob any;
+  any.key = "ml/any";
+  any.creationTimestamp = "2026-11-22T11:00:00Z";
+  cluster.jobWaits(any, 4);
+
+  const DeviceSlice unlabelled =
+      decodeDeviceSlice(deviceSlice("dra-gpus", "dra", 4), kDriver).value();
+  EXPECT_EQ(unlabelled.product, "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(cluster.jobsWokenBySlice(nullptr, &unlabelled), std::vector<std::string>{"ml/any"});
+  const DeviceSlice labelled =
+      decodeDeviceSlice(deviceSlice("labelled-gpus", "labelled", 4), kDriver).value();
+  EXPECT_EQ(cluster.jobsWokenBySlice(nullptr, &labelled), std::vector<std::string>{"ml/h100"});
+  EXPECT_TRUE(cluster.jobsWokenBySlice(&labelled, &labelled).empty()) << "no more GPUs";
 }
 
 // A Node's heartbeat wakes no job; its loss, or a change of its GPUs, wakes the jobs with Pods on

@@ -10,6 +10,16 @@
 #include "controller/cache/cluster.h"
 
 namespace autotune::controller {
+namespace {
+
+// The GPU model of the node as the ledger counts it, and as a search of one model pins its trials:
+// its nvidia.com/gpu.product label alone ("" when unlabelled or unknown).
+std::string labelledModel(const NodeStore& nodes, const std::string& name) {
+  const auto node = nodes.get(name);
+  return node != nullptr ? node->gpuProduct : "";
+}
+
+}  // namespace
 
 DeviceSliceStore& Cluster::addDeviceSlices(const std::string& driver) {
   slices_ = std::make_unique<DeviceSliceStore>(
@@ -50,12 +60,8 @@ std::vector<std::string> Cluster::jobsWokenBySlice(const DeviceSlice* before,
   if (more <= 0) {
     return {};
   }
-  // The GPU model as the ledger counts it: the node's label, else the slice's.
-  const auto node = nodes_->get(after->nodeName);
-  const std::string& model =
-      node != nullptr && !node->gpuProduct.empty() ? node->gpuProduct : after->product;
   std::set<std::string> keys;
-  for (auto& key : waiting_.takers(more, model)) {
+  for (auto& key : waiting_.takers(more, labelledModel(*nodes_, after->nodeName))) {
     keys.insert(std::move(key));
   }
   for (auto& key : waiting_.waitingForNode()) {
@@ -73,8 +79,7 @@ std::vector<std::string> Cluster::jobsWokenByClaim(const DeviceClaim* before,
   if (fewer <= 0) {
     return {};
   }
-  const auto node = nodes_->get(before->nodeName);
-  return waiting_.takers(fewer, node != nullptr ? node->gpuProduct : "");
+  return waiting_.takers(fewer, labelledModel(*nodes_, before->nodeName));
 }
 
 }  // namespace autotune::controller

@@ -31,7 +31,9 @@ namespace autotune::controller {
 // A Node that advertises no nvidia.com/gpu has the GPUs of its DRA driver's ResourceSlices
 // instead (with --dra-driver): there the ResourceClaims allocated on it hold GPUs, its Pods'
 // requests none (a Pod that asks for nvidia.com/gpu through DRA's extended-resource mapping has a
-// claim of its own), and its GPU model and memory are its labels', else its slices'.
+// claim of its own), its GPU memory is its label's, else its slices', and its GPU model is its
+// label's alone (a search of one model pins its trials by that label; publishedGpu names the
+// slices' model for what ran there).
 class GpuLedger {
  public:
   // Whether the unbound Pod of this key (namespace/name) reserves GPUs.
