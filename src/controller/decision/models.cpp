@@ -94,6 +94,17 @@ bool isSearchOf(const api::AutotuneJob& job, const ModelSearchJob& search,
   return expected && decisiveSpec(found.decoded->job.spec) == decisiveSpec(expected->job.spec);
 }
 
+// Whether each search's AutotuneJob is the job's (isSearchOf), in the snapshot's order: asked once
+// per reconcile, since each answer decodes a spec.
+std::vector<bool> oursOf(const ModelsSnapshot& snapshot) {
+  std::vector<bool> ours;
+  ours.reserve(snapshot.searches.size());
+  for (const auto& search : snapshot.searches) {
+    ours.push_back(search.job && isSearchOf(snapshot.job, search, *search.job));
+  }
+  return ours;
+}
+
 const RefusedCreate* refusedCreateOf(const ModelsSnapshot& snapshot, const std::string& name) {
   const auto found = std::ranges::find(snapshot.refusedCreates, name, &RefusedCreate::trial);
   return found == snapshot.refusedCreates.end() ? nullptr : &*found;
@@ -123,7 +134,8 @@ void createOrKeep(const ModelsSnapshot& snapshot, const ModelSearchJob& search,
 // The entry of status.gpuModels for one model's search, from its AutotuneJob as the cache holds
 // it. Only its controller reference and its spec make it the job's (isSearchOf): a job of that
 // name that anyone else made is neither read nor adopted.
-api::ModelSearch entryOf(const ModelsSnapshot& snapshot, const ModelSearchJob& search, Plan& plan) {
+api::ModelSearch entryOf(const ModelsSnapshot& snapshot, const ModelSearchJob& search, bool ours,
+                         Plan& plan) {
   const auto& recorded = snapshot.job.status.gpuModels;
   const auto found = std::ranges::find(recorded, search.gpuModel, &api::ModelSearch::gpuModel);
   api::ModelSearch entry = found != recorded.end() ? *found : api::ModelSearch{};
@@ -131,7 +143,7 @@ api::ModelSearch entryOf(const ModelsSnapshot& snapshot, const ModelSearchJob& s
   entry.job = search.name;
   if (!search.job) {
     createOrKeep(snapshot, search, entry, plan);
-  } else if (!isSearchOf(snapshot.job, search, *search.job)) {
+  } else if (!ours) {
     if (!api::hasEnded(entry.phase)) {
       entry.phase = api::Phase::kFailed;
       entry.message = "AutotuneJob " + search.name +
@@ -179,15 +191,15 @@ constexpr std::array kCounts{&api::TrialCounts::launched,
                              &api::TrialCounts::pruned,
                              &api::TrialCounts::reused};
 
-// The trials and GPU-hours of the searches the job controls, as their AutotuneJobs hold them.
-void addUp(const ModelsSnapshot& snapshot, api::Status& status) {
+// The trials and GPU-hours of the job's searches (`ours`), as their AutotuneJobs hold them.
+void addUp(const ModelsSnapshot& snapshot, const std::vector<bool>& ours, api::Status& status) {
   api::TrialCounts trials;
   api::GpuHours hours;
-  for (const auto& search : snapshot.searches) {
-    if (!search.job || !isSearchOf(snapshot.job, search, *search.job)) {
+  for (std::size_t index = 0; index < snapshot.searches.size(); ++index) {
+    if (!ours[index]) {
       continue;
     }
-    const api::Status& theirs = search.job->status;
+    const api::Status& theirs = snapshot.searches[index].job->status;
     for (const auto count : kCounts) {
       trials.*count += theirs.trials.*count;
     }
@@ -344,11 +356,12 @@ Plan planModels(const ModelsSnapshot& snapshot) {
     plan.requeueAfter = std::chrono::duration_cast<std::chrono::milliseconds>(kOfferedRecheck);
     return plan;
   }
+  const std::vector<bool> ours = oursOf(snapshot);
   status.gpuModels.clear();
-  for (const auto& search : snapshot.searches) {
-    status.gpuModels.push_back(entryOf(snapshot, search, plan));
+  for (std::size_t index = 0; index < snapshot.searches.size(); ++index) {
+    status.gpuModels.push_back(entryOf(snapshot, snapshot.searches[index], ours[index], plan));
   }
-  addUp(snapshot, status);
+  addUp(snapshot, ours, status);
   endOrGoOn(snapshot, plan);
   return plan;
 }
