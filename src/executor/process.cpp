@@ -13,46 +13,12 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <system_error>
 
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX names it so
+#include "spawn/exec_vectors.h"
 
 namespace autotune::executor {
 namespace {
-
-std::vector<std::string> mergedEnvironment(
-    const std::vector<std::pair<std::string, std::string>>& added) {
-  std::map<std::string, std::string> variables;
-  for (char* const* entry = environ; *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const auto equals = text.find('=');
-    if (equals != std::string::npos) {
-      variables[text.substr(0, equals)] = text.substr(equals + 1);
-    }
-  }
-  for (const auto& [name, value] : added) {
-    variables[name] = value;
-  }
-  std::vector<std::string> result;
-  result.reserve(variables.size());
-  for (const auto& [name, value] : variables) {
-    result.push_back(name);
-    result.back() += '=';
-    result.back() += value;
-  }
-  return result;
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> result;
-  result.reserve(strings.size() + 1);
-  for (auto& text : strings) {
-    result.push_back(text.data());
-  }
-  result.push_back(nullptr);
-  return result;
-}
 
 // What the child was doing when it failed, reported to the parent with errno.
 enum class ChildStep : int { kOutput, kWorkingDirectory, kExec };
@@ -146,14 +112,14 @@ tl::expected<ChildProcess, std::string> ChildProcess::start(const LaunchSpec& sp
     return tl::unexpected(std::string("the command is empty"));
   }
   std::vector<std::string> arguments = spec.argv;
-  std::vector<std::string> environment = mergedEnvironment(spec.environment);
+  std::vector<std::string> environment = spawn::environmentWith(spec.environment);
   const auto executable = executableOf(arguments.front(), environment);
   if (!executable) {
     return tl::unexpected("cannot run " + arguments.front() + ": not found on PATH");
   }
   arguments.front() = *executable;
-  std::vector<char*> argv = pointers(arguments);
-  std::vector<char*> envp = pointers(environment);
+  std::vector<char*> argv = spawn::execVector(arguments);
+  std::vector<char*> envp = spawn::execVector(environment);
   std::array<int, 2> errorPipe{};
   if (pipe2(errorPipe.data(), O_CLOEXEC) != 0) {
     return tl::unexpected("cannot create a pipe: " + errorText(errno));

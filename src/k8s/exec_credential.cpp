@@ -17,8 +17,7 @@
 #include <vector>
 
 #include "object/time.h"
-
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX names it so
+#include "spawn/exec_vectors.h"
 
 namespace autotune::k8s {
 namespace {
@@ -68,26 +67,6 @@ std::string execInfo(const ClusterConfig& config, bool interactive) {
 }
 
 // This process's environment with `added` set over it.
-std::vector<std::string> environmentWith(
-    const std::vector<std::pair<std::string, std::string>>& added) {
-  std::vector<std::string> variables;
-  for (char* const* entry = environ; *entry != nullptr; ++entry) {
-    const std::string_view variable(*entry);
-    const bool replaced = std::ranges::any_of(added, [&](const auto& pair) {
-      return variable.starts_with(pair.first) && variable.size() > pair.first.size() &&
-             variable[pair.first.size()] == '=';
-    });
-    if (!replaced) {
-      variables.emplace_back(variable);
-    }
-  }
-  for (const auto& [name, value] : added) {
-    variables.push_back(name);
-    variables.back().append("=").append(value);
-  }
-  return variables;
-}
-
 struct Finished {
   int status = 0;
   std::string output;
@@ -159,18 +138,9 @@ tl::expected<Finished, std::string> run(const ExecPlugin& plugin, const std::str
   arguments.insert(arguments.end(), plugin.args.begin(), plugin.args.end());
   auto added = plugin.env;
   added.emplace_back("KUBERNETES_EXEC_INFO", info);
-  std::vector<std::string> environment = environmentWith(added);
-  const auto pointers = [](std::vector<std::string>& strings) {
-    std::vector<char*> result;
-    result.reserve(strings.size() + 1);
-    for (auto& text : strings) {
-      result.push_back(text.data());
-    }
-    result.push_back(nullptr);
-    return result;
-  };
-  std::vector<char*> argv = pointers(arguments);
-  std::vector<char*> envp = pointers(environment);
+  std::vector<std::string> environment = spawn::environmentWith(added);
+  std::vector<char*> argv = spawn::execVector(arguments);
+  std::vector<char*> envp = spawn::execVector(environment);
   pid_t child = 0;
   const int spawned =
       posix_spawnp(&child, plugin.command.c_str(), &actions, nullptr, argv.data(), envp.data());

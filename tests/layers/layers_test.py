@@ -19,13 +19,14 @@ import sys
 # Each layer, and the layers it may include.
 BELOW = {
     "object": set(),
+    "spawn": set(),
     "api": set(),
     "tuning": {"api"},
     "observability": {"object"},
-    "k8s": {"object"},
+    "k8s": {"object", "spawn"},
     "runtime": {"k8s", "object"},
     "report": {"api", "object", "tuning"},
-    "executor": {"api", "object", "report", "tuning"},
+    "executor": {"api", "object", "report", "spawn", "tuning"},
     "controller/objects": {"api", "object", "tuning"},
     "controller/cache": {"api", "object", "runtime", "controller/objects"},
     "controller/decision": {"api", "object", "tuning", "controller/objects"},
