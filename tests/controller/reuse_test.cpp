@@ -1,9 +1,7 @@
 // Measurements kept beyond their job and reused by later ones: the identity that decides whether
 // two trials measure the same thing, the ConfigMaps that keep them and what reads them back, and
-// whole searches driven snapshot by snapshot through reuseMeasured and plan, with the kept
-// ConfigMaps in a map standing for the cache.
-
-#include "controller/decision/reuse.h"
+// whole searches driven snapshot by snapshot through recall and plan, with the kept
+// ConfigMaps in a map that a cache holds for each reconcile.
 
 #include <gtest/gtest.h>
 
@@ -18,6 +16,7 @@
 #include "api/labels.h"
 #include "controller/cache/cluster.h"
 #include "controller/decision/plan.h"
+#include "controller/decision/recall.h"
 #include "controller/objects/trial_pod.h"
 
 namespace autotune::controller {
@@ -78,23 +77,14 @@ const MeasurementSeal kSeal("0123456789abcdef0123456789abcdef");
 // The kept measurements, by namespace/name, as the cache would hold them.
 using Kept = std::map<std::string, MeasurementObject>;
 
-KeptMeasurements lookupIn(const Kept& kept) {
-  return {[&kept](const std::string& ns,
-                  const std::string& name) -> runtime::Shared<MeasurementObject> {
-            const auto found = kept.find(ns + "/" + name);
-            return found == kept.end() ? nullptr
-                                       : std::make_shared<const MeasurementObject>(found->second);
-          },
-          [&kept](const std::string& ns, const std::string& uid) {
-            std::vector<runtime::Shared<MeasurementObject>> made;
-            for (const auto& [key, object] : kept) {
-              if (object.ns == ns && object.measuredByUid == uid) {
-                made.push_back(std::make_shared<const MeasurementObject>(object));
-              }
-            }
-            return made;
-          },
-          MeasurementLimits{}};
+// What observe reads of `kept` for the job of `snapshot`, from a cache that holds them.
+std::optional<Recallable> recallableIn(const Kept& kept, const Snapshot& snapshot) {
+  Cluster cluster({kSeal, {}});
+  auto& store = cluster.addMeasurements("");
+  for (const auto& [key, object] : kept) {
+    store.put(std::make_shared<const MeasurementObject>(object));
+  }
+  return recallableFor(cluster, snapshot);
 }
 
 // A ConfigMap as the operator writes it: sealed.
@@ -170,9 +160,9 @@ Search runToEnd(api::AutotuneJob job, const GpuCapacity& capacity, Kept& kept,
         snapshot.model = model;
       }
     }
-    const auto decision =
-        reuseMeasured(snapshot, tuning::decide(question(snapshot)), lookupIn(kept));
-    const Plan plan = controller::plan(snapshot, decision);
+    snapshot.recallable = recallableIn(kept, snapshot);
+    const auto [recalled, decision, taken] = recall(std::move(snapshot));
+    const Plan plan = controller::plan(recalled, decision);
     for (const auto& configMap : plan.measurements) {
       keep(kept, configMap);
     }
@@ -636,6 +626,24 @@ TEST(Reuse, AJobWhoseTrialsWereAllMeasuredLaunchesNothingAndEndsAtTheSameBest) {
   EXPECT_EQ(again.status.gpuHours.used, 0);
   EXPECT_EQ(again.status.gpuHours.saved, first.status.gpuHours.used);
   EXPECT_NE(std::ranges::find(again.events, "TrialReused"), again.events.end());
+}
+
+// The cache finds a job's candidates by their environment label, which is not sealed: a label
+// edited by hand hides that measurement alone, and its trial runs again.
+TEST(Reuse, AMeasurementWhoseEnvironmentLabelWasEditedIsNotACandidate) {
+  Kept kept;
+  const Search first = runToEnd(jobOf("ml", "gpt2"), kH100s, kept);
+  ASSERT_EQ(first.launched.size(), 4U);
+  ASSERT_EQ(kept.size(), 4U);
+  auto& hidden = kept.begin()->second;
+  ASSERT_TRUE(hidden.measurement.has_value());
+  const std::string hiddenTrial = hidden.measurement->record.name;
+  hidden.environment = "edited";
+
+  const Search again = runToEnd(jobOf("ml", "gpt2"), kH100s, kept);
+  EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
+  EXPECT_EQ(again.launched, std::vector<std::string>{hiddenTrial});
+  EXPECT_EQ(again.status.trials.reused, 3);
 }
 
 TEST(Reuse, AJobWithoutAModelTakesItsProfilingTrialFromWhatWasMeasuredBefore) {

@@ -1,13 +1,14 @@
 #include "controller/apply/reconciler.h"
 
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "api/text.h"
 #include "controller/decision/models.h"
 #include "controller/decision/observe.h"
 #include "controller/decision/plan.h"
-#include "controller/decision/reuse.h"
+#include "controller/decision/recall.h"
 #include "k8s/resources.h"
 #include "object/read.h"
 #include "tuning/engine.h"
@@ -49,14 +50,9 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   }
   std::erase_if(snapshot.foreignPods,
                 [this](const auto& pod) { return !cluster_.noticeForeignPod(pod->uid); });
-  const KeptMeasurements kept{
-      [this](const std::string& ns, const std::string& name) { return measurementNow(ns, name); },
-      [this](const std::string& ns, const std::string& uid) {
-        return cluster_.measurementsBy(ns, uid);
-      },
-      cluster_.measurementPolicy().limits};
-  const tuning::Decision decision =
-      reuseMeasured(snapshot, tuning::decide(question(snapshot)), kept);
+  Recalled recalled = recallConfirmed(std::move(snapshot));
+  snapshot = std::move(recalled.snapshot);
+  const tuning::Decision& decision = recalled.decision;
   Plan planned = plan(snapshot, decision);
   auto learned = apply.write(snapshot.job, planned);
   if (learned && learned->empty()) {
@@ -126,17 +122,43 @@ runtime::ReconcileResult Reconciler::reportException(const std::string& key, con
   return runtime::ReconcileResult::threw(message);
 }
 
-// A kept measurement the cache holds, as the API server holds it now: taking it stands for a whole
+// What recall takes, as the API server holds it now: taking a kept measurement stands for a whole
 // trial, so an edit or a deletion the watch has not delivered yet must count. One read for each
-// hit, none for a miss; the cache's copy stands when the server's is the same version, or when the
-// read fails other than NotFound.
-Shared<MeasurementObject> Reconciler::measurementNow(const std::string& ns,
-                                                     const std::string& name) const {
-  auto cached = cluster_.measurement(ns, name);
-  if (!cached) {
-    return cached;
+// measurement taken, none for the rest; should any have changed, the job recalls again with the
+// server's copies.
+Recalled Reconciler::recallConfirmed(Snapshot observed) const {
+  if (!observed.recallable) {
+    return recall(std::move(observed));
   }
-  const auto current = client_.get(k8s::kConfigMaps, ns, name);
+  std::set<std::string> confirmed;
+  for (;;) {
+    Recalled recalled = recall(observed);
+    bool changed = false;
+    for (const auto& taken : recalled.taken) {
+      if (!confirmed.insert(taken->name).second) {
+        continue;
+      }
+      if (auto now = measurementNow(taken); now != taken) {
+        changed = true;
+        auto& byName = observed.recallable->byName;
+        if (now) {
+          byName.insert_or_assign(taken->name, std::move(now));
+        } else {
+          byName.erase(taken->name);
+        }
+      }
+    }
+    if (!changed) {
+      return recalled;
+    }
+  }
+}
+
+// A kept measurement as the API server holds it now: the cache's copy when the server's is the
+// same version, or when the read fails other than NotFound; none when it is gone or unreadable.
+Shared<MeasurementObject> Reconciler::measurementNow(
+    const Shared<MeasurementObject>& cached) const {
+  const auto current = client_.get(k8s::kConfigMaps, cached->ns, cached->name);
   if (!current) {
     return current.error().kind == k8s::ErrorKind::kNotFound ? nullptr : cached;
   }

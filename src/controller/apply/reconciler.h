@@ -10,6 +10,7 @@
 
 #include "controller/apply/apply.h"
 #include "controller/cache/cluster.h"
+#include "controller/decision/recall.h"
 #include "k8s/client.h"
 #include "runtime/manager.h"
 
@@ -30,7 +31,8 @@ class Reconciler {
                                        const Context& context);
   runtime::ReconcileResult reportException(const std::string& key, const Context& context,
                                            std::string_view what);
-  Shared<MeasurementObject> measurementNow(const std::string& ns, const std::string& name) const;
+  Recalled recallConfirmed(Snapshot observed) const;
+  Shared<MeasurementObject> measurementNow(const Shared<MeasurementObject>& cached) const;
 
   const k8s::Client& client_;
   Cluster& cluster_;

@@ -16,6 +16,7 @@ constexpr std::string_view kByNode = "node";
 constexpr std::string_view kByOwner = "owner";
 constexpr std::string_view kByMeasuringJob = "measuring-job";
 constexpr std::string_view kByNamespace = "namespace";
+constexpr std::string_view kByEnvironment = "environment";  // namespace/environment
 
 std::string ownerKey(std::string_view kind, const std::string& name) {
   return std::string(kind) + "/" + name;
@@ -140,6 +141,10 @@ MeasurementStore& Cluster::addMeasurements(const std::string& ns) {
   });
   store->addIndex(std::string(kByNamespace),
                   [](const MeasurementObject& kept) { return std::vector<std::string>{kept.ns}; });
+  store->addIndex(std::string(kByEnvironment), [](const MeasurementObject& kept) {
+    return kept.environment.empty() ? std::vector<std::string>{}
+                                    : std::vector<std::string>{kept.ns + "/" + kept.environment};
+  });
   measurements_.emplace_back(ns, std::move(store));
   return *measurements_.back().second;
 }
@@ -259,6 +264,13 @@ std::vector<Shared<MeasurementObject>> Cluster::measurementsBy(const std::string
   auto made = store->byIndex(std::string(kByMeasuringJob), jobUid);
   std::erase_if(made, [&](const auto& kept) { return kept->ns != ns; });
   return made;
+}
+
+std::vector<Shared<MeasurementObject>> Cluster::measurementsIn(
+    const std::string& ns, const std::string& environment) const {
+  const auto* store = storeFor(measurements_, ns);
+  return store == nullptr ? std::vector<Shared<MeasurementObject>>{}
+                          : store->byIndex(std::string(kByEnvironment), ns + "/" + environment);
 }
 
 QueueState Cluster::localQueue(const std::string& ns, const std::string& name) const {

@@ -85,9 +85,11 @@ class Cluster final : public ClusterView {
   // A claimed measurement whose delete failed: back in the cache, to be claimed again.
   void measurementNotDeleted(Shared<MeasurementObject> measurement);
   const MeasurementPolicy& measurementPolicy() const { return measurementPolicy_; }
-  // The measurement ConfigMaps the job with this UID made.
   std::vector<Shared<MeasurementObject>> measurementsBy(const std::string& ns,
-                                                        const std::string& jobUid) const;
+                                                        const std::string& jobUid) const override;
+  std::vector<Shared<MeasurementObject>> measurementsIn(
+      const std::string& ns, const std::string& environment) const override;
+  const MeasurementLimits& measurementLimits() const override { return measurementPolicy_.limits; }
   QueueState localQueue(const std::string& ns, const std::string& name) const override;
   MissingNodes missingNodes(const NodeNames& named, Timestamp now) const override;
   // What a direct GET of a node the cache lacks answered.

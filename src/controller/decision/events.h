@@ -61,7 +61,7 @@ JobEvent queueTimedOut(const std::string& trial, const std::string& message);
 JobEvent afterTuningNameTaken(const std::string& name, const std::string& holder);
 // The API server refused the afterTuning Job for good: `serverMessage` says why.
 JobEvent afterTuningRefused(const std::string& serverMessage);
-// Trials whose results were taken from measurements kept before (reuse.h): "Trial a reused:
+// Trials whose results were taken from measurements kept before (recall.h): "Trial a reused:
 // OOM (from ConfigMap m)".
 JobEvent trialsReused(const std::vector<api::TrialRecord>& reused, api::Metric metric);
 // A Pod labelled for the job that is not one of its trials (Snapshot::foreignPods).

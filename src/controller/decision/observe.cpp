@@ -300,7 +300,44 @@ void readAdmissions(const ClusterView& cluster, Snapshot& snapshot) {
   }
 }
 
+// The digest the job's own trials ran their image as, if the runtime reported one: those that
+// ended now, else those it kept measurements of.
+std::string digestRunBefore(const ClusterView& cluster, const Snapshot& snapshot) {
+  for (const auto& concluded : snapshot.concluded) {
+    if (concluded.ranOn && !concluded.ranOn->imageDigest.empty()) {
+      return concluded.ranOn->imageDigest;
+    }
+  }
+  const api::AutotuneJob& job = snapshot.job;
+  for (const auto& made : cluster.measurementsBy(job.namespaceName(), job.uid())) {
+    if (auto digest = imageDigestOf(*made); !digest.empty()) {
+      return digest;
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+std::optional<Recallable> recallableFor(const ClusterView& cluster, const Snapshot& snapshot) {
+  const api::AutotuneJob& job = snapshot.job;
+  if (job.spec.reuse != api::Reuse::kEnabled || hasEnded(job.status.phase)) {
+    return std::nullopt;
+  }
+  auto ranOn = expectedRanOn(job.spec, snapshot.capacity);
+  if (!ranOn) {
+    return std::nullopt;
+  }
+  if (ranOn->imageDigest.empty()) {
+    ranOn->imageDigest = digestRunBefore(cluster, snapshot);
+  }
+  Recallable recallable{*ranOn, {}, cluster.measurementLimits().maxAge};
+  const std::string environment = environmentOf(job.namespaceName(), job.spec, *ranOn);
+  for (auto& kept : cluster.measurementsIn(job.namespaceName(), environment)) {
+    recallable.byName.emplace(kept->name, std::move(kept));
+  }
+  return recallable;
+}
 
 Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Timestamp now) {
   Snapshot snapshot;
@@ -317,6 +354,7 @@ Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Times
   snapshot.capacity = forJob(cluster.capacity(), snapshot.job.spec);
   snapshot.slotsHeldForOlderJobs =
       cluster.slotsHeldForOlderJobs(job, snapshot.job.spec.resources.gpusPerTrial);
+  snapshot.recallable = recallableFor(cluster, snapshot);
   return snapshot;
 }
 

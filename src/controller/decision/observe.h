@@ -3,6 +3,8 @@
 // cache into a Snapshot, each trial's state worked out once (trial_state.h). Pure: nothing here
 // talks to the API server.
 
+#include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -51,6 +53,16 @@ struct RefusedCreate {
   std::string message;  // the server's words
 };
 
+// The kept measurements that could stand for a job's trials (recall.h), read with the job: those
+// of its namespace made in the environment its trials will run in, by name.
+struct Recallable {
+  // What the trials will run on: the image by the digest the job's own trials ran, once one has
+  // run where the runtime reports digests; until then as the template gives it.
+  RanOn ranOn;
+  std::map<std::string, Shared<MeasurementObject>> byName;
+  std::chrono::seconds maxAge{};
+};
+
 // One valid job and its trials, as the cache held them at `now`.
 struct Snapshot {
   Timestamp now;
@@ -66,10 +78,13 @@ struct Snapshot {
   std::vector<api::TrialRecord> results;
   // The written model info, or what the profiling trial measured since.
   std::optional<api::MeasuredModel> model;
-  // Of `results`, those taken from kept measurements by this reconcile (reuse.h), and why kept
+  // Of `results`, those taken from kept measurements by this reconcile (recall.h), and why kept
   // measurements that would have stood for a trial could not.
   std::vector<api::TrialRecord> reused;
   std::vector<std::string> measurementsIgnored;
+  // Nothing with spec.reuse Disabled, once the job has ended, or while the GPUs a trial would get
+  // cannot be told (expectedRanOn).
+  std::optional<Recallable> recallable;
   std::vector<TrialRun> staleRuns;  // of recorded or superseded trials, to delete
   // Pods held by api::kTrialResultFinalizer that the written status needs no more and that no
   // deletion of staleRuns lets go: those of recorded trials being deleted or kept (spec.cleanup),
@@ -105,5 +120,8 @@ struct Snapshot {
 };
 
 Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Timestamp now);
+
+// What the job's trials could take from kept measurements, the rest of `snapshot` observed.
+std::optional<Recallable> recallableFor(const ClusterView& cluster, const Snapshot& snapshot);
 
 }  // namespace autotune::controller

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "controller/objects/gpu_capacity.h"
+#include "controller/objects/measurements.h"
 #include "controller/objects/objects.h"
 
 namespace autotune::controller {
@@ -42,6 +43,13 @@ class ClusterView {
   virtual std::optional<GpuModel> publishedGpu(const std::string& node) const = 0;
   // Slots of `gpusPerTrial` GPUs that jobs created before `job` are waiting for.
   virtual int slotsHeldForOlderJobs(const CachedAutotuneJob& job, int gpusPerTrial) const = 0;
+  // The kept measurements (measurements.h) the job with this UID made in the namespace, and those
+  // of the namespace labelled for the environment, a job's trials' identity less its config.
+  virtual std::vector<Shared<MeasurementObject>> measurementsBy(
+      const std::string& ns, const std::string& jobUid) const = 0;
+  virtual std::vector<Shared<MeasurementObject>> measurementsIn(
+      const std::string& ns, const std::string& environment) const = 0;
+  virtual const MeasurementLimits& measurementLimits() const = 0;
   // Since when the job has waited for room (GPUs, a quota), while it does.
   virtual std::optional<Timestamp> waitingForRoomSince(const std::string& key) const = 0;
 };

@@ -318,8 +318,10 @@ std::string imageDigestOf(const MeasurementObject& kept) {
   return kept.measurement ? kept.measurement->imageDigest : "";
 }
 
-MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
-                               const tuning::Trial& trial, const RanOn& ranOn) {
+namespace {
+
+// All of an identity but the DeepSpeed config: what every trial of a job shares.
+json environmentDocument(const std::string& ns, const api::Spec& spec, const RanOn& ranOn) {
   const std::string written = templateImage(spec);
   const std::string image = !ranOn.imageDigest.empty()     ? ranOn.imageDigest
                             : imageDigest(written).empty() ? written
@@ -328,13 +330,25 @@ MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
   if (!gpu.memoryBytes && spec.resources.gpuMemory) {
     gpu.memoryBytes = spec.resources.gpuMemory->value();
   }
+  return {{"namespace", ns},
+          {"gpusPerTrial", spec.resources.gpusPerTrial},
+          {"nodesPerTrial", spec.resources.nodesPerTrial},
+          {"gpu", gpuDocument(gpu)},
+          {"container", containerOf(spec, image)}};
+}
+
+}  // namespace
+
+MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
+                               const tuning::Trial& trial, const RanOn& ranOn) {
+  json document = environmentDocument(ns, spec, ranOn);
   // Where the trial's files lie is no part of what it measures; its profiled steps are.
-  return {{{"namespace", ns},
-           {"deepspeedConfig", tuning::launchConfig(spec, trial, tuning::TrialFiles{})},
-           {"gpusPerTrial", spec.resources.gpusPerTrial},
-           {"nodesPerTrial", spec.resources.nodesPerTrial},
-           {"gpu", gpuDocument(gpu)},
-           {"container", containerOf(spec, image)}}};
+  document["deepspeedConfig"] = tuning::launchConfig(spec, trial, tuning::TrialFiles{});
+  return {std::move(document)};
+}
+
+std::string environmentOf(const std::string& ns, const api::Spec& spec, const RanOn& ranOn) {
+  return hashName(environmentDocument(ns, spec, ranOn).dump());
 }
 
 std::optional<RanOn> expectedRanOn(const api::Spec& spec, const GpuCapacity& capacity) {
@@ -365,6 +379,7 @@ std::optional<MeasurementObject> decodeMeasurementObject(const json& object,
   decoded.resourceVersion = text(metadata, "resourceVersion");
   decoded.uid = text(metadata, "uid");
   decoded.measuredByUid = text(member(metadata, "annotations"), api::kMeasuredByUidAnnotation);
+  decoded.environment = text(member(metadata, "labels"), api::kEnvironmentLabel);
   const std::string version = text(member(metadata, "labels"), api::kMeasurementLabel);
   decoded.sealed = seal.holds(object);
   if (!decoded.sealed) {

@@ -3,7 +3,7 @@
 // measurement. Each is a ConfigMap in the job's namespace, named after the measurement's identity
 // (what makes two trials measure the same thing), labelled so that the operator watches them and
 // kubectl lists them, and owned by no job: deleting a job keeps them. A new job looks a trial up
-// by its identity before launching it, and takes a hit as the trial's result (reuse.h).
+// by its identity before launching it, and takes a hit as the trial's result (recall.h).
 
 #include <chrono>
 #include <cstdint>
@@ -85,6 +85,9 @@ struct MeasurementIdentity {
 
 MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
                                const tuning::Trial& trial, const RanOn& ranOn);
+// The environment (MeasurementIdentity::environment) of every trial of a job in `ns` of `spec`
+// that runs on `ranOn`.
+std::string environmentOf(const std::string& ns, const api::Spec& spec, const RanOn& ranOn);
 
 // The digest an image reference or a runtime's imageID pins ("sha256:..."), if it pins one.
 std::string imageDigest(std::string_view image);
@@ -115,7 +118,10 @@ struct MeasurementObject {
   std::string resourceVersion;
   std::string uid;
   std::string measuredByUid;  // api::kMeasuredByUidAnnotation
-  bool sealed = false;        // by this operator's key: only then read, reused or deleted
+  // api::kEnvironmentLabel, by which the cache finds a job's candidates: not sealed, so a label
+  // edited by hand hides a measurement, and never makes another one stand for a trial.
+  std::string environment;
+  bool sealed = false;  // by this operator's key: only then read, reused or deleted
   // Why it cannot be used, naming the key and field: not sealed, edited by hand, cut short,
   // another layout.
   tl::expected<Measurement, std::string> measurement;
