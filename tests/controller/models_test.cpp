@@ -246,10 +246,11 @@ TEST(PlanModels, AnEndedSearchWhoseJobIsGoneKeepsWhatItFound) {
 TEST(PlanModels, ASearchTheServerRefusedFailsThatModelAlone) {
   const auto job = jobFor({kH100, kA100});
   ModelsSnapshot snapshot = snapshotOf(job, {});
-  snapshot.refusedCreates = {
+  Learned learned;
+  learned.refusedCreates = {
       {snapshot.searches[0].name, Refusal::kForGood, "admission webhook denied the request"},
       {snapshot.searches[1].name, Refusal::kTransient, "etcdserver: request timed out"}};
-  const Plan plan = planModels(snapshot);
+  const Plan plan = planModels(snapshot, learned);
   EXPECT_THAT(plan.searches, IsEmpty());
   EXPECT_EQ(plan.status.gpuModels[0].phase, api::Phase::kFailed);
   EXPECT_THAT(plan.status.gpuModels[0].message, ::testing::HasSubstr("webhook denied"));

@@ -98,8 +98,8 @@ void conclude(Snapshot& snapshot, std::vector<Concluded> concluded) {
   }
 }
 
-Plan planned(const Snapshot& snapshot) {
-  return plan(snapshot, tuning::decide(question(snapshot)));
+Plan planned(const Snapshot& snapshot, const Learned& learned = {}) {
+  return plan(snapshot, tuning::decide(question(snapshot)), learned);
 }
 
 std::vector<std::string> reasons(const Plan& plan) {
@@ -464,8 +464,9 @@ TEST(Plan, TheLastResultEndsTheSearchWithTheOutputHoldingIt) {
   EXPECT_EQ(reasons(plan).back(), "Completed");
   EXPECT_FALSE(plan.requeueAfter.has_value());
   // Should the output not be written, the status keeps the results but not the final phase.
-  snapshot.outputRefused = OutputRefusal{"OutputWriteFailed", "Forbidden"};
-  const Plan refused = planned(snapshot);
+  Learned learned;
+  learned.outputRefused = OutputRefusal{"OutputWriteFailed", "Forbidden"};
+  const Plan refused = planned(snapshot, learned);
   EXPECT_NE(refused.status.phase, api::Phase::kSucceeded);
   EXPECT_EQ(refused.status.results.size(), 4U);
 }
@@ -509,8 +510,9 @@ TEST(Plan, ATrialTheQuotaRefusesWaitsWithoutSpendingAnAttempt) {
   Snapshot snapshot = snapshotOf(gridJob(2), nodesOf({16, 16}));
   const Plan first = planned(snapshot);
   ASSERT_EQ(first.launches.size(), 2U);
-  snapshot.refusedCreates = {quotaRefusal(first.launches[1].trial)};
-  const Plan replanned = planned(snapshot);
+  Learned learned;
+  learned.refusedCreates = {quotaRefusal(first.launches[1].trial)};
+  const Plan replanned = planned(snapshot, learned);
   ASSERT_EQ(replanned.status.inFlight.size(), 1U);
   EXPECT_EQ(replanned.status.inFlight[0].name, first.launches[0].trial);
   EXPECT_EQ(replanned.status.trials.launched, 1);
@@ -524,7 +526,7 @@ TEST(Plan, ATrialTheQuotaRefusesWaitsWithoutSpendingAnAttempt) {
 
   // Refused again for the same quota: the job said so already, so no second Event.
   snapshot.job.status = replanned.status;
-  EXPECT_EQ(std::ranges::count(reasons(planned(snapshot)), "QuotaExceeded"), 0);
+  EXPECT_EQ(std::ranges::count(reasons(planned(snapshot, learned)), "QuotaExceeded"), 0);
 }
 
 // Pod Security refusing the template is for good: no relaunch, no deletion of what runs; the job
@@ -532,11 +534,12 @@ TEST(Plan, ATrialTheQuotaRefusesWaitsWithoutSpendingAnAttempt) {
 TEST(Plan, ATemplateRefusedForGoodStopsLaunchesAndFailsOnceNothingRuns) {
   Snapshot snapshot = snapshotOf(gridJob(1), nodesOf({16}));
   const std::string trial = planned(snapshot).launches.at(0).trial;
-  snapshot.refusedCreates = {
+  Learned learned;
+  learned.refusedCreates = {
       refusedWith(trial, k8s::ErrorKind::kForbidden,
                   "pods \"x\" is forbidden: violates PodSecurity \"restricted:latest\": "
                   "allowPrivilegeEscalation != false")};
-  const Plan refused = planned(snapshot);
+  const Plan refused = planned(snapshot, learned);
   EXPECT_EQ(refused.status.phase, api::Phase::kFailed);
   EXPECT_TRUE(refused.status.inFlight.empty());
   const api::Condition* failed = conditionOf(refused.status, "Failed");
@@ -550,14 +553,14 @@ TEST(Plan, ATemplateRefusedForGoodStopsLaunchesAndFailsOnceNothingRuns) {
   const Plan launched = planned(busy);
   busy.job.status = launched.status;
   busy.inFlight.push_back(running(launched.launches[0].trial));
-  busy.refusedCreates = {
+  Learned busyLearned;
+  busyLearned.refusedCreates = {
       refusedWith(launched.launches[1].trial, k8s::ErrorKind::kInvalid, "spec: Invalid")};
-  const Plan waiting = planned(busy);
+  const Plan waiting = planned(busy, busyLearned);
   EXPECT_NE(waiting.status.phase, api::Phase::kFailed);
   EXPECT_EQ(conditionOf(waiting.status, "LaunchRefused")->status, "True");
   EXPECT_EQ(conditionOf(waiting.status, "Running")->reason, "LaunchRefused");
   busy.job.status = waiting.status;
-  busy.refusedCreates.clear();
   EXPECT_TRUE(planned(busy).launches.empty());
   busy.inFlight.clear();
   EXPECT_EQ(planned(busy).status.phase, api::Phase::kFailed);

@@ -50,23 +50,6 @@ struct ReconcilerHooks {
   std::function<void(nlohmann::json event)> sendEvent;
 };
 
-// What carrying out a plan taught the reconcile that the plan could not know: the plan is made
-// again knowing it (Snapshot::namesTaken, Snapshot::outputRefused) and written.
-struct Learned {
-  std::set<std::string> namesTaken;  // runs whose names objects the job does not own hold
-  std::optional<OutputRefusal> outputRefused;
-  std::vector<RefusedCreate> refusedCreates;
-  // The afterTuning Job's name is held by a Job this job does not control: whose it is.
-  std::optional<std::string> afterTuningTaken;
-  // The API server refused the afterTuning Job for good (refusalOf): its words.
-  std::optional<std::string> afterTuningRefused;
-
-  bool empty() const {
-    return namesTaken.empty() && !outputRefused && refusedCreates.empty() && !afterTuningTaken &&
-           !afterTuningRefused;
-  }
-};
-
 // How a reconcile that the API server stopped is looked at again. After a Conflict it read the job
 // as it was before another write, whose watch event wakes it once the cache holds it; a look a
 // second on guards against a lost event, with no backoff: nothing failed. After anything else,

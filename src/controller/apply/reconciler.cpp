@@ -44,14 +44,14 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   if (api::searchesPerModel(job->decoded->job.spec)) {
     return runPerModel(*job, apply, context);
   }
-  Snapshot snapshot = observe(cluster_, *job, context.now);
-  for (const auto& unreadable : snapshot.unreadable) {
+  Snapshot observed = observe(cluster_, *job, context.now);
+  for (const auto& unreadable : observed.unreadable) {
     context.log.warn("a trial Pod cannot be read", {{"error", unreadable}});
   }
-  std::erase_if(snapshot.foreignPods,
+  std::erase_if(observed.foreignPods,
                 [this](const auto& pod) { return !cluster_.noticeForeignPod(pod->uid); });
-  Recalled recalled = recallConfirmed(std::move(snapshot));
-  snapshot = std::move(recalled.snapshot);
+  const Recalled recalled = recallConfirmed(std::move(observed));
+  const Snapshot& snapshot = recalled.snapshot;
   const tuning::Decision& decision = recalled.decision;
   Plan planned = plan(snapshot, decision);
   auto learned = apply.write(snapshot.job, planned);
@@ -64,46 +64,42 @@ runtime::ReconcileResult Reconciler::run(const std::string& key, const Context& 
   // What apply learned, the plan could not know: made again knowing it, it is written, and its
   // runs were launched already.
   if (!learned->empty()) {
-    snapshot.namesTaken.merge(learned->namesTaken);
-    snapshot.outputRefused = learned->outputRefused;
-    snapshot.refusedCreates = std::move(learned->refusedCreates);
-    snapshot.afterTuningTaken = learned->afterTuningTaken;
-    snapshot.afterTuningRefused = learned->afterTuningRefused;
-    planned = plan(snapshot, decision);
+    planned = plan(snapshot, decision, *learned);
     if (auto rewritten = apply.write(snapshot.job, planned); !rewritten) {
       return stoppedBy(rewritten.error());
     }
   }
   const auto result = apply.finish(snapshot.job, planned);
   // An output not written is tried again with the work queue's backoff.
-  return snapshot.outputRefused ? runtime::ReconcileResult::retry() : result;
+  return learned->outputRefused ? runtime::ReconcileResult::retry() : result;
 }
 
 // A job that tunes for several GPU models: its status and output from its models' searches,
 // then the searches it lacks created.
 runtime::ReconcileResult Reconciler::runPerModel(const CachedAutotuneJob& job, Apply& apply,
                                                  const Context& context) {
-  ModelsSnapshot snapshot = observeModels(cluster_, job, context.now);
+  const ModelsSnapshot snapshot = observeModels(cluster_, job, context.now);
+  Learned learned;  // over the whole reconcile: each write and create may teach something
   Plan planned = planModels(snapshot);
-  auto learned = apply.write(snapshot.job, planned);
-  if (learned && learned->outputRefused) {
-    snapshot.outputRefused = learned->outputRefused;
-    planned = planModels(snapshot);
-    learned = apply.write(snapshot.job, planned);
+  auto written = apply.write(snapshot.job, planned);
+  if (written && written->outputRefused) {
+    learned.outputRefused = written->outputRefused;
+    planned = planModels(snapshot, learned);
+    written = apply.write(snapshot.job, planned);
   }
-  if (!learned) {
-    return stoppedBy(learned.error());
+  if (!written) {
+    return stoppedBy(written.error());
   }
   if (auto refused = apply.createSearches(planned); !refused.refusedCreates.empty()) {
-    snapshot.refusedCreates = std::move(refused.refusedCreates);
-    planned = planModels(snapshot);
+    learned.refusedCreates = std::move(refused.refusedCreates);
+    planned = planModels(snapshot, learned);
     planned.searches.clear();
     if (auto rewritten = apply.write(snapshot.job, planned); !rewritten) {
       return stoppedBy(rewritten.error());
     }
   }
   const auto result = apply.finish(snapshot.job, planned);
-  return snapshot.outputRefused ? runtime::ReconcileResult::retry() : result;
+  return learned.outputRefused ? runtime::ReconcileResult::retry() : result;
 }
 
 // A reconcile that threw is the job's problem alone: the job says so in a condition and a

@@ -105,20 +105,20 @@ std::vector<bool> oursOf(const ModelsSnapshot& snapshot) {
   return ours;
 }
 
-const RefusedCreate* refusedCreateOf(const ModelsSnapshot& snapshot, const std::string& name) {
-  const auto found = std::ranges::find(snapshot.refusedCreates, name, &RefusedCreate::trial);
-  return found == snapshot.refusedCreates.end() ? nullptr : &*found;
+const RefusedCreate* refusedCreateOf(const Learned& learned, const std::string& name) {
+  const auto found = std::ranges::find(learned.refusedCreates, name, &RefusedCreate::trial);
+  return found == learned.refusedCreates.end() ? nullptr : &*found;
 }
 
 // A model's search that has no AutotuneJob: what it found stays once it ended (its AutotuneJob
 // deleted since); else it is created, unless the API server refused it.
-void createOrKeep(const ModelsSnapshot& snapshot, const ModelSearchJob& search,
-                  api::ModelSearch& entry, Plan& plan) {
+void createOrKeep(const ModelsSnapshot& snapshot, const Learned& learned,
+                  const ModelSearchJob& search, api::ModelSearch& entry, Plan& plan) {
   if (api::hasEnded(entry.phase)) {
     return;
   }
   const std::string subject = "AutotuneJob " + search.name + " of GPU model " + search.gpuModel;
-  if (const RefusedCreate* refused = refusedCreateOf(snapshot, search.name)) {
+  if (const RefusedCreate* refused = refusedCreateOf(learned, search.name)) {
     const bool forGood = refused->refusal == Refusal::kForGood;
     entry.phase = forGood ? api::Phase::kFailed : api::Phase::kPending;
     entry.message = subject + (forGood ? " was refused: " : " is not created yet: ") +
@@ -134,15 +134,15 @@ void createOrKeep(const ModelsSnapshot& snapshot, const ModelSearchJob& search,
 // The entry of status.gpuModels for one model's search, from its AutotuneJob as the cache holds
 // it. Only its controller reference and its spec make it the job's (isSearchOf): a job of that
 // name that anyone else made is neither read nor adopted.
-api::ModelSearch entryOf(const ModelsSnapshot& snapshot, const ModelSearchJob& search, bool ours,
-                         Plan& plan) {
+api::ModelSearch entryOf(const ModelsSnapshot& snapshot, const Learned& learned,
+                         const ModelSearchJob& search, bool ours, Plan& plan) {
   const auto& recorded = snapshot.job.status.gpuModels;
   const auto found = std::ranges::find(recorded, search.gpuModel, &api::ModelSearch::gpuModel);
   api::ModelSearch entry = found != recorded.end() ? *found : api::ModelSearch{};
   entry.gpuModel = search.gpuModel;
   entry.job = search.name;
   if (!search.job) {
-    createOrKeep(snapshot, search, entry, plan);
+    createOrKeep(snapshot, learned, search, entry, plan);
   } else if (!ours) {
     if (!api::hasEnded(entry.phase)) {
       entry.phase = api::Phase::kFailed;
@@ -230,8 +230,8 @@ void end(const ModelsSnapshot& snapshot, Plan& plan, bool success, const std::st
 }
 
 // Every search has ended: the output, once at least one succeeded, and the final phase.
-void endModels(const ModelsSnapshot& snapshot, const api::AutotuneJob& recorded,
-               const api::ModelSearch* primary, Plan& plan) {
+void endModels(const ModelsSnapshot& snapshot, const Learned& learned,
+               const api::AutotuneJob& recorded, const api::ModelSearch* primary, Plan& plan) {
   api::Status& status = plan.status;
   if (primary == nullptr) {
     const std::string message =
@@ -241,8 +241,8 @@ void endModels(const ModelsSnapshot& snapshot, const api::AutotuneJob& recorded,
     return;
   }
   const std::string& configMap = snapshot.job.spec.output.configMapName;
-  if (snapshot.outputRefused) {
-    awaitOutput(plan, *snapshot.outputRefused, configMap, snapshot.now, snapshot.generation);
+  if (learned.outputRefused) {
+    awaitOutput(plan, *learned.outputRefused, configMap, snapshot.now, snapshot.generation);
     return;
   }
   plan.output = modelsOutputConfigMap(recorded, primary->gpuModel);
@@ -260,7 +260,7 @@ void endModels(const ModelsSnapshot& snapshot, const api::AutotuneJob& recorded,
 }
 
 // The best so far is the primary model's; the job runs until every model's search has ended.
-void endOrGoOn(const ModelsSnapshot& snapshot, Plan& plan) {
+void endOrGoOn(const ModelsSnapshot& snapshot, const Learned& learned, Plan& plan) {
   api::Status& status = plan.status;
   api::AutotuneJob recorded = snapshot.job;
   recorded.status = status;
@@ -268,7 +268,7 @@ void endOrGoOn(const ModelsSnapshot& snapshot, Plan& plan) {
   status.best = primary != nullptr ? primary->best : std::nullopt;
   if (std::ranges::all_of(status.gpuModels,
                           [](const auto& search) { return api::hasEnded(search.phase); })) {
-    endModels(snapshot, recorded, primary, plan);
+    endModels(snapshot, learned, recorded, primary, plan);
     return;
   }
   status.phase = api::Phase::kRunning;
@@ -333,7 +333,7 @@ nlohmann::json modelSearchJob(const api::AutotuneJob& job, const std::string& gp
           {"spec", api::encode(spec)}};
 }
 
-Plan planModels(const ModelsSnapshot& snapshot) {
+Plan planModels(const ModelsSnapshot& snapshot, const Learned& learned) {
   Plan plan;
   plan.status = snapshot.job.status;
   api::Status& status = plan.status;
@@ -359,10 +359,11 @@ Plan planModels(const ModelsSnapshot& snapshot) {
   const std::vector<bool> ours = oursOf(snapshot);
   status.gpuModels.clear();
   for (std::size_t index = 0; index < snapshot.searches.size(); ++index) {
-    status.gpuModels.push_back(entryOf(snapshot, snapshot.searches[index], ours[index], plan));
+    status.gpuModels.push_back(
+        entryOf(snapshot, learned, snapshot.searches[index], ours[index], plan));
   }
   addUp(snapshot, ours, status);
-  endOrGoOn(snapshot, plan);
+  endOrGoOn(snapshot, learned, plan);
   return plan;
 }
 

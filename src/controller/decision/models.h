@@ -36,9 +36,6 @@ struct ModelsSnapshot {
   // watched that could hold a trial.
   std::set<std::string> offered;
   std::vector<ModelSearchJob> searches;  // empty until the models are known
-  // Learned by applying an earlier plan of this reconcile, as for a search of its own.
-  std::optional<OutputRefusal> outputRefused;
-  std::vector<RefusedCreate> refusedCreates;  // `trial` names the search's AutotuneJob
 };
 
 // The names of the AutotuneJobs that search `models` for the job `jobName`: the job's name and
@@ -56,7 +53,8 @@ nlohmann::json modelSearchJob(const api::AutotuneJob& job, const std::string& gp
                               const std::string& name);
 
 // The plan of a job that tunes for several GPU models: its status, the searches to create
-// (Plan::searches) and, once all have ended, its output.
-Plan planModels(const ModelsSnapshot& snapshot);
+// (Plan::searches) and, once all have ended, its output, knowing what applying an earlier plan of
+// this reconcile taught.
+Plan planModels(const ModelsSnapshot& snapshot, const Learned& learned = {});
 
 }  // namespace autotune::controller

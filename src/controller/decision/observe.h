@@ -92,7 +92,8 @@ struct Snapshot {
   // cannot be read.
   std::vector<Shared<Pod>> settled;
   // Names of trial runs taken by objects this job does not own (left by an earlier job of the
-  // same name, or anyone's): such a trial is recorded Failed, never adopted.
+  // same name, or anyone's): such a trial is recorded Failed, never adopted. Those a create found
+  // taken are Learned::namesTaken.
   std::set<std::string> namesTaken;
   // Pods labelled for the job that are not its trials (Cluster::ownerOf) and are not being
   // deleted: neither read, counted nor deleted, and told of once (Cluster::noticeForeignPod).
@@ -108,15 +109,6 @@ struct Snapshot {
   // to say why that may be: the job looks again then, though nothing else may wake it.
   std::optional<Timestamp> workloadOverdueAt;
   std::optional<Timestamp> waitingSince;  // the job waits for room since then (Plan::waitsForRoom)
-  // Learned by applying an earlier plan of this reconcile: the output could not be written, the
-  // creates of some trials' runs were refused (those trials are not in flight), or the
-  // afterTuning Job could not be made.
-  std::optional<OutputRefusal> outputRefused;
-  std::vector<RefusedCreate> refusedCreates;
-  // The afterTuning Job's name is held by a Job this job does not control: whose it is.
-  std::optional<std::string> afterTuningTaken;
-  // The API server refused the afterTuning Job for good: its words.
-  std::optional<std::string> afterTuningRefused;
 };
 
 Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Timestamp now);

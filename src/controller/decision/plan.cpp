@@ -43,9 +43,9 @@ RunLaunch launchOf(const api::AutotuneJob& job, const tuning::Trial& trial,
 }
 
 // The refusal of this reconcile's create of the trial's run, if there was one.
-const RefusedCreate* refusalFor(const Snapshot& snapshot, const std::string& trial) {
-  const auto found = std::ranges::find(snapshot.refusedCreates, trial, &RefusedCreate::trial);
-  return found == snapshot.refusedCreates.end() ? nullptr : &*found;
+const RefusedCreate* refusalFor(const Learned& learned, const std::string& trial) {
+  const auto found = std::ranges::find(learned.refusedCreates, trial, &RefusedCreate::trial);
+  return found == learned.refusedCreates.end() ? nullptr : &*found;
 }
 
 // A create that waits (a quota, the server failing) is tried again, with backoff; one refused for
@@ -190,7 +190,7 @@ void relaunchLost(Draft& draft) {
     const int attempt = state.attempt + 1;
     const int preemptions = state.preemptions + (state.preempted ? 1 : 0);
     const TrialRun run = trialRunOf(snapshot.job, trial->name, attempt);
-    if (draft.launchesRefused || snapshot.namesTaken.contains(run.name)) {
+    if (draft.launchesRefused || draft.nameTaken(run.name)) {
       if (!draft.launchesRefused) {
         recordTaken(draft, *trial, run);
       }
@@ -198,7 +198,7 @@ void relaunchLost(Draft& draft) {
       draft.plan.deletions.push_back(state.run);
       continue;
     }
-    if (const RefusedCreate* refused = refusalFor(snapshot, trial->name)) {
+    if (const RefusedCreate* refused = refusalFor(draft.learned, trial->name)) {
       takeRefusal(draft, *refused, run);
       continue;
     }
@@ -241,11 +241,11 @@ void launchWanted(Draft& draft) {
   }
   for (const auto& trial : draft.decision.launch) {
     const TrialRun run = trialRunOf(snapshot.job, trial.name, 0);
-    if (snapshot.namesTaken.contains(run.name)) {
+    if (draft.nameTaken(run.name)) {
       recordTaken(draft, trial, run);
       continue;
     }
-    if (const RefusedCreate* refused = refusalFor(snapshot, trial.name)) {
+    if (const RefusedCreate* refused = refusalFor(draft.learned, trial.name)) {
       takeRefusal(draft, *refused, run);
       continue;
     }
@@ -358,9 +358,10 @@ std::chrono::milliseconds requeueFor(std::chrono::system_clock::duration wait) {
       std::max<std::chrono::system_clock::duration>(wait, kMinRequeue));
 }
 
-Draft::Draft(const Snapshot& snapshot, const tuning::Decision& decision)
+Draft::Draft(const Snapshot& snapshot, const tuning::Decision& decision, const Learned& learned)
     : snapshot(snapshot),
       decision(decision),
+      learned(learned),
       slots(slotsOf(snapshot)),
       inFlight(snapshot.inFlight) {
   plan.status = snapshot.job.status;
@@ -372,8 +373,8 @@ Draft::Draft(const Snapshot& snapshot, const tuning::Decision& decision)
 
 }  // namespace plan_steps
 
-Plan plan(const Snapshot& snapshot, const tuning::Decision& decision) {
-  Draft draft(snapshot, decision);
+Plan plan(const Snapshot& snapshot, const tuning::Decision& decision, const Learned& learned) {
+  Draft draft(snapshot, decision, learned);
   for (const auto& pod : snapshot.foreignPods) {
     draft.plan.events.push_back(foreignPod(*pod));
   }

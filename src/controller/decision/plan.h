@@ -8,6 +8,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,25 @@
 #include "tuning/engine.h"
 
 namespace autotune::controller {
+
+// What carrying out a plan taught the reconcile that the plan could not know: the plan is made
+// again knowing it, and written.
+struct Learned {
+  std::set<std::string> namesTaken;  // runs whose names objects the job does not own hold
+  std::optional<OutputRefusal> outputRefused;
+  // The creates of these trials' runs were refused (those trials are not in flight); of a job of
+  // several GPU models, `trial` names the search's AutotuneJob.
+  std::vector<RefusedCreate> refusedCreates;
+  // The afterTuning Job's name is held by a Job this job does not control: whose it is.
+  std::optional<std::string> afterTuningTaken;
+  // The API server refused the afterTuning Job for good (refusalOf): its words.
+  std::optional<std::string> afterTuningRefused;
+
+  bool empty() const {
+    return namesTaken.empty() && !outputRefused && refusedCreates.empty() && !afterTuningTaken &&
+           !afterTuningRefused;
+  }
+};
 
 // How many trials the job may start now, and what holds it back.
 struct Slots {
@@ -80,8 +100,9 @@ struct Plan {
   std::vector<nlohmann::json> searches;
 };
 
-// The plan for a valid job given the engine's decision on question(snapshot).
-Plan plan(const Snapshot& snapshot, const tuning::Decision& decision);
+// The plan for a valid job given the engine's decision on question(snapshot), and what applying
+// an earlier plan of this reconcile taught.
+Plan plan(const Snapshot& snapshot, const tuning::Decision& decision, const Learned& learned = {});
 
 // The search is over and its output ConfigMap `configMap` could not be written: the status says
 // why (OutputWritten and Running False) without the final phase, and the write is retried; the

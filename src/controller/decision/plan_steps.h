@@ -33,10 +33,11 @@ std::chrono::milliseconds requeueFor(std::chrono::system_clock::duration wait);
 
 // The plan in the making, passed from step to step.
 struct Draft {
-  Draft(const Snapshot& snapshot, const tuning::Decision& decision);
+  Draft(const Snapshot& snapshot, const tuning::Decision& decision, const Learned& learned);
 
   const Snapshot& snapshot;
   const tuning::Decision& decision;
+  const Learned& learned;
   const Slots slots;
   std::vector<TrialRunState> inFlight;  // after this plan's relaunches and launches
   Plan plan;
@@ -50,6 +51,10 @@ struct Draft {
   std::optional<std::string> launchesRefused;
 
   api::Status& status() { return plan.status; }
+  // Whether an object the job does not own holds the run's name, as observed or as a create found.
+  bool nameTaken(const std::string& run) const {
+    return snapshot.namesTaken.contains(run) || learned.namesTaken.contains(run);
+  }
   const api::Spec& spec() const { return snapshot.job.spec; }
 
   void requeueWithin(std::chrono::system_clock::duration limit) {

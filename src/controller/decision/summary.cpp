@@ -372,8 +372,8 @@ void endSearch(Draft& draft) {
     draft.plan.events.push_back(searchFailed(decision.message));
     return;
   }
-  if (snapshot.outputRefused) {
-    awaitOutput(draft.plan, *snapshot.outputRefused, spec.output.configMapName, snapshot.now,
+  if (draft.learned.outputRefused) {
+    awaitOutput(draft.plan, *draft.learned.outputRefused, spec.output.configMapName, snapshot.now,
                 snapshot.generation);
     return;
   }
@@ -390,17 +390,18 @@ void endSearch(Draft& draft) {
   setCondition(status, condition::kOutputWritten, true, "Written", "ConfigMap " + configMap,
                snapshot.now, snapshot.generation);
   const std::string afterTuningName = afterTuningJobName(snapshot.job.name());
-  if (spec.afterTuning && snapshot.afterTuningTaken) {
+  if (spec.afterTuning && draft.learned.afterTuningTaken) {
     setCondition(status, condition::kAfterTuningFailed, true, "NameTaken",
                  "Job " + afterTuningName + " exists and is not this job's (" +
-                     *snapshot.afterTuningTaken + ")",
+                     *draft.learned.afterTuningTaken + ")",
                  snapshot.now, snapshot.generation);
-    draft.plan.events.push_back(afterTuningNameTaken(afterTuningName, *snapshot.afterTuningTaken));
-  } else if (spec.afterTuning && snapshot.afterTuningRefused) {
+    draft.plan.events.push_back(
+        afterTuningNameTaken(afterTuningName, *draft.learned.afterTuningTaken));
+  } else if (spec.afterTuning && draft.learned.afterTuningRefused) {
     setCondition(status, condition::kAfterTuningFailed, true, "CreateRefused",
-                 api::headOf(*snapshot.afterTuningRefused, kConditionMessageBytes), snapshot.now,
-                 snapshot.generation);
-    draft.plan.events.push_back(afterTuningRefused(*snapshot.afterTuningRefused));
+                 api::headOf(*draft.learned.afterTuningRefused, kConditionMessageBytes),
+                 snapshot.now, snapshot.generation);
+    draft.plan.events.push_back(afterTuningRefused(*draft.learned.afterTuningRefused));
   } else if (spec.afterTuning) {
     draft.plan.afterTuning = afterTuningJob(snapshot.job, *decision.best);
     status.afterTuningJob = afterTuningName;
