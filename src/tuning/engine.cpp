@@ -230,17 +230,38 @@ int startedTrials(const SearchContext& context, const std::string& profileName) 
   return static_cast<int>(launched) + static_cast<int>(running);
 }
 
-// The wanted trials not measured or in flight, as many as `launchable`, in the proposal's order.
-void launchWanted(const SearchContext& context, const Proposal& proposal, int launchable,
-                  Decision& decision) {
+Proposal propose(const SearchContext& context) {
+  return context.space.search.strategy == api::Strategy::kDeepSpeed ? proposeDeepSpeed(context)
+                                                                    : proposeFromList(context);
+}
+
+// The wanted trials not measured or in flight, as many as `count`, in the proposal's order.
+std::vector<Trial> launchable(const SearchContext& context, const Proposal& proposal, int count) {
+  std::vector<Trial> launch;
   for (const auto& trial : proposal.wanted) {
-    if (static_cast<int>(decision.launch.size()) >= launchable) {
+    if (static_cast<int>(launch.size()) >= count) {
       break;
     }
     if (!context.observation(trial.name) && !context.inFlight.contains(trial.name)) {
-      decision.launch.push_back(trial);
+      launch.push_back(trial);
     }
   }
+  return launch;
+}
+
+// What the search would launch with `roomSlots` free: a strategy may want more at once with more
+// room (two probes of a curve rather than one), so it is asked again on the same context, which
+// is most of the cost of a decision.
+std::vector<Trial> wantedWithRoom(SearchContext& context, const EngineInput& input,
+                                  const Decision& decision, int remaining) {
+  if (input.roomSlots <= input.freeSlots) {
+    return decision.launch;
+  }
+  const int wantedSlots = context.wantedSlots;
+  context.wantedSlots = static_cast<int>(context.inFlight.size()) + input.roomSlots;
+  auto wanted = launchable(context, propose(context), std::min(input.roomSlots, remaining));
+  context.wantedSlots = wantedSlots;
+  return wanted;
 }
 
 // The search is over: Succeeded with a best, else Failed, saying why in words a user can act on.
@@ -276,21 +297,24 @@ void conclude(const SearchContext& context, const EngineInput& input, std::strin
 }  // namespace
 
 Decision decide(const EngineInput& input) {
-  const SearchContext context = contextFor(input);
+  SearchContext context = contextFor(input);
   Decision decision;
 
   const Trial profile = makeProfileTrial(context.space);
   if (!context.model && !context.observation(profile.name)) {
     decision.trials.push_back(profile);
-    if (!context.inFlight.contains(profile.name) && input.freeSlots > 0) {
-      decision.launch.push_back(profile);
+    if (!context.inFlight.contains(profile.name)) {
+      if (input.freeSlots > 0) {
+        decision.launch.push_back(profile);
+      }
+      if (std::max(input.freeSlots, input.roomSlots) > 0) {
+        decision.wanted.push_back(profile);
+      }
     }
     return decision;
   }
 
-  Proposal proposal = context.space.search.strategy == api::Strategy::kDeepSpeed
-                          ? proposeDeepSpeed(context)
-                          : proposeFromList(context);
+  Proposal proposal = propose(context);
   decision.trials = std::move(proposal.known);
   addTrialsLeftBehind(context, input, profile, decision);
   decision.pruned = std::move(proposal.pruned);
@@ -300,9 +324,10 @@ Decision decide(const EngineInput& input) {
   }
 
   const int remaining = input.spec.search.maxTrials - startedTrials(context, profile.name);
-  launchWanted(context, proposal, std::min(input.freeSlots, remaining), decision);
+  decision.launch = launchable(context, proposal, std::min(input.freeSlots, remaining));
   const bool wantsMore = std::any_of(proposal.wanted.begin(), proposal.wanted.end(),
                                      [&](const Trial& t) { return !context.observation(t.name); });
+  decision.wanted = wantedWithRoom(context, input, decision, remaining);
   if (!context.inFlight.empty() || (wantsMore && remaining > 0)) {
     return decision;
   }

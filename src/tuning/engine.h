@@ -22,6 +22,8 @@ struct EngineInput {
   std::vector<api::TrialRecord> finished;  // in launch order
   std::vector<std::string> inFlight;       // names of trials launched and not yet finished
   int freeSlots = 0;                       // how many more trials may start now
+  // How many more could start were the GPUs no limit, spec.parallelism's room: Decision::wanted.
+  int roomSlots = 0;
 };
 
 // A configuration the engine will not run, and why.
@@ -38,6 +40,9 @@ struct Decision {
   };
   State state = State::kContinue;
   std::vector<Trial> launch;
+  // What it would launch with EngineInput::roomSlots free, asked in the same breath: `launch` and
+  // the trials that wait for GPUs.
+  std::vector<Trial> wanted;
   std::vector<PrunedTrial> pruned;
   std::optional<Trial> best;  // best finished trial so far
   std::optional<double> bestValue;

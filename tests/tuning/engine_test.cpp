@@ -312,6 +312,37 @@ TEST(Engine, RestartedFromAnyPrefixOfItsHistoryMakesTheSameNextChoices) {
   }
 }
 
+// Decision::wanted, asked beside `launch`, is exactly what a decision with that room free would
+// launch, at every step of every strategy's search: one question stands for the two.
+TEST(Engine, WhatItWantsWithRoomIsWhatItWouldLaunchWereThatRoomFree) {
+  for (const auto strategy : {api::Strategy::kDeepSpeed, api::Strategy::kGrid,
+                              api::Strategy::kRandom, api::Strategy::kModelBased}) {
+    api::Spec spec = specFor(gpt2Large());
+    spec.search.strategy = strategy;
+    const SearchRun run = drive(spec, publishedOracle(gpt2Large()), parallel(3, 5));
+    int steps = 0;
+    for (std::size_t step = 0; step < run.inputs.size(); ++step) {
+      for (const int free : {0, 1}) {
+        EngineInput asked = run.inputs[step];
+        asked.freeSlots = free;
+        asked.roomSlots = 3;
+        EngineInput roomy = run.inputs[step];
+        roomy.freeSlots = 3;
+        const Decision decision = decide(asked);
+        EXPECT_EQ(namesOf(decision.wanted), namesOf(decide(roomy).launch))
+            << api::toString(strategy) << " step " << step << " free " << free;
+        EngineInput plain = asked;
+        plain.roomSlots = 0;
+        EXPECT_EQ(namesOf(decision.launch), namesOf(decide(plain).launch))
+            << "room changes nothing launched";
+        EXPECT_EQ(decision.state, decide(plain).state);
+        steps += decision.wanted.size() > decision.launch.size() ? 1 : 0;
+      }
+    }
+    EXPECT_GT(steps, 0) << api::toString(strategy) << ": room never wanted more than was free";
+  }
+}
+
 // An operator killed at any point comes back with nothing but the spec and status.results, every
 // trial Pod gone: it goes on to the same best and never runs a recorded trial again.
 TEST(Engine, RestartedWithOnlyItsRecordedResultsItNeverRerunsAFinishedTrial) {

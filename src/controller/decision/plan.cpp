@@ -218,15 +218,9 @@ void relaunchLost(Draft& draft) {
 
 // --- launch -----------------------------------------------------------------------------------
 
-// How many trials the engine wants started now, free GPU slots or not: asked again without the
-// operator's count of free GPUs when that count held it back.
+// How many trials the engine wants started now, free GPU slots or not.
 int wantedNow(const Draft& draft) {
-  const int decided = static_cast<int>(draft.decision.launch.size());
-  if (draft.slots.byGpus >= draft.slots.byParallelism) {
-    return decided;
-  }
-  const auto wanted = wantedWith(draft.snapshot, std::max(0, draft.slots.byParallelism));
-  return std::max(decided, static_cast<int>(wanted.size()));
+  return static_cast<int>(std::max(draft.decision.launch.size(), draft.decision.wanted.size()));
 }
 
 void launchWanted(Draft& draft) {
@@ -341,13 +335,8 @@ tuning::EngineInput question(const Snapshot& snapshot) {
   }
   const Slots slots = slotsOf(snapshot);
   input.freeSlots = tuning::freeSlots(slots.byParallelism, slots.byGpus);
+  input.roomSlots = std::max(0, slots.byParallelism);
   return input;
-}
-
-std::vector<tuning::Trial> wantedWith(const Snapshot& snapshot, int freeSlots) {
-  tuning::EngineInput input = question(snapshot);
-  input.freeSlots = freeSlots;
-  return tuning::decide(input).launch;
 }
 
 namespace plan_steps {

@@ -48,10 +48,9 @@ struct Slots {
 };
 Slots slotsOf(const Snapshot& snapshot);
 
-// What the engine is asked.
+// What the engine is asked: what it launches with the free slots, and what it wants with room for
+// spec.parallelism, the GPUs not counted (tuning::Decision::wanted).
 tuning::EngineInput question(const Snapshot& snapshot);
-// What the engine would launch were `freeSlots` trials free to start now, the GPUs not counted.
-std::vector<tuning::Trial> wantedWith(const Snapshot& snapshot, int freeSlots);
 
 // A trial's run to create.
 struct RunLaunch {

@@ -45,12 +45,6 @@ std::vector<Hit> measuredBefore(Snapshot& snapshot, const Recallable& recallable
   return hits;
 }
 
-// What the engine would launch with room for the job's whole parallelism: a reused result takes
-// no GPU, so a job on a full cluster still takes what was measured before.
-std::vector<tuning::Trial> wantedWithRoom(const Snapshot& snapshot) {
-  return wantedWith(snapshot, std::max(1, snapshot.job.spec.parallelism));
-}
-
 }  // namespace
 
 Recalled recall(Snapshot snapshot) {
@@ -65,7 +59,9 @@ Recalled recall(Snapshot snapshot) {
   for (int round = 0; round <= taking.job.spec.search.maxTrials &&
                       recalled.decision.state == tuning::Decision::State::kContinue;
        ++round) {
-    auto hits = measuredBefore(taking, recallable, wantedWithRoom(taking));
+    // What the engine wants, the GPUs not counted: a reused result takes none, so a job on a full
+    // cluster still takes what was measured before.
+    auto hits = measuredBefore(taking, recallable, recalled.decision.wanted);
     if (hits.empty()) {
       break;
     }

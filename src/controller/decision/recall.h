@@ -23,8 +23,9 @@ struct Recalled {
   std::vector<Shared<MeasurementObject>> taken;
 };
 
-// The results of the trials the engine wants, with room for the job's whole parallelism, that
-// were measured before, round after round until it wants nothing measured before.
+// The results of the trials the engine wants (tuning::Decision::wanted: the GPUs not counted) that
+// were measured before, round after round until it wants nothing measured before. The engine is
+// asked once, and once more after each round that took something.
 Recalled recall(Snapshot snapshot);
 
 }  // namespace autotune::controller
