@@ -681,6 +681,48 @@ TEST_F(Reconcile, StartingTrialsWaitForTheNextStatusWriteAcrossARestart) {
   EXPECT_EQ(job()["status"]["trials"]["running"], 2);
 }
 
+// When the job began to wait for GPUs is its WaitingForRoom condition's time, which the API server
+// keeps: a trial launched once room is found after a restart still counts its wait from then.
+TEST_F(Reconcile, AWaitForGpusIsDatedAcrossARestart) {
+  cluster_.nodes().replace({node("gpu-0", 16)});
+  submit(gpt2Job());
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U) << "room for one trial of two";
+  const json waiting = job()["status"]["conditions"];
+  const auto condition = std::ranges::find(waiting, "WaitingForRoom", [](const json& entry) {
+    return entry["type"].get<std::string>();
+  });
+  ASSERT_NE(condition, waiting.end());
+  EXPECT_EQ((*condition)["status"], "True");
+  EXPECT_EQ((*condition)["reason"], "WaitingForGPUs");
+  const std::string since = formatTime(now_);
+  EXPECT_EQ((*condition)["lastTransitionTime"], since);
+
+  // The operator starts again a minute later, and a node with room has joined.
+  now_ += seconds(60);
+  Cluster restarted;
+  restarted.nodes().replace({node("gpu-0", 16), node("gpu-1", 16)});
+  restarted.addAutotuneJobs("").replace(api_->under(std::string(kJobs) + "/"));
+  restarted.addPods("").replace(api_->under(std::string(kPodsPath) + "/"));
+  api_->now = now_;
+  Reconciler(client_, restarted)
+      .reconcile("ml/gpt2",
+                 Context{observability::Logger(observability::LogLevel::kError, log_), now_, {}});
+  const std::vector<json> trials = pods();
+  ASSERT_EQ(trials.size(), 2U);
+  const auto launched = std::ranges::find_if(trials, [](const json& trial) {
+    return trial["metadata"]["annotations"].contains("autotune.io/wanted-since");
+  });
+  ASSERT_NE(launched, trials.end()) << "the second trial carries when it was first wanted";
+  EXPECT_EQ((*launched)["metadata"]["annotations"]["autotune.io/wanted-since"], since);
+  for (const auto& entry : job()["status"]["conditions"]) {
+    if (entry["type"] == "WaitingForRoom") {
+      EXPECT_EQ(entry["status"], "False");
+      EXPECT_EQ(entry["reason"], "NotWaiting");
+    }
+  }
+}
+
 // The scheduler preempts a trial's Pod and deletes it: it stays until the operator has read it,
 // so it runs again as preempted, spending no attempt.
 TEST_F(Reconcile, APreemptedAndDeletedPodRunsAgainAsPreempted) {

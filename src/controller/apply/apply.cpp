@@ -290,7 +290,6 @@ bool Apply::createBatchJob(const RunLaunch& launch, Learned& learned) {
 runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& plan) {
   cluster_.jobWaits(job_, plan.gpusWaitedFor);
   cluster_.jobWaitsForNode(job_.key, plan.waitsForNode);
-  cluster_.jobWaitsForRoom(job_.key, plan.waitsForRoom, context_.now);
   // The finished trials are recorded in the status written before; only now may their runs go,
   // so a crash in between loses nothing.
   for (const auto& run : plan.deletions) {

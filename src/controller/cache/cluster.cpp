@@ -307,21 +307,6 @@ void Cluster::jobWaitsForNode(const std::string& key, bool waits) {
   waiting_.setWaitsForNode(key, waits);
 }
 
-void Cluster::jobWaitsForRoom(const std::string& key, bool waits, Timestamp now) {
-  const std::scoped_lock lock(mutex_);
-  if (waits) {
-    waitingForRoomSince_.try_emplace(key, now);
-  } else {
-    waitingForRoomSince_.erase(key);
-  }
-}
-
-std::optional<Timestamp> Cluster::waitingForRoomSince(const std::string& key) const {
-  const std::scoped_lock lock(mutex_);
-  const auto found = waitingForRoomSince_.find(key);
-  return found == waitingForRoomSince_.end() ? std::nullopt : std::optional(found->second);
-}
-
 std::vector<std::string> Cluster::jobsConcernedByPod(const Pod* before, const Pod* after) const {
   const Pod* pod = after != nullptr ? after : before;
   if (pod == nullptr) {
@@ -485,7 +470,6 @@ void Cluster::jobChanged(const CachedAutotuneJob* before, const CachedAutotuneJo
     phaseOf_.erase(found);
   }
   if (after == nullptr) {
-    waitingForRoomSince_.erase(key);
     return;
   }
   const std::string phase = phaseOf(*after);

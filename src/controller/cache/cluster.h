@@ -113,10 +113,6 @@ class Cluster final : public ClusterView {
   // Whether no node watched can hold a trial of the job: a node that comes to offer more GPUs
   // wakes it (WaitingJobs::waitingForNode).
   void jobWaitsForNode(const std::string& key, bool waits);
-  // Whether the job waits for room now (GPUs, a quota) to launch trials it wants; since when it
-  // has, while it does: its next launches were wanted since then. Not kept over a restart.
-  void jobWaitsForRoom(const std::string& key, bool waits, Timestamp now);
-  std::optional<Timestamp> waitingForRoomSince(const std::string& key) const override;
   // What a Node's change concerns: the jobs with Pods on it, and when it offers more GPUs than
   // before, the waiting jobs they may go to (WaitingJobs::takers) and those no node could hold;
   // nothing when nothing a job reads of the Node changed (a heartbeat).
@@ -178,7 +174,6 @@ class Cluster final : public ClusterView {
   std::mutex claimingMeasurements_;  // one claim at a time: no measurement is claimed twice
   std::map<std::string, std::string, std::less<>> phaseOf_;  // job key -> phase
   std::map<std::string, std::int64_t, std::less<>> phaseCounts_;
-  std::map<std::string, Timestamp, std::less<>> waitingForRoomSince_;
   std::set<std::string, std::less<>> foreignPods_;  // UIDs, as noticed
   std::deque<std::string> foreignOrder_;
 };

@@ -317,6 +317,15 @@ std::string digestRunBefore(const ClusterView& cluster, const Snapshot& snapshot
   return "";
 }
 
+// When the job began to wait for room, while it does: its WaitingForRoom condition's time.
+std::optional<Timestamp> waitingSince(const api::Status& status) {
+  const api::Condition* waiting = findCondition(status, condition::kWaitingForRoom);
+  if (waiting == nullptr || waiting->status != "True") {
+    return std::nullopt;
+  }
+  return parseTime(waiting->lastTransitionTime);
+}
+
 }  // namespace
 
 std::optional<Recallable> recallableFor(const ClusterView& cluster, const Snapshot& snapshot) {
@@ -348,7 +357,7 @@ Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Times
   snapshot.job.status = job.status;
   snapshot.warnings = job.decoded->warnings;
   snapshot.statusWrittenAt = job.statusWrittenAt;
-  snapshot.waitingSince = cluster.waitingForRoomSince(job.key);
+  snapshot.waitingSince = waitingSince(job.status);
   observeTrials(cluster, snapshot);
   readAdmissions(cluster, snapshot);
   snapshot.capacity = forJob(cluster.capacity(), snapshot.job.spec);

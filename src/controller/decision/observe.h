@@ -108,7 +108,8 @@ struct Snapshot {
   // When a queued trial whose Workload is not seen will have waited long enough for its message
   // to say why that may be: the job looks again then, though nothing else may wake it.
   std::optional<Timestamp> workloadOverdueAt;
-  std::optional<Timestamp> waitingSince;  // the job waits for room since then (Plan::waitsForRoom)
+  // The job waits for room since then (Plan::waitsForRoom): its WaitingForRoom condition.
+  std::optional<Timestamp> waitingSince;
 };
 
 Snapshot observe(const ClusterView& cluster, const CachedAutotuneJob& job, Timestamp now);

@@ -292,6 +292,24 @@ std::optional<std::string> waitedTooLong(const Draft& draft) {
          "): " + running->message;
 }
 
+// The WaitingForRoom condition, set while trials wait for room and put back to False once none
+// does; a job that never waited has none.
+void dateWaitForRoom(Draft& draft) {
+  api::Status& status = draft.status();
+  const api::Condition* before = findCondition(status, condition::kWaitingForRoom);
+  const Snapshot& snapshot = draft.snapshot;
+  if (draft.plan.waitsForRoom) {
+    const bool forQuota = draft.quotaRefusal.has_value();
+    setCondition(status, condition::kWaitingForRoom, true,
+                 forQuota ? queued::kQuotaExceeded : queued::kWaitingForGpus,
+                 forQuota ? "a trial waits for quota" : "trials wait for free nvidia.com/gpu slots",
+                 snapshot.now, snapshot.generation);
+  } else if (before != nullptr && before->status == "True") {
+    setCondition(status, condition::kWaitingForRoom, false, "NotWaiting",
+                 "no trial waits for GPUs or quota", snapshot.now, snapshot.generation);
+  }
+}
+
 // Whether the job ends here, before launching, because a trial cannot run at all: it never
 // started on any of its attempts, or it was queued past spec.queueTimeout.
 bool failedBeforeLaunch(Draft& draft) {
@@ -388,6 +406,7 @@ Plan plan(const Snapshot& snapshot, const tuning::Decision& decision, const Lear
   } else {
     goOn(draft);
   }
+  dateWaitForRoom(draft);
   Plan paced = pace(std::move(draft));
   awaitMissingNodes(snapshot, paced);
   return paced;

@@ -50,8 +50,6 @@ class ClusterView {
   virtual std::vector<Shared<MeasurementObject>> measurementsIn(
       const std::string& ns, const std::string& environment) const = 0;
   virtual const MeasurementLimits& measurementLimits() const = 0;
-  // Since when the job has waited for room (GPUs, a quota), while it does.
-  virtual std::optional<Timestamp> waitingForRoomSince(const std::string& key) const = 0;
 };
 
 }  // namespace autotune::controller

@@ -30,6 +30,11 @@ inline constexpr std::string_view kLaunchRefused = "LaunchRefused";
 // (reason CreateRefused), or a Job the job does not control holds its name (NameTaken). The job
 // still Succeeded: its output is written and every trial recorded.
 inline constexpr std::string_view kAfterTuningFailed = "AfterTuningFailed";
+// True while trials the job wants wait for room (free GPU slots by the operator's count, or a
+// ResourceQuota), reason WaitingForGPUs or QuotaExceeded; False once none does. Its transition
+// time is when the wait began, kept by the API server across restarts: the trials launched once
+// room is found carry it (autotune.io/wanted-since).
+inline constexpr std::string_view kWaitingForRoom = "WaitingForRoom";
 }  // namespace condition
 
 // The Running condition's reasons while trials wait for room, True while some trial runs and
