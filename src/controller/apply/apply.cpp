@@ -338,10 +338,12 @@ runtime::ReconcileResult Apply::refused(const Plan& plan) {
   return {};
 }
 
-void Apply::reportException(const std::string& message) {
+void Apply::reportException(const Plan& plan) {
   // Whether or not the status took it (writeStatus logs why not), the Event tells it.
-  static_cast<void>(writeStatus(reconcileThrew(job_, message, context_.now)));
-  report(reconcileException(message));
+  static_cast<void>(writeStatus(plan.status));
+  for (const auto& event : plan.events) {
+    report(event);
+  }
 }
 
 // Writes `status` when it differs from what the API server holds. A Conflict (the cache was

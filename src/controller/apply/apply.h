@@ -93,8 +93,9 @@ class Apply {
 
   // The plan of an invalid job: its status and Event.
   runtime::ReconcileResult refused(const Plan& plan);
-  // What a reconcile that threw leaves on its job: Reconciled=False and a Warning Event.
-  void reportException(const std::string& message);
+  // What a reconcile that threw leaves on its job (reconcileThrew): its status, and its Event
+  // whether or not the status took it.
+  void reportException(const Plan& plan);
 
  private:
   // Creates the output ConfigMap, or applies it over one this job controls. Anyone else's is left

@@ -109,7 +109,8 @@ runtime::ReconcileResult Reconciler::reportException(const std::string& key, con
   const std::string message = "the reconcile failed: " + api::headOf(what, kEventMessageBytes);
   try {
     if (const auto job = cluster_.job(key)) {
-      Apply(client_, cluster_, hooks_, context, *job).reportException(message);
+      Apply(client_, cluster_, hooks_, context, *job)
+          .reportException(reconcileThrew(*job, message, context.now));
     }
   } catch (const std::exception& error) {
     context.log.warn("could not report the exception on the job",

@@ -426,12 +426,13 @@ Plan refuse(const CachedAutotuneJob& job, const api::FieldErrors& errors, Timest
   return refused;
 }
 
-api::Status reconcileThrew(const CachedAutotuneJob& job, const std::string& message,
-                           Timestamp now) {
-  api::Status status = job.status;
-  setCondition(status, condition::kReconciled, false, "ReconcileException", message, now,
+Plan reconcileThrew(const CachedAutotuneJob& job, const std::string& message, Timestamp now) {
+  Plan threw;
+  threw.status = job.status;
+  setCondition(threw.status, condition::kReconciled, false, "ReconcileException", message, now,
                job.generation);
-  return status;
+  threw.events.push_back(reconcileException(message));
+  return threw;
 }
 
 }  // namespace autotune::controller

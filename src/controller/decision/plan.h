@@ -112,7 +112,8 @@ void awaitOutput(Plan& plan, const OutputRefusal& refusal, const std::string& co
 // The plan for a job whose spec is invalid: Failed, naming every error.
 Plan refuse(const CachedAutotuneJob& job, const api::FieldErrors& errors, Timestamp now);
 
-// The status after a reconcile threw: Reconciled=False with the message.
-api::Status reconcileThrew(const CachedAutotuneJob& job, const std::string& message, Timestamp now);
+// The plan after a reconcile threw: the status with Reconciled=False and the message, and a
+// Warning Event.
+Plan reconcileThrew(const CachedAutotuneJob& job, const std::string& message, Timestamp now);
 
 }  // namespace autotune::controller
