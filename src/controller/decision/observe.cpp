@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/labels.h"
+#include "controller/objects/conditions.h"
 #include "controller/objects/trial_pod.h"
 #include "tuning/naming.h"
 

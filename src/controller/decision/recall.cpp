@@ -9,19 +9,19 @@
 namespace autotune::controller {
 namespace {
 
-// A kept measurement standing for a trial, and the measurement.
+// A trial's result taken from a kept measurement, and that measurement.
 struct Hit {
   tuning::RecordedExit exit;
   Shared<MeasurementObject> measurement;
 };
 
-// The results of `launch` kept before, in its order; the trials without one are left to run.
-// Why kept measurements could not stand for their trial goes to measurementsIgnored.
+// The results of the `wanted` trials kept before, in its order; the trials without one are left
+// to run. Why kept measurements could not stand for their trial goes to measurementsIgnored.
 std::vector<Hit> measuredBefore(Snapshot& snapshot, const Recallable& recallable,
-                                const std::vector<tuning::Trial>& launch) {
+                                const std::vector<tuning::Trial>& wanted) {
   const api::AutotuneJob& job = snapshot.job;
   std::vector<Hit> hits;
-  for (const auto& trial : launch) {
+  for (const auto& trial : wanted) {
     const MeasurementIdentity identity =
         identityOf(job.namespaceName(), job.spec, trial, recallable.ranOn);
     const auto found = recallable.byName.find(identity.name());
