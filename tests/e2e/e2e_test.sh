@@ -84,32 +84,15 @@ configmap_has_keys() {
 }
 
 optimal_config() {
-  configmap_data "$1" ds_config.json | python3 -c '
-import json, sys
-config = json.load(sys.stdin)
-print(json.dumps(config))
-assert config["train_micro_batch_size_per_gpu"] == 3, "micro-batch is not 3"
-assert config["zero_optimization"]["stage"] == 1, "ZeRO stage is not 1"
-assert "train_batch_size" not in config, "train_batch_size is not left for DeepSpeed to derive"
-assert "autotuning" not in config, "the autotuning section is left in"
-'
+  configmap_data "$1" ds_config.json |
+    inspect ds-config --micro-batch 3 --zero-stage 1 --without train_batch_size --without autotuning
 }
 
 results_json_complete() {
   local recorded
-  recorded=$(field "$2" '{range .status.results[*]}{.name}{"\n"}{end}' | sort | tr '\n' ' ')
-  configmap_data "$1" results.json | python3 -c '
-import json, sys
-trials = json.load(sys.stdin)
-names = " ".join(sorted(t["name"] for t in trials)) + " "
-print("results.json:", names)
-print("status:      ", sys.argv[1])
-assert names == sys.argv[1], "results.json does not hold the recorded trials"
-bare = [t["name"] for t in trials if not isinstance(t.get("configPatch"), dict)]
-assert not bare, "results.json lacks the config patch of " + ", ".join(bare)
-best = [t["name"] for t in trials if t["configPatch"] == {}]
-assert best == [sys.argv[2]], "the best trial alone ran ds_config.json itself: " + ", ".join(best)
-' "$recorded" "$(field "$2" '{.status.best.trial}')"
+  mapfile -t recorded < <(field "$2" '{range .status.results[*]}{.name}{"\n"}{end}')
+  configmap_data "$1" results.json |
+    inspect results-json --best "$(field "$2" '{.status.best.trial}')" --recorded "${recorded[@]}"
 }
 
 # `kubectl get atj` prints the CRD's columns, and -o wide the rest.
@@ -138,8 +121,7 @@ plugin_report() {
 plugin_best() {
   plugin best "$1" -n "$case_ns" >"$work/$1-best.json" &&
     configmap_data "$1-optimal" ds_config.json >"$work/$1-configmap.json" &&
-    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
-      "$work/$1-best.json" "$work/$1-configmap.json"
+    inspect same-json "$work/$1-best.json" "$work/$1-configmap.json"
 }
 
 case_example() {
@@ -148,12 +130,11 @@ case_example() {
   check "examples/gpt2-large-trial-sim.yaml is applied" apply_example || return 0
   check "the example Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0
   expect "its best is DeepSpeed's published $published_best" best_is "$job" "$published_best"
-  expect "conditions: SpecValid and Complete True, Running False" job_satisfies "$job" \
-    'cond("SpecValid").get("status") == "True" and cond("Complete").get("status") == "True"
-     and cond("Running").get("status") == "False"'
-  expect "status.trials counts every recorded result; none is recorded twice" job_satisfies "$job" \
-    'status["trials"]["launched"] == len(results) == len(set(names)) > 0 and
-     status["trials"]["succeeded"] == list(outcomes.values()).count("Succeeded")'
+  expect "conditions: SpecValid and Complete True, Running False" job_has "$job" \
+    --condition SpecValid=True --condition Complete=True --condition Running=False
+  expect "status.trials counts every recorded result; none is recorded twice" job_has "$job" \
+    --counts-results trials.launched --unique-names --results-at-least 1 \
+    --outcome-counted succeeded=Succeeded
   expect "the ConfigMap gpt2-large-optimal has ds_config.json, cmd.txt, summary.txt, results.json" \
     configmap_has_keys gpt2-large-optimal
   expect "ds_config.json: micro-batch 3, ZeRO stage 1, train batch 48, no autotuning section" \
@@ -191,8 +172,8 @@ case_strategies() {
     note "case $strategy: results"
     check "$strategy Succeeds within 240s" ends_in "$strategy" Succeeded 240 || continue
     expect "$strategy ends at $published_best" best_is "$strategy" "$published_best"
-    expect "$strategy ran at most the 5 configurations left after pruning 3" job_satisfies \
-      "$strategy" 'status["trials"]["pruned"] == 3 and 0 < len(results) <= 5'
+    expect "$strategy ran at most the 5 configurations left after pruning 3" job_has \
+      "$strategy" --equals trials.pruned=3 --results-at-least 1 --results-at-most 5
     expect "$strategy launched each trial once" launched_once "$strategy"
     end_case
   done
@@ -206,14 +187,14 @@ case_oom() {
   check "a job probing the OOM boundary, with an afterTuning Job, is created" create_job "$job" \
     stages='[1]' after_tuning="$(after_tuning_writing_to "$after")" || return 0
   check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
-  expect "a result has outcome OOM, counted in status.trials.oom" job_satisfies "$job" \
-    '"OOM" in outcomes.values() and status["trials"]["oom"] == list(outcomes.values()).count("OOM")'
-  expect "the OOM reason is the CUDA out-of-memory message" job_satisfies "$job" \
-    'all("out of memory" in r.get("reason", "") for r in results if r["outcome"] == "OOM")'
+  expect "a result has outcome OOM, counted in status.trials.oom" job_has "$job" \
+    --some-outcome OOM --outcome-counted oom=OOM
+  expect "the OOM reason is the CUDA out-of-memory message" job_has "$job" \
+    --each-reason "OOM=out of memory"
   expect "its best is $published_best" best_is "$job" "$published_best"
   expect "a TrialOOM Event" events_include "$job" TrialOOM
   expect "status.afterTuningJob names $job-after-tuning" \
-    job_satisfies "$job" 'status["afterTuningJob"] == "oom-after-tuning"'
+    job_has "$job" --equals afterTuningJob=oom-after-tuning
   expect "the Job completes within 60s" eventually 60 job_complete "$job-after-tuning"
   expect "its container ran with the best micro-batch, 3" ran_with_best "$after"
   end_case
@@ -224,10 +205,10 @@ case_profiling() {
   local job=profiling
   check "a job that does not give its model is created" create_job "$job" model='{}' || return 0
   check "it Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
-  expect "the profiling trial ran first and Succeeded" job_satisfies "$job" \
-    'names[0] == "profile_model_info" and results[0]["outcome"] == "Succeeded"'
-  expect "status.model keeps what it measured" job_satisfies "$job" \
-    'status["model"]["numParameters"] > 0 and status["model"]["activationMemoryPerSample"] > 0'
+  expect "the profiling trial ran first and Succeeded" job_has "$job" \
+    --first-trial profile_model_info=Succeeded
+  expect "status.model keeps what it measured" job_has "$job" \
+    --above model.numParameters=0 --above model.activationMemoryPerSample=0
   expect "its best is $published_best" best_is "$job" "$published_best"
   expect "every trial, the profiling one included, launched exactly once" launched_once "$job"
   end_case
@@ -241,11 +222,10 @@ case_crash() {
     command="[trial-sim, --profile, gpt2-large, --fail-with, boom, --e2e-run, $marker]" ||
     return 0
   check "it ends Failed within 120s" ends_in "$job" Failed 120 || return 0
-  expect "the trial's outcome is Failed with a reason containing boom" job_satisfies "$job" \
-    'len(results) == 1 and results[0]["outcome"] == "Failed" and "boom" in results[0]["reason"]'
-  expect "the message and the Failed condition name spec.maxFailedTrials" job_satisfies "$job" \
-    '"maxFailedTrials" in status["message"] and cond("Failed").get("status") == "True"
-     and "maxFailedTrials" in cond("Failed").get("message", "")'
+  expect "the trial's outcome is Failed with a reason containing boom" job_has "$job" \
+    --results 1 --every-outcome Failed --each-reason Failed=boom
+  expect "the message and the Failed condition name spec.maxFailedTrials" job_has "$job" \
+    --message maxFailedTrials --condition Failed=True --condition-message Failed=maxFailedTrials
   expect "Events: TrialFailed" events_include "$job" TrialFailed
   expect "no trial Pod remains" eventually 30 no_trial_pods "$job"
   end_case
@@ -264,8 +244,8 @@ case_timeout() {
     strategy=grid stages='[1]' micro='[1, 3]' early=0 timeout=3s arg_mappings='{}' \
     command="[sh, -c, '$script', trial-sim, --profile, gpt2-large, --e2e-run, $hang]" || return 0
   check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
-  expect "z1_gas1_tmbspg1 has outcome TimedOut, counted in status.trials.timedOut" job_satisfies \
-    "$job" 'outcomes.get("z1_gas1_tmbspg1") == "TimedOut" and status["trials"]["timedOut"] == 1'
+  expect "z1_gas1_tmbspg1 has outcome TimedOut, counted in status.trials.timedOut" job_has \
+    "$job" --outcome z1_gas1_tmbspg1=TimedOut --equals trials.timedOut=1
   expect "the other trial is the best" best_is "$job" "$published_best"
   expect "the timed-out trial's Pod is gone" \
     eventually 30 not kubectl get pod "$job-z1-gas1-tmbspg1" -n "$case_ns"
@@ -279,12 +259,12 @@ case_unschedulable() {
   check "a job wanting 64 GPUs per trial (nodes have 16) is created" create_job "$job" gpus=64 \
     parallelism=1 || return 0
   check "condition Running=False, reason Unschedulable, naming spec.resources.gpusPerTrial" \
-    eventually 60 job_satisfies "$job" \
-    'cond("Running").get("status") == "False" and cond("Running").get("reason") == "Unschedulable"
-     and "spec.resources.gpusPerTrial" in cond("Running").get("message", "")' || return 0
+    eventually 60 job_has "$job" \
+    --condition Running=False --condition-reason Running=Unschedulable \
+    --condition-message Running=spec.resources.gpusPerTrial || return 0
   expect "it stays Pending with status.trials.running 0 and no trial Pod Running" \
-    throughout 5 job_satisfies "$job" \
-    'status.get("phase") == "Pending" and status.get("trials", {}).get("running", 0) == 0'
+    throughout 5 job_has "$job" \
+    --phase Pending --zero-or-absent trials.running
   expect "no trial Pod of it is Running" no_running_pods "$job"
   kubectl delete atj "$job" -n "$case_ns" --wait=false >/dev/null
   end_case
@@ -303,7 +283,7 @@ refused_naming() {
   grep -qF "$field" <<<"$output"
 }
 
-# shellcheck disable=SC2016  # ${no_such_key} is the text of the spec and of the Python check
+# shellcheck disable=SC2016  # ${no_such_key} is the text of the spec and of the check
 case_invalid() {
   begin_case invalid
   expect "the API server refuses search.strategy bogus, naming spec.search.strategy" \
@@ -311,17 +291,16 @@ case_invalid() {
   check "a job whose argMappings names no deepspeedConfig key is created" \
     create_job unmapped arg_mappings='{no_such_key: --no-such-flag}' &&
     expect "it gets SpecValid=False naming spec.argMappings.no_such_key, and phase Failed" \
-      eventually 30 job_satisfies unmapped \
-      'cond("SpecValid").get("status") == "False"
-       and "spec.argMappings.no_such_key" in cond("SpecValid").get("message", "")
-       and status.get("phase") == "Failed"'
+      eventually 30 job_has unmapped \
+      --condition SpecValid=False --condition-message SpecValid=spec.argMappings.no_such_key \
+      --phase Failed
   check "a job whose command holds an unknown \${placeholder} is created" create_job unknown \
     command="[trial-sim, '--tag=\${no_such_key}', --e2e-run, $marker]" &&
     expect "it gets SpecValid=False naming the command and the placeholder, and phase Failed" \
-      eventually 30 job_satisfies unknown \
-      'cond("SpecValid").get("status") == "False" and status.get("phase") == "Failed"
-       and "spec.template.spec.containers[0].command" in cond("SpecValid").get("message", "")
-       and "${no_such_key}" in cond("SpecValid").get("message", "")'
+      eventually 30 job_has unknown \
+      --condition SpecValid=False --phase Failed \
+      --condition-message 'SpecValid=spec.template.spec.containers[0].command' \
+      --condition-message 'SpecValid=${no_such_key}'
   expect "an InvalidSpec Event" events_include unmapped InvalidSpec
   expect "no Pod is created for either" throughout 3 no_pods_in_namespace
   end_case
@@ -369,39 +348,9 @@ corpus_job_name() {
 # The optimal config keeps the input's "auto" values (other than the tuned batch keys), a numeric
 # train_batch_size, and a micro-batch x accumulation x 16 GPUs equal to it.
 keeps_user_values() {
-  local file=$1 job=$2
-  python3 - "$(kubectl get atj "$job" -n "$case_ns" -o json)" \
-    "$(configmap_data "$job-optimal" ds_config.json)" <<'PY'
-import json, sys
-spec = json.loads(sys.argv[1])["spec"]
-given, optimal = spec["deepspeedConfig"], json.loads(sys.argv[2])
-tuned = {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}
-def autos(config, prefix=""):
-    for key, value in config.items():
-        path = prefix + key
-        if key == "autotuning":
-            continue
-        if isinstance(value, dict):
-            yield from autos(value, path + ".")
-        elif value == "auto" and key not in tuned:
-            yield path
-def at(config, path):
-    for key in path.split("."):
-        config = config[key]
-    return config
-lost = [path for path in autos(given) if at(optimal, path) != "auto"]
-assert not lost, "auto values lost: %s" % lost
-if isinstance(given.get("train_batch_size"), int):
-    batch = given["train_batch_size"]
-    assert optimal["train_batch_size"] == batch, "train_batch_size changed"
-    product = optimal["train_micro_batch_size_per_gpu"] * optimal["gradient_accumulation_steps"]
-    model_parallel = spec["resources"].get("modelParallelSize") or \
-        given.get("autotuning", {}).get("mp_size", 1)
-    ranks = spec["resources"]["gpusPerTrial"] // model_parallel
-    assert product * ranks == batch, "the batch keys miss it"
-assert "autotuning" not in optimal, "the autotuning section is left in"
-print("kept:", sorted(autos(given)), "train_batch_size:", optimal.get("train_batch_size"))
-PY
+  local job=$2 optimal=$work/$2-optimal.json
+  configmap_data "$job-optimal" ds_config.json >"$optimal" &&
+    kubectl get atj "$job" -n "$case_ns" -o json | inspect user-values "$optimal"
 }
 
 case_configs() {
@@ -500,28 +449,26 @@ case_hostile() {
     eventually 60 not no_process_with "$orphan"
   check "it Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
   expect "each of the eight trials is recorded once, and was launched once" launched_once "$job"
-  expect "status.results names each trial once" job_satisfies "$job" \
-    'sorted(names) == ["z1_gas1_tmbspg%d" % m for m in range(1, 9)]'
+  expect "status.results names each trial once" job_has "$job" \
+    --names z1_gas1_tmbspg{1..8}
   expect "the progress bar's trial Failed; the bad metrics are MetricsUnavailable" \
-    job_satisfies "$job" \
-    'outcomes == dict({"z1_gas1_tmbspg1": "Succeeded", "z1_gas1_tmbspg2": "Failed",
-       "z1_gas1_tmbspg3": "Succeeded"},
-       **{"z1_gas1_tmbspg%d" % m: "MetricsUnavailable" for m in range(4, 9)})'
-  expect "every reason is one line of at most 256 bytes as a JSON string" job_satisfies "$job" \
-    'all(not any(ord(c) < 0x20 or c == "\x7f" for c in reason)
-         and len(json.dumps(reason, ensure_ascii=False).encode()) <= 256 + 2
-         for reason in reasons.values())'
+    job_has "$job" \
+    --outcomes z1_gas1_tmbspg1=Succeeded z1_gas1_tmbspg2=Failed z1_gas1_tmbspg3=Succeeded \
+    z1_gas1_tmbspg{4..8}=MetricsUnavailable
+  expect "every reason is one line of at most 256 bytes as a JSON string" job_has "$job" \
+    --reasons-one-line-within 256
   expect "the progress bar's reason has its exit status and whole █ characters only" \
-    job_satisfies "$job" \
-    'reasons["z1_gas1_tmbspg2"].startswith("exited 1") and "\u2588" in reasons["z1_gas1_tmbspg2"]
-     and "\ufffd" not in reasons["z1_gas1_tmbspg2"]'
+    job_has "$job" \
+    --reason-starts "z1_gas1_tmbspg2=exited 1" --reason z1_gas1_tmbspg2=█ \
+    --reason-without-replacement z1_gas1_tmbspg2
   # What the operator read, not "exited 0 without writing its metrics file": the invalid bytes,
   # the NaN and the last 4 KiB of the 1 MiB are not JSON; the others give the value refused.
   expect "the bad metrics' reasons say what was wrong with what the trial wrote" \
-    job_satisfies "$job" \
-    'all("not a JSON object" in reasons["z1_gas1_tmbspg%d" % m] for m in (4, 5, 8))
-     and "not a positive number: -2.5" in reasons["z1_gas1_tmbspg6"]
-     and "not a positive number: \"1234.5\"" in reasons["z1_gas1_tmbspg7"]'
+    job_has "$job" \
+    --reason "z1_gas1_tmbspg4=not a JSON object" --reason "z1_gas1_tmbspg5=not a JSON object" \
+    --reason "z1_gas1_tmbspg8=not a JSON object" \
+    --reason "z1_gas1_tmbspg6=not a positive number: -2.5" \
+    --reason 'z1_gas1_tmbspg7=not a positive number: "1234.5"'
   expect "its best is $published_best" best_is "$job" "$published_best"
   expect "no trial Pod remains" eventually 30 no_trial_pods "$job"
   expect "the forked child is gone" eventually 30 no_process_with "$orphan"
@@ -545,16 +492,16 @@ case_wrapper() {
     strategy=grid stages='[1]' micro='[1, 3]' early=0 args='[]' \
     command="[bash, -c, '$trainer --per_device_train_batch_size 1']" || return 0
   expect "it fails at once naming the script and the flag, and no Pod is created" \
-    eventually 30 job_satisfies fixed \
-    'status.get("phase") == "Failed" and
-     "command[2]: sets --per_device_train_batch_size itself" in cond("SpecValid").get("message", "")'
+    eventually 30 job_has fixed \
+    --phase Failed \
+    --condition-message "SpecValid=command[2]: sets --per_device_train_batch_size itself"
   expect "no Pod of it exists" eval '[[ -z $(trial_pods fixed) ]]'
   check "a job whose wrapper script passes its arguments on with \"\$@\" is created" \
     create_job forwarded strategy=grid stages='[1]' micro='[1, 3]' early=0 args='[]' \
     command="[bash, -c, '$trainer \"\$@\"']" || return 0
   check "it Succeeds within 120s" ends_in forwarded Succeeded 120 || return 0
   expect "both trials Succeeded: each ran the micro-batch it is named for" \
-    job_satisfies forwarded 'sorted(outcomes.values()) == ["Succeeded", "Succeeded"]'
+    job_has forwarded --outcome-values Succeeded Succeeded
   expect "its best is $published_best" best_is forwarded "$published_best"
   end_case
 }
@@ -622,17 +569,16 @@ case_foreign() {
   check "a job with trials z1_gas1_tmbspg1 and z1_gas1_tmbspg3 is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
   check "its search ends with OutputWritten=False, reason OutputConflict, within 120s" \
-    eventually 120 job_satisfies "$job" \
-    'cond("OutputWritten").get("reason") == "OutputConflict" and len(names) == 2' || return 0
+    eventually 120 job_has "$job" \
+    --condition-reason OutputWritten=OutputConflict --results 2 || return 0
   expect "$job-optimal is left as it was: its own data, no owner" \
     foreign_configmap_untouched "$job-optimal"
   expect "kubectl autotune best prints no config from a ConfigMap the job did not write" \
     eval '! plugin best "$job" -n "$case_ns"'
   check "$job-optimal is deleted" kubectl delete configmap "$job-optimal" -n "$case_ns"
   check "the job then Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
-  expect "z1_gas1_tmbspg1 is Failed: its Pod name is not this job's" job_satisfies "$job" \
-    "outcomes.get('z1_gas1_tmbspg1') == 'Failed'
-     and \"is not this job's\" in reasons['z1_gas1_tmbspg1'] and len(names) == 2"
+  expect "z1_gas1_tmbspg1 is Failed: its Pod name is not this job's" job_has "$job" \
+    --outcome z1_gas1_tmbspg1=Failed --reason "z1_gas1_tmbspg1=is not this job's" --results 2
   expect "only z1_gas1_tmbspg3 ran" only_launched "$job" z1_gas1_tmbspg3
   expect "its best is $published_best" best_is "$job" "$published_best"
   expect "no trial Pod of the job remains" eventually 30 no_trial_pods "$job"
@@ -679,18 +625,17 @@ case_busy_cluster() {
   check "a job of two trials with schedulingTimeout 15s is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 scheduling_timeout=15s || return 0
   expect "it shows its trials queued: Running=False, reason Queued, the scheduler's words" \
-    eventually 30 job_satisfies "$job" \
-    'status["trials"]["queued"] == 2 and cond("Running").get("status") == "False"
-     and cond("Running").get("reason") == "Queued"
-     and "Insufficient nvidia.com/gpu" in cond("Running").get("message", "")'
+    eventually 30 job_has "$job" \
+    --equals trials.queued=2 --condition Running=False --condition-reason Running=Queued \
+    --condition-message "Running=Insufficient nvidia.com/gpu"
   expect "kubectl get atj shows 2 in its QUEUED column" queued_column "$job" 2
   expect "past three scheduling timeouts (45s) the trials still wait, nothing relaunched" \
-    throughout 50 job_satisfies "$job" \
-    'status.get("phase") != "Failed" and status["trials"]["launched"] == 2'
+    throughout 50 job_has "$job" \
+    --phase-not Failed --equals trials.launched=2
   check "the job Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
   expect "no trial was relaunched" job_not_counted autotune_trials_relaunched_total "$job"
   expect "both trials Succeeded" \
-    job_satisfies "$job" 'sorted(outcomes.values()) == ["Succeeded", "Succeeded"]'
+    job_has "$job" --outcome-values Succeeded Succeeded
   expect "each trial was launched once and recorded once" launched_once "$job"
   expect "its best is $published_best" best_is "$job" "$published_best"
   end_case
@@ -712,10 +657,10 @@ case_unwatched_nodes() {
     return 0
   fi
   expect "Running=False, reason Unschedulable, naming the nodes watched and --node-selector" \
-    eventually 60 job_satisfies "$job" \
-    'cond("Running").get("reason") == "Unschedulable"
-     and "the largest has 0 (of the nodes labelled nvidia.com/gpu.present=true" in status["message"]
-     and "the only ones the operator watches: its --node-selector)" in status["message"]'
+    eventually 60 job_has "$job" \
+    --condition-reason Running=Unschedulable \
+    --message "the largest has 0 (of the nodes labelled nvidia.com/gpu.present=true" \
+    --message "the only ones the operator watches: its --node-selector)"
   expect "no trial Pod is created" no_pods_in_namespace
   check "both GPU nodes carry the label again" label_gpu_nodes "$gfd_label=true" || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
@@ -739,20 +684,19 @@ case_gpu_models() {
     create_job "$job" gpu_models="[$model]" gpu_memory= stages='[1]' early=0; then
     if check "it Succeeds within 180s" ends_in "$job" Succeeded 180; then
       expect "every trial Pod ran on the $model node" ran_on_pool_only "$pool"
-      expect "each result names $model as the GPU model it ran on" job_satisfies "$job" \
-        "all(r.get('gpuModel') == '$model' for r in results)"
+      expect "each result names $model as the GPU model it ran on" job_has "$job" \
+        --each-gpu-model "$model"
       expect "each trial was launched once and recorded once" launched_once "$job"
       expect "its best micro-batch is larger than the 32 GiB search's best (3)" \
-        job_satisfies "$job" 'int(status["best"]["trial"].rsplit("tmbspg", 1)[1]) > 3'
+        job_has "$job" --best-micro-batch-above 3
     fi
   fi
   if check "a job of a model no node offers is created" \
     create_job "$missing" gpu_models='[NVIDIA-L40S]'; then
     expect "Running=False, reason GpuModelUnavailable, naming the models the nodes offer" \
-      eventually 30 job_satisfies "$missing" \
-      'cond("Running").get("reason") == "GpuModelUnavailable"
-       and "NVIDIA-L40S" in status["message"] and "Simulated-GPU" in status["message"]
-       and "NVIDIA-H100-80GB-HBM3" in status["message"]'
+      eventually 30 job_has "$missing" \
+      --condition-reason Running=GpuModelUnavailable --message NVIDIA-L40S \
+      --message Simulated-GPU --message NVIDIA-H100-80GB-HBM3
     expect "no Pod of it is created" throughout 3 bash -c \
       "[[ -z \$(kubectl get pods -n $case_ns -l autotune.io/job=$missing -o name) ]]"
   fi
@@ -769,17 +713,15 @@ every_model() {
   check "a job of every GPU model is created" \
     create_job "$job" gpu_models='[All]' gpu_memory= stages='[1]' early=0 || return 0
   check "it Succeeds within 240s" ends_in "$job" Succeeded 240 || return 0
-  expect "its status names a search per model, each Succeeded" job_satisfies "$job" \
-    'sorted((m["gpuModel"], m["job"], m["phase"]) for m in status["gpuModels"]) ==
-     [("'"$model"'", "'"$h100_search"'", "Succeeded"),
-      ("Simulated-GPU", "'"$simulated_search"'", "Succeeded")]'
+  expect "its status names a search per model, each Succeeded" job_has "$job" \
+    --model-searches "$model=$h100_search=Succeeded" "Simulated-GPU=$simulated_search=Succeeded"
   expect "every result of the $model search ran on $model" ran_on_model "$h100_search" "$model"
   expect "every result of the Simulated-GPU search ran on Simulated-GPU" \
     ran_on_model "$simulated_search" Simulated-GPU
   expect "the $model search finds the best of the job of $model alone, from its measurements" \
     same_best "$h100_search" "$alone"
   expect "the Simulated-GPU search finds the 32 GiB search's best (z1_gas1_tmbspg3)" \
-    job_satisfies "$simulated_search" 'status["best"]["trial"] == "z1_gas1_tmbspg3"'
+    job_has "$simulated_search" --best z1_gas1_tmbspg3
   expect "the output holds each model's config and, as ds_config.json, the fastest" \
     output_per_model "$job" "$model" "$h100_search" "$simulated_search"
   expect "kubectl autotune best --gpu-model prints the $model config" \
@@ -823,7 +765,7 @@ report_of_every_model() {
 
 # Every result of the job $1 names the GPU model $2 as the one it ran on.
 ran_on_model() {
-  job_satisfies "$1" "results and all(r.get('gpuModel') == '$2' for r in results)"
+  job_has "$1" --results-at-least 1 --each-gpu-model "$2"
 }
 
 # Jobs $1 and $2 found the same best trial; every result of $1 was taken from kept measurements.
@@ -832,30 +774,17 @@ same_best() {
   ours=$(field "$1" '{.status.best.trial}') theirs=$(field "$2" '{.status.best.trial}')
   echo "$1: $ours; $2: $theirs"
   [[ -n $ours && $ours == "$theirs" ]] &&
-    job_satisfies "$1" 'results and all(r.get("reusedFrom") for r in results)'
+    job_has "$1" --results-at-least 1 --all-reused
 }
 
 # The output ConfigMap of the job $1 holds the best config of each search ($3 of the model $2, and
 # $4 of Simulated-GPU) and, as ds_config.json, the one of the search whose best is fastest.
 output_per_model() {
-  local job=$1 model=$2 first=$3 second=$4
-  python3 - "$job-optimal" "$model" "$first" "$second" "$case_ns" <<'CHECK'
-import json, subprocess, sys
-configmap, model, first, second, ns = sys.argv[1:]
-def get(kind, name):
-    return json.loads(subprocess.check_output(["kubectl", "get", kind, name, "-n", ns, "-o", "json"]))
-data = get("configmap", configmap)["data"]
-bests = {model: get("atj", first)["status"]["best"],
-         "Simulated-GPU": get("atj", second)["status"]["best"]}
-for name, best in bests.items():
-    held = json.loads(data.get(f"ds_config.{name}.json", "null"))
-    if held != best["config"]:
-        sys.exit(f"ds_config.{name}.json is {held}, its search's best config {best['config']}")
-fastest = max(bests, key=lambda name: bests[name]["value"])
-if json.loads(data["ds_config.json"]) != bests[fastest]["config"]:
-    sys.exit(f"ds_config.json is not {fastest}'s")
-print(f"each model's config; ds_config.json is {fastest}'s")
-CHECK
+  local job=$1 model=$2 first=$work/$3.json second=$work/$4.json configmap=$work/$1-optimal.json
+  kubectl get atj "$3" -n "$case_ns" -o json >"$first" &&
+    kubectl get atj "$4" -n "$case_ns" -o json >"$second" &&
+    kubectl get configmap "$job-optimal" -n "$case_ns" -o json >"$configmap" &&
+    inspect output-per-model "$configmap" "$model=$first" "Simulated-GPU=$second"
 }
 
 # GPUs through Dynamic Resource Allocation on a cluster of no other GPUs: a pool of one node that
@@ -894,9 +823,9 @@ case_dra() {
       extra_env='{name: DRA_PATH, value: eight}'; then
       expect "it Fails within 120s: each trial measured another global batch than it asked for" \
         ends_in short Failed 120
-      expect "its trials are ConfigNotApplied, naming the GPUs" job_satisfies short \
-        'results and all(r["outcome"] == "ConfigNotApplied" and "number of GPUs" in r["reason"]
-                         for r in results)'
+      expect "its trials are ConfigNotApplied, naming the GPUs" job_has short \
+        --results-at-least 1 --every-outcome ConfigNotApplied \
+        --each-reason "ConfigNotApplied=number of GPUs"
       expect "each of its trial Pods had the 8 GPUs of its claim" claimed_gpus short "$pool" 8
     fi
     if check "a job whose trials ask for nvidia.com/gpu, served by the driver, is created" \
@@ -968,7 +897,7 @@ dra_job_finds_the_best() {
   local job=$1 model=$2
   check "$job Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
   expect "$job finds the device plugin's 32 GiB best (z1_gas1_tmbspg3)" \
-    job_satisfies "$job" 'status["best"]["trial"] == "z1_gas1_tmbspg3"'
+    job_has "$job" --best z1_gas1_tmbspg3
   expect "every result of $job ran on $model" ran_on_model "$job" "$model"
   expect "each trial of $job was launched once and recorded once" launched_once "$job"
   expect "no ResourceClaim is left within 60s" eventually 60 bash -c \
@@ -1118,24 +1047,7 @@ operator_peak_below() {
 # The operator deleted nothing in namespaces $@ that it had not created itself, by the API server's
 # audit log.
 deleted_only_its_own() {
-  python3 - "$E2E_AUDIT_LOG" "$(operator_user)" "$@" <<'PY'
-import json, sys
-log, user, namespaces = sys.argv[1], sys.argv[2], set(sys.argv[3:])
-created, deleted = set(), []
-for line in open(log, encoding="utf-8"):
-    event = json.loads(line)
-    ref = event.get("objectRef", {})
-    if event.get("user", {}).get("username") != user or ref.get("namespace") not in namespaces:
-        continue
-    key = (ref.get("resource"), ref.get("namespace"), ref.get("name"))
-    if event["verb"] == "create" and event.get("responseStatus", {}).get("code") == 201:
-        created.add(key)
-    elif event["verb"] == "delete":
-        deleted.append(key)
-foreign = sorted(set(key for key in deleted if key not in created))
-print(f"{len(deleted)} deletes by the operator; of objects it did not create: {foreign}")
-sys.exit(1 if foreign else 0)
-PY
+  inspect deleted-only-own "$E2E_AUDIT_LOG" "$(operator_user)" "$@"
 }
 
 # Another team's namespace holds two Pods labelled for a job, each asking for a whole node's GPUs
@@ -1166,7 +1078,7 @@ case_tenants() {
   check "a job of two trials, 16 GPUs each, is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
   expect "both its trials launch within 30s: the labelled Pods hold no GPU" \
-    eventually 30 job_satisfies "$job" 'status.get("trials", {}).get("launched") == 2'
+    eventually 30 job_has "$job" --equals trials.launched=2
   check "it Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "its best is $published_best" best_is "$job" "$published_best"
   check "a suspended Job nightly-etl is created" suspended_job nightly-etl || return 0
@@ -1210,40 +1122,24 @@ case_quota() {
   check "a job of three trials, 16 GPUs each, parallelism 2, is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 2, 3]' early=0 startup=4 || return 0
   expect "it shows that a trial waits for quota, in the quota's words" \
-    eventually 60 job_satisfies "$job" \
-    'cond("Running").get("reason") == "QuotaExceeded"
-     and "exceeded quota: gpu" in cond("Running").get("message", "")
-     and status["trials"]["queued"] >= 1'
+    eventually 60 job_has "$job" \
+    --condition-reason Running=QuotaExceeded --condition-message "Running=exceeded quota: gpu" \
+    --at-least trials.queued=1
   check "the job Succeeds within 180s" ends_in "$job" Succeeded 180 || return 0
   expect "one QuotaExceeded Event, however many creates were refused" \
     events_counted "$job" QuotaExceeded 1
   expect "the quota refused creates (the API server's audit log)" quota_refused_creates 2
   expect "no trial was relaunched: no refusal spent an attempt" \
     job_not_counted autotune_trials_relaunched_total "$job"
-  expect "every trial Succeeded" job_satisfies "$job" \
-    'sorted(outcomes.values()) == ["Succeeded"] * 3'
+  expect "every trial Succeeded" job_has "$job" \
+    --outcome-values Succeeded Succeeded Succeeded
   expect "each trial was launched once and recorded once" launched_once "$job"
   expect "no Pod name was created twice" created_once pods
   end_case
 }
 
 # At least $1 Pod creates in the case's namespace were refused as over quota.
-quota_refused_creates() {
-  python3 - "$E2E_AUDIT_LOG" "$case_ns" "$1" <<'PY'
-import json, sys
-refused = 0
-for line in open(sys.argv[1], encoding="utf-8"):
-    event = json.loads(line)
-    ref = event.get("objectRef", {})
-    status = event.get("responseStatus", {})
-    if (event["verb"] == "create" and ref.get("resource") == "pods"
-            and ref.get("namespace") == sys.argv[2] and status.get("code") == 403
-            and "exceeded quota" in status.get("message", "")):
-        refused += 1
-print(f"{refused} Pod creates refused by the quota")
-sys.exit(0 if refused >= int(sys.argv[3]) else 1)
-PY
-}
+quota_refused_creates() { inspect quota-refused "$E2E_AUDIT_LOG" "$case_ns" "$1"; }
 
 # A namespace that enforces Pod Security restricted, a template that breaks it: the template can
 # never run, so the job fails within seconds, with the API server's words, and nothing is
@@ -1255,10 +1151,9 @@ case_pod_security() {
     kubectl label namespace "$case_ns" pod-security.kubernetes.io/enforce=restricted || return 0
   check "a job whose template is not restricted is created" create_job "$job" || return 0
   check "it Fails within 30s" ends_in "$job" Failed 30 || return 0
-  expect "reason LaunchRefused, with the server's words" job_satisfies "$job" \
-    'cond("Failed").get("reason") == "LaunchRefused"
-     and "violates PodSecurity" in cond("Failed").get("message", "")
-     and status["trials"]["launched"] == 0 and not status.get("inFlight")'
+  expect "reason LaunchRefused, with the server's words" job_has "$job" \
+    --condition-reason Failed=LaunchRefused --condition-message "Failed=violates PodSecurity" \
+    --equals trials.launched=0 --unset inFlight
   expect "no Pod exists and none is tried again" throughout 5 no_trial_pods "$job"
   expect "no trial was relaunched" job_not_counted autotune_trials_relaunched_total "$job"
   end_case
@@ -1317,18 +1212,18 @@ case_hold() {
       --from-literal=ds_config.json='{"theirs": true}' || return 0
   check "a job of 16 GPUs per trial, parallelism 2, is created" create_job "$job" \
     strategy=grid stages='[1]' micro='[1, 3]' early=0 || return 0
-  check "its search ends with OutputConflict within 120s" eventually 120 job_satisfies "$job" \
-    'cond("OutputWritten").get("reason") == "OutputConflict" and len(names) == 2' || return 0
+  check "its search ends with OutputConflict within 120s" eventually 120 job_has "$job" \
+    --condition-reason OutputWritten=OutputConflict --results 2 || return 0
   expect "its trial Pods are gone while its output waits" eventually 30 no_trial_pods "$job"
-  expect "it waits for no GPUs" job_satisfies "$job" \
-    'cond("Running").get("reason") != "WaitingForGPUs"'
+  expect "it waits for no GPUs" job_has "$job" \
+    --condition-reason-not Running=WaitingForGPUs
   check "namespace $other_ns exists" kubectl create namespace "$other_ns" || return 0
   local first=$case_ns
   case_ns=$other_ns
   check "a job in $other_ns is created after it" create_job other strategy=grid stages='[1]' \
     micro='[1, 3]' early=0 || return 0
-  expect "it launches within 10s, well before any 30s recheck" eventually 10 job_satisfies other \
-    'status["trials"]["launched"] >= 1'
+  expect "it launches within 10s, well before any 30s recheck" eventually 10 job_has other \
+    --at-least trials.launched=1
   expect "it Succeeds within 120s" ends_in other Succeeded 120
   end_case
   case_ns=$first
@@ -1517,8 +1412,8 @@ case_process_killed() {
   check "it is killed with SIGKILL" kill -KILL "$pid" || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "z1_gas1_tmbspg1 is Failed, killed by signal 9, and each trial is recorded once" \
-    job_satisfies "$job" 'outcomes.get("z1_gas1_tmbspg1") == "Failed"
-      and "killed by signal 9" in reasons["z1_gas1_tmbspg1"] and len(names) == len(set(names)) == 2'
+    job_has "$job" --outcome z1_gas1_tmbspg1=Failed \
+      --reason "z1_gas1_tmbspg1=killed by signal 9" --unique-names --results 2
   expect "the operator counts a Failed trial (autotune_trials_finished_total)" \
     job_counted autotune_trials_finished_total "$job" 1 'outcome="Failed"'
   expect "its best is $published_best" best_is "$job" "$published_best"
@@ -1539,8 +1434,8 @@ case_pod_deleted() {
   expect "the trial was relaunched (a TrialRelaunched Event)" events_include "$job" TrialRelaunched
   expect "the operator counts the relaunch (autotune_trials_relaunched_total)" \
     job_counted autotune_trials_relaunched_total "$job" 1
-  expect "both trials Succeeded, each recorded once" job_satisfies "$job" \
-    'sorted(outcomes.values()) == ["Succeeded", "Succeeded"] and len(names) == 2'
+  expect "both trials Succeeded, each recorded once" job_has "$job" \
+    --outcome-values Succeeded Succeeded --results 2
   expect "no trial Pod name was created twice (audit log)" created_once pods
   expect "its best is $published_best" best_is "$job" "$published_best"
   end_case
@@ -1618,8 +1513,8 @@ case_restart() {
   expect "its best is still $published_best" best_is "$job" "$published_best"
   expect "every trial was launched exactly once, and each launch is recorded" \
     launched_once "$job"
-  expect "status.results has no duplicate" job_satisfies "$job" \
-    'len(names) == len(set(names)) == status["trials"]["launched"]'
+  expect "status.results has no duplicate" job_has "$job" \
+    --recorded-once
   expect "the API server dates its last status write under the operator's field manager" \
     status_write_recorded "$job"
   local snapshot
@@ -1662,8 +1557,8 @@ case_ended_while_down() {
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
   expect "no trial was relaunched" no_relaunch "$job"
   expect "every trial was launched exactly once, and each launch is recorded" launched_once "$job"
-  expect "status.results has each trial once, both Succeeded" job_satisfies "$job" \
-    'sorted(outcomes.values()) == ["Succeeded", "Succeeded"] and len(names) == 2'
+  expect "status.results has each trial once, both Succeeded" job_has "$job" \
+    --outcome-values Succeeded Succeeded --results 2
   expect "the deleted Pod is gone" eventually 30 pod_gone "$pod"
   expect "no trial Pod remains" eventually 30 no_trial_pods "$job"
   end_case
@@ -1690,11 +1585,9 @@ case_forged_search() {
   check "the tenant's job Succeeds within 180s: it has a best to take" \
     ends_in "$forged" Succeeded 180 || return 0
   expect "the job's NVIDIA-L40S entry is Failed, its search not the job's, with no best" \
-    job_satisfies "$job" 'any(m["gpuModel"] == "NVIDIA-L40S" and m["job"] == "'"$forged"'"
-      and m["phase"] == "Failed" and "is not this job" in m.get("message", "")
-      and "best" not in m for m in status["gpuModels"])'
+    job_has "$job" --refused-search "NVIDIA-L40S=$forged=is not this job"
   expect "its Simulated-GPU search finds the 32 GiB search's best (z1_gas1_tmbspg3)" \
-    job_satisfies "$job" 'status["best"]["trial"] == "z1_gas1_tmbspg3"'
+    job_has "$job" --best z1_gas1_tmbspg3
   expect "its output holds Simulated-GPU's config, and no NVIDIA-L40S config" \
     output_files "$job" ds_config.Simulated-GPU.json ds_config.json
   expect "its trials are its own search's, not the tenant's" eval \
@@ -1720,7 +1613,7 @@ forge_search() {
 output_files() {
   local files
   files=$(kubectl get configmap "$1-optimal" -n "$case_ns" -o json |
-    python3 -c 'import json, sys; print(*sorted(json.load(sys.stdin).get("data", {})))')
+    inspect data-keys)
   echo "files: $files"
   [[ $files == "${*:2}" ]]
 }
@@ -1729,14 +1622,8 @@ output_files() {
 # User-Agent's product), dated no earlier than the second of its completionTime: what paces its
 # status writes across restarts.
 status_write_recorded() {
-  kubectl get atj "$1" -n "$case_ns" -o json --show-managed-fields | python3 -c '
-import json, sys
-job = json.load(sys.stdin)
-entries = [e for e in job["metadata"].get("managedFields", [])
-           if e.get("manager") == "autotune-operator" and e.get("subresource") == "status"]
-completed = job["status"]["completionTime"][:19]
-print("entries:", entries, "completionTime:", completed)
-sys.exit(0 if len(entries) == 1 and entries[0]["time"][:19] >= completed else 1)'
+  kubectl get atj "$1" -n "$case_ns" -o json --show-managed-fields |
+    inspect status-written autotune-operator
 }
 
 # --- multi-node trials ---------------------------------------------------------------------------
@@ -1759,8 +1646,8 @@ case_multinode() {
     crash_operator || return 0
   check "it Succeeds within 300s" ends_in "$job" Succeeded 300 || return 0
   expect "its best is $published_best" best_is "$job" "$published_best"
-  expect "status.best names 2 nodes and 16 GPUs" job_satisfies "$job" \
-    'status["best"]["nodes"] == 2 and status["best"]["gpus"] == 16'
+  expect "status.best names 2 nodes and 16 GPUs" job_has "$job" \
+    --equals best.nodes=2 --equals best.gpus=16
   expect "each trial's two Pods ran on different nodes" ranks_on_distinct_nodes 2
   expect "every trial was launched exactly once, and each launch is recorded (rank 0's log)" \
     launched_once "$job" "$(launch_log "$job").rank0"
@@ -1781,9 +1668,8 @@ case_multinode_oom() {
     stages='[1]' micro='[2]' parallelism=1 max_failed=1 \
     extra_env='{name: AUTOTUNE_SIM_OOM_RANK, value: "1"}' || return 0
   check "it ends Failed within 120s" ends_in "$job" Failed 120 || return 0
-  expect "its one trial is OOM with the CUDA out-of-memory message" job_satisfies "$job" \
-    'len(results) == 1 and results[0]["outcome"] == "OOM"
-     and "out of memory" in results[0]["reason"]'
+  expect "its one trial is OOM with the CUDA out-of-memory message" job_has "$job" \
+    --results 1 --every-outcome OOM --each-reason "OOM=out of memory"
   expect "a TrialOOM Event" events_include "$job" TrialOOM
   expect "no trial Job, Service or Pod remains" eventually 60 no_trial_jobs "$job"
   end_case
@@ -1859,10 +1745,10 @@ case_deepspeed() {
     kubectl apply -f <(deepspeed_job_manifest "$venv") || return 0
   check "it Succeeds within 600s" ends_in "$job" Succeeded 600 || return 0
   expect "the profiling trial ran first and DeepSpeed measured tiny_lm.py's 536320 parameters" \
-    job_satisfies "$job" 'names[0] == "profile_model_info" and
-      status["model"]["numParameters"] == 536320 and status["model"]["activationMemoryPerSample"] > 0'
-  expect "stages 0, 1 and 2 were each measured" job_satisfies "$job" \
-    '{r["space"] for r in results if r["outcome"] == "Succeeded"} >= {"z0", "z1", "z2"}'
+    job_has "$job" --first-trial profile_model_info \
+      --equals model.numParameters=536320 --above model.activationMemoryPerSample=0
+  expect "stages 0, 1 and 2 were each measured" job_has "$job" \
+    --spaces-succeeded z0 z1 z2
   expect "every recorded metric is DeepSpeed's own, read from the termination message" \
     metrics_from_deepspeed "$job"
   expect "DeepSpeed trains tiny_lm.py with the ConfigMap's ds_config.json on two ranks" \
@@ -1916,8 +1802,8 @@ case_deepspeed_two_nodes() {
   check "a job whose trials are real DeepSpeed launches on two nodes is created" \
     kubectl apply -f <(deepspeed_two_node_manifest "$venv") || return 0
   check "it Succeeds within 600s" ends_in "$job" Succeeded 600 || return 0
-  expect "both trials were measured" job_satisfies "$job" \
-    'len(results) == 2 and all(r["outcome"] == "Succeeded" for r in results)'
+  expect "both trials were measured" job_has "$job" \
+    --results 2 --every-outcome Succeeded
   expect "every recorded metric is DeepSpeed's own, read from rank 0's termination message" \
     metrics_from_deepspeed "$job" "-0-*"
   expect "each trial's two Pods ran on different nodes" ranks_on_distinct_nodes 2

@@ -193,11 +193,10 @@ reached() {
 # $3 GPUs that do not fit, counting it in status.trials.awaitingAdmission; Running is True when
 # some trial runs, else False.
 waits_for_admission() {
-  job_satisfies "$1" "status['trials'].get('awaitingAdmission', 0) >= 1
-    and cond('Running').get('reason') == 'WaitingForAdmission'
-    and \"waits for Kueue admission in LocalQueue $2: $(no_room "$3")\"
-      in cond('Running').get('message', '')
-    and cond('Running')['status'] == ('True' if status['trials'].get('running', 0) else 'False')"
+  job_has "$1" --at-least trials.awaitingAdmission=1 \
+    --condition-reason Running=WaitingForAdmission \
+    --condition-message "Running=waits for Kueue admission in LocalQueue $2: $(no_room "$3")" \
+    --running-follows-trials
 }
 
 # Job $1 of namespace $2 or job $3 of namespace $4 waits for admission in LocalQueue team.
@@ -384,17 +383,17 @@ after_tuning_queued() {
 case_missing_queue() {
   begin_kueue_case missing-queue
   local job=early after=$work/after-tuning.args
+  local not_found="Kueue LocalQueue late (spec.queueName) does not exist in namespace $case_ns:"
+  not_found+=" no trial is created until it does"
   check "ClusterQueue late of 16 GPUs exists" e2e_kueue_cluster_queue late 16 || return 0
   check "a job naming LocalQueue late, which does not exist, is created" create_job "$job" \
     gpus=8 queue=late strategy=grid stages='[1]' micro='[1, 3]' early=0 \
     after_tuning="$(after_tuning_writing_to "$after")" || return 0
   check "Running=False, reason LocalQueueNotFound, naming the queue and the namespace" \
-    eventually 30 job_satisfies "$job" \
-    "cond('Running').get('status') == 'False'
-     and cond('Running').get('reason') == 'LocalQueueNotFound'
-     and cond('Running').get('message', '').startswith('Kueue LocalQueue late (spec.queueName) '
-       'does not exist in namespace $case_ns: no trial is created until it does')
-     and status['trials']['launched'] == 0" || return 0
+    eventually 30 job_has "$job" \
+    --condition Running=False --condition-reason Running=LocalQueueNotFound \
+    --condition-message-starts "Running=$not_found" \
+    --equals trials.launched=0 || return 0
   expect "one Warning Event LocalQueueNotFound" warned_once "$job" LocalQueueNotFound
   expect "no trial Pod is created meanwhile" throughout 3 no_trial_pods "$job"
   check "LocalQueue late is created" e2e_kueue_local_queue "$case_ns" late late || return 0
@@ -403,7 +402,7 @@ case_missing_queue() {
   expect "each trial was launched once and recorded once" launched_once "$job"
   expect "still one LocalQueueNotFound Event" warned_once "$job" LocalQueueNotFound
   expect "status.afterTuningJob names $job-after-tuning" \
-    job_satisfies "$job" "status['afterTuningJob'] == '$job-after-tuning'"
+    job_has "$job" --equals "afterTuningJob=$job-after-tuning"
   expect "the afterTuning Job completes within 60s" eventually 60 job_complete "$job-after-tuning"
   expect "it carries the job's queue label, and Kueue admitted it" \
     after_tuning_queued "$job-after-tuning" late
@@ -438,17 +437,17 @@ case_restart() {
   check "Kueue admits it and it runs" eventually 60 pod_phase_is holder Running || return 0
   check "a job of two trials of 8 GPUs is created in LocalQueue team" create_job "$job" gpus=8 \
     queue=team strategy=grid stages='[1]' micro='[1, 3]' early=0 startup=1 || return 0
-  check "both trials wait for admission, in Kueue's words (8 GPUs)" eventually 60 job_satisfies \
-    "$job" "status['trials'].get('awaitingAdmission') == 2 and status['trials']['launched'] == 2
-      and cond('Running').get('reason') == 'WaitingForAdmission'
-      and \"$(no_room 8)\" in cond('Running').get('message', '')" || return 0
+  check "both trials wait for admission, in Kueue's words (8 GPUs)" eventually 60 job_has \
+    "$job" --equals trials.awaitingAdmission=2 --equals trials.launched=2 \
+    --condition-reason Running=WaitingForAdmission --condition-message "Running=$(no_room 8)" ||
+    return 0
   expect "no reconcile threw so far" no_new_exceptions 0
   check "the operator is killed (SIGKILL) while they wait, and restarted" crash_operator ||
     return 0
   expect "the restarted operator reconciles once the old one's lease expires" \
     eventually 60 reconciled_since_start
-  expect "both trials still wait, none created again" throughout 3 job_satisfies "$job" \
-    "status['trials'].get('awaitingAdmission') == 2 and status['trials']['launched'] == 2"
+  expect "both trials still wait, none created again" throughout 3 job_has "$job" \
+    --equals trials.awaitingAdmission=2 --equals trials.launched=2
   check "the Pod holding the quota is deleted" kubectl delete pod holder -n "$case_ns" \
     --wait=false || return 0
   check "the job Succeeds within 120s" ends_in "$job" Succeeded 120 || return 0
@@ -461,17 +460,7 @@ case_restart() {
 }
 
 # Trial Pods created in the case's namespace: successful creates in the API server's audit log.
-pods_created() {
-  python3 - "$E2E_AUDIT_LOG" "$case_ns" <<'PY'
-import json, sys
-print(sum(1 for line in open(sys.argv[1], encoding="utf-8")
-          for event in [json.loads(line)]
-          if event["verb"] == "create" and event.get("objectRef", {}).get("resource") == "pods"
-          and not event["objectRef"].get("subresource")
-          and event["objectRef"].get("namespace") == sys.argv[2]
-          and event.get("responseStatus", {}).get("code") == 201))
-PY
-}
+pods_created() { inspect pods-created "$E2E_AUDIT_LOG" "$case_ns" '' | wc -l; }
 
 # ClusterQueue unpullable of 16 GPUs; a job of one trial whose image comes from a registry that
 # does not resolve (the node simulator's registry.invalid). Kueue admits the trial, its container
@@ -484,16 +473,16 @@ case_unpullable() {
   check "a job of one trial, image $image, is created in LocalQueue team" create_job "$job" \
     gpus=8 queue=team strategy=grid stages='[1]' micro='[2]' early=0 image="$image" || return 0
   expect "while it waits, the job says its trial's container cannot start, in the kubelet's words" \
-    eventually 60 job_satisfies "$job" \
-    "cond('Running').get('reason') == 'ContainerCannotStart'
-     and 'ErrImagePull: failed to pull and unpack image \"$image\"' in status.get('message', '')"
+    eventually 60 job_has "$job" \
+    --condition-reason Running=ContainerCannotStart \
+    --message "ErrImagePull: failed to pull and unpack image \"$image\""
   check "the job ends Failed within 300s" ends_in "$job" Failed 300 || return 0
   local lost="lost on 3 attempts, last: WorkloadEvictedDueToPodsReadyTimeout"
   expect "its trial is Failed after three attempts, the last evicted for PodsReadyTimeout" \
-    job_satisfies "$job" \
-    "outcomes == {'$trial': 'Failed'} and reasons['$trial'].startswith('$lost')"
-  expect "the job's message names the trial and why it failed" job_satisfies "$job" \
-    "status['message'].startswith('no trial succeeded: search complete (the last, $trial: $lost')"
+    job_has "$job" \
+    --outcomes "$trial=Failed" --reason-starts "$trial=$lost"
+  expect "the job's message names the trial and why it failed" job_has "$job" \
+    --message-starts "no trial succeeded: search complete (the last, $trial: $lost"
   expect "each attempt after the first is a TrialRelaunched Event naming the eviction" \
     relaunched_because "Trial $trial was lost (WorkloadEvictedDueToPodsReadyTimeout" 2
   expect "three Pods were created for it, no more (audit log)" eval '(($(pods_created) == 3))'

@@ -86,9 +86,8 @@ succeeds_at_best() { ends_in "$1" Succeeded "$2" && best_is "$1" "$published_bes
 
 # Job $1 measured every trial itself: none reused, each launched (its launch log) and recorded.
 reused_nothing() {
-  job_satisfies "$1" 'status["trials"]["reused"] == 0
-    and status["trials"]["launched"] == len(results) > 0
-    and not any(r.get("reusedFrom") for r in results)' && launched_once "$1"
+  job_has "$1" --equals trials.reused=0 --counts-results trials.launched --results-at-least 1 \
+    --none-reused && launched_once "$1"
 }
 
 # The trials in job $1's launch log, sorted, on one line.
@@ -102,9 +101,16 @@ launched_exactly() {
   expected=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
   actual=$(launched_trials "$job")
   [[ $actual == "$expected" ]] || { echo "launched: $actual; expected: $expected"; return 1; }
-  job_satisfies "$job" "sorted(r['name'] for r in results if not r.get('reusedFrom'))
-    == sorted('$*'.split()) and status['trials']['launched'] == $#
-    and status['trials']['reused'] == len(results) - $#"
+  job_has "$job" --fresh "$@" --equals "trials.launched=$#" --reused-counted
+}
+
+# Job $1 has more results than the names given, and they are some: it needed trials of its own
+# and others too.
+some_but_not_all() {
+  local job=$1
+  shift
+  (($# > 0)) || { echo "no name given"; return 1; }
+  job_has "$job" --results-more-than "$#"
 }
 
 # The uid of job $1.
@@ -123,14 +129,7 @@ warned_with() {
   local job=$1 reason=$2 lines
   shift 2
   lines=$(event_lines "$job" "$reason") || return 1
-  python3 - "$lines" "$@" <<'PY'
-import sys
-lines, texts = sys.argv[1].splitlines(), sys.argv[2:]
-if not any(line.startswith("Warning ") and all(t in line for t in texts) for line in lines):
-    print("no Warning holding", texts, "among:")
-    print("\n".join(lines) or "(none)")
-    sys.exit(1)
-PY
+  inspect warning "$@" <<<"$lines"
 }
 
 # The TrialReused Events about job $1 name each reused result of its status with the ConfigMap it
@@ -138,24 +137,7 @@ PY
 reuse_events_match() {
   local lines
   lines=$(event_lines "$1" TrialReused) || return 1
-  kubectl get atj "$1" -n "$case_ns" -o json | python3 -c '
-import json, re, sys
-said = {}
-for line in sys.argv[1].splitlines():
-    kind, _, message = line.partition(" ")
-    single = re.fullmatch(r"Trial (\S+) reused: .* from ConfigMap (\S+)", message)
-    if kind == "Normal" and single:
-        said[single.group(1)] = single.group(2)
-        continue
-    for item in message.split(":", 1)[-1].split(";"):
-        found = re.fullmatch(r"\s*(\S+) \(.* from ConfigMap (\S+)\)", item)
-        if kind == "Normal" and found:
-            said[found.group(1)] = found.group(2)
-results = json.load(sys.stdin)["status"].get("results", [])
-reused = {r["name"]: r["reusedFrom"] for r in results if r.get("reusedFrom")}
-print("TrialReused Events:", said)
-sys.exit(0 if said == reused and reused else 1)
-' "$lines"
+  kubectl get atj "$1" -n "$case_ns" -o json | inspect reuse-events "$lines"
 }
 
 # No TrialLaunched Event about job $1 (this job, by its uid).
@@ -172,93 +154,21 @@ seal_key() {
   kubectl get secret "$e2e_measurement_key" -n "$e2e_operator_namespace" -o jsonpath='{.data.key}'
 }
 
-# A Python expression over the case's measurement ConfigMaps and jobs is true. `kept` maps the name
-# of each ConfigMap labelled autotune.io/measurement to a dict: labels, annotations, rv (its
-# resourceVersion), owners, size (of its data), identity and result (data.identity.json and
-# data.result.json parsed; None where not JSON), hashed (its name is autotune-m- and 40 hex digits
-# of the SHA-256 of its identity.json); `before` the same of file $2 (save_kept's), if given.
-# `sound(k)` says ConfigMap k is a measurement as the operator keeps it; `by(job)` maps the trials
-# of that job to the ConfigMaps it measured (annotation autotune.io/measured-by); `status(job)` is
-# job's status and `results(job)` its results by trial name. On failure it prints the expression
-# and the ConfigMaps.
-kept_satisfies() {
-  local expression=$1 before=${2:-} now jobs
-  now=$(mktemp -p "$work") jobs=$(mktemp -p "$work")
+# What the operator reads of measurement ConfigMaps (tests/e2e/measurements_of.cpp), built beside
+# the operator.
+measurements_of() { "$(dirname "$AUTOTUNE_OPERATOR")/measurements_of" "$@"; }
+
+# The case's measurement ConfigMaps and jobs pass every check of inspect.py kept given (--count 3,
+# --all-sound, --measured JOB TRIAL..., ...; inspect.py kept --help lists them), with what the
+# operator reads of each ConfigMap (its seal, identity hash and environment label) from
+# measurements_of; --before FILE names the ConfigMaps as save_kept left them earlier, for
+# --unchanged and --rewritten. On failure it prints what was not true and the ConfigMaps.
+kept_has() {
+  local now jobs facts
+  now=$(mktemp -p "$work") jobs=$(mktemp -p "$work") facts=$(mktemp -p "$work")
   save_kept "$now" && kubectl get atj -n "$case_ns" -o json >"$jobs" || return 1
-  python3 - "$case_ns" "$expression" "$now" "$jobs" "$before" "$(seal_key)" <<'PY'
-import hashlib, hmac, json, re, sys
-ns, expression, now, jobs_file, before_file, seal_key = sys.argv[1:7]
-
-def parsed(text):
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return None
-
-def entries(path):
-    kept = {}
-    for item in json.load(open(path, encoding="utf-8"))["items"]:
-        meta, data = item["metadata"], item.get("data") or {}
-        identity = data.get("identity.json", "")
-        digest = hashlib.sha256(identity.encode()).hexdigest()[:40]
-        kept[meta["name"]] = {
-            "name": meta["name"], "labels": meta.get("labels") or {},
-            "annotations": meta.get("annotations") or {}, "rv": meta["resourceVersion"],
-            "owners": meta.get("ownerReferences") or [],
-            "size": sum(len(k) + len(v) for k, v in data.items()),
-            "identity": parsed(identity), "result": parsed(data.get("result.json")),
-            "data": data, "namespace": meta["namespace"],
-            "hashed": meta["name"] == "autotune-m-" + digest}
-    return kept
-
-kept = entries(now)
-before = entries(before_file) if before_file else {}
-jobs = {j["metadata"]["name"]: j for j in json.load(open(jobs_file, encoding="utf-8"))["items"]}
-
-def status(job):
-    return jobs[job].get("status", {})
-
-def results(job):
-    return {r["name"]: r for r in status(job).get("results", [])}
-
-def by(job):
-    return {k["annotations"].get("autotune.io/trial-name"): k for k in kept.values()
-            if k["annotations"].get("autotune.io/measured-by") == f"{ns}/{job}"}
-
-def environment(identity):
-    rest = {key: value for key, value in identity.items() if key != "deepspeedConfig"}
-    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:40]
-
-# The operator's seal, made again from the key in its Secret: HMAC-SHA256 over the namespace, the
-# name, the three annotations it writes and the data, as compact JSON.
-def sealed(k):
-    a = k["annotations"]
-    text = json.dumps([k["namespace"], k["name"], a.get("autotune.io/measured-by", ""),
-                       a.get("autotune.io/measured-by-uid", ""), a.get("autotune.io/trial-name", ""),
-                       k["data"]], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    seal = hmac.new(seal_key.encode(), text.encode(), hashlib.sha256).hexdigest()
-    return hmac.compare_digest(seal, a.get("autotune.io/seal", ""))
-
-def sound(k):
-    identity, result = k["identity"], k["result"]
-    return (k["labels"].get("autotune.io/measurement") == "v2" and k["hashed"] and sealed(k)
-            and not k["owners"] and isinstance(identity, dict) and isinstance(result, dict)
-            and identity.get("namespace") == ns
-            and k["labels"].get("autotune.io/environment") == environment(identity)
-            and isinstance(result.get("outcome"), str)
-            and result.get("name") == k["annotations"].get("autotune.io/trial-name")
-            and re.fullmatch(r"[^/]+/[^/]+", k["annotations"].get("autotune.io/measured-by", "")))
-
-if not eval("(" + expression + ")"):
-    print("not true:", expression)
-    for k in kept.values():
-        print(f"{k['name']} v={k['labels'].get('autotune.io/measurement')} rv={k['rv']}",
-              f"by={k['annotations'].get('autotune.io/measured-by')}",
-              f"trial={k['annotations'].get('autotune.io/trial-name')} size={k['size']}",
-              f"sealed={sealed(k)} sound={bool(sound(k))}")
-    sys.exit(1)
-PY
+  measurements_of "$(seal_key)" <"$now" >"$facts" || return 1
+  inspect kept --namespace "$case_ns" --configmaps "$now" --jobs "$jobs" --facts "$facts" "$@"
 }
 
 # --- the audit log -------------------------------------------------------------------------------
@@ -268,23 +178,7 @@ now_micro() { date -u +%Y-%m-%dT%H:%M:%S.%6NZ; }
 # The Pods the operator created in the case's namespace (successful creates in the audit log),
 # sorted, one a line: those whose name begins with $1, received at or after time $2 (now_micro's
 # format, as the audit log's) if given.
-pods_created() {
-  python3 - "$E2E_AUDIT_LOG" "$case_ns" "$1" "${2:-}" <<'PY'
-import json, sys
-log, namespace, prefix, since = sys.argv[1:5]
-names = []
-for line in open(log, encoding="utf-8"):
-    event = json.loads(line)
-    ref = event.get("objectRef", {})
-    if (event["verb"] == "create" and ref.get("resource") == "pods" and not ref.get("subresource")
-            and ref.get("namespace") == namespace and ref.get("name", "").startswith(prefix)
-            and event.get("responseStatus", {}).get("code") == 201
-            and event["requestReceivedTimestamp"] >= since):
-        names.append(ref["name"])
-if names:
-    print("\n".join(sorted(names)))
-PY
-}
+pods_created() { inspect pods-created "$E2E_AUDIT_LOG" "$case_ns" "$1" "${2:-}"; }
 
 # The Pods the operator created for job $1 (audit log entries from time $2 on, all if empty) are
 # one for each trial of its status that it did not reuse, named after the job and the trial (_ as
@@ -306,19 +200,7 @@ no_pods_created_since() {
 }
 
 # No request of the operator in the audit log was refused (403).
-nothing_refused() {
-  python3 - "$E2E_AUDIT_LOG" <<'PY'
-import collections, json, sys
-refused = collections.Counter()
-for line in open(sys.argv[1], encoding="utf-8"):
-    event = json.loads(line)
-    if event.get("responseStatus", {}).get("code") == 403:
-        ref = event.get("objectRef", {})
-        refused[(event["verb"], ref.get("resource"), ref.get("namespace"))] += 1
-print("refused:", dict(refused) or "none")
-sys.exit(1 if refused else 0)
-PY
-}
+nothing_refused() { inspect nothing-refused "$E2E_AUDIT_LOG"; }
 
 # --- metrics and columns -------------------------------------------------------------------------
 
@@ -326,8 +208,7 @@ PY
 metric_is() {
   local now
   now=$(job_metric "$1" "$2") || { echo "$now"; return 1; }
-  python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 0.5)' \
-    "$now" "$3" || { echo "$1 for $2 is $now, not $3"; return 1; }
+  inspect within "$now" "$3" 0.5 || { echo "$1 for $2 is $now, not $3"; return 1; }
 }
 
 # `kubectl get atj -o wide` shows job $1 with GPU-HOURS $2 and SAVED $3.
@@ -335,26 +216,14 @@ wide_columns() {
   local table
   table=$(kubectl get atj "$1" -n "$case_ns" -o wide) || return 1
   echo "$table"
-  python3 - "$table" "$2" "$3" <<'PY'
-import sys
-header, row = sys.argv[1].splitlines()[:2]
-def column(name, following):
-    return row[header.index(name):header.index(following)].strip()
-used, saved = column("GPU-HOURS", "SAVED"), column("SAVED", "AGE")
-sys.exit(0 if float(used) == float(sys.argv[2]) and float(saved) == float(sys.argv[3]) else 1)
-PY
+  inspect wide-columns "$2" "$3" <<<"$table"
 }
 
 # Job $1 wrote its output ConfigMap (OutputWritten), holding the published best's config.
 output_is_best() {
-  job_satisfies "$1" 'cond("OutputWritten").get("status") == "True"' &&
+  job_has "$1" --condition OutputWritten=True &&
     kubectl get configmap "$1-optimal" -n "$case_ns" -o jsonpath='{.data.ds_config\.json}' |
-    python3 -c '
-import json, sys
-config = json.load(sys.stdin)
-print(json.dumps(config))
-sys.exit(config["train_micro_batch_size_per_gpu"] != 3
-         or config["zero_optimization"]["stage"] != 1)'
+    inspect ds-config --micro-batch 3 --zero-stage 1
 }
 
 # --- the cases -----------------------------------------------------------------------------------
@@ -370,17 +239,14 @@ case_rerun() {
   kubectl get atj "$job" -n "$case_ns" -o json >"$first"
   trials=$(field "$job" '{.status.trials.launched}')
   used=$(field "$job" '{.status.gpuHours.used}')
-  expect "it launched each trial once ($trials), used GPU-hours ($used)" job_satisfies "$job" \
-    'status["trials"]["reused"] == 0 and status["trials"]["launched"] == len(results)
-     and status["gpuHours"]["used"] > 0 and status["gpuHours"]["saved"] == 0'
+  expect "it launched each trial once ($trials), used GPU-hours ($used)" job_has "$job" \
+    --equals trials.reused=0 --counts-results trials.launched --above gpuHours.used=0 \
+    --equals gpuHours.saved=0
   expect "the audit log: the operator created a Pod for each of its trials" \
     pods_match_launches "$job" ''
   expect "a sound measurement ConfigMap for each of its results, named for its identity" \
-    kept_satisfies "sorted(by('$job')) == sorted(results('$job')) == sorted(
-      k['annotations']['autotune.io/trial-name'] for k in kept.values())
-      and all(sound(k) for k in kept.values())
-      and all(k['result']['outcome'] == results('$job')[t]['outcome']
-              for t, k in by('$job').items())"
+    kept_has --measured-results "$job" --trials-are-results-of "$job" --all-sound \
+      --outcomes-kept "$job"
   gpu_seconds=$(python3 -c 'import sys; print(round(float(sys.argv[1]) * 3600, 4))' "$used")
   expect "autotune_trial_gpu_seconds_total for it is its GPU-hours in seconds ($gpu_seconds)" \
     eventually 10 metric_is autotune_trial_gpu_seconds_total "$job" "$gpu_seconds"
@@ -388,25 +254,19 @@ case_rerun() {
   # In the foreground: gone once what it owns is (its output ConfigMap), as a new job needs.
   check "the job is deleted, and gone" eval "kubectl delete atj $job -n $case_ns \
     --cascade=foreground --timeout=60s && ! kubectl get atj $job -n $case_ns" || return 0
-  expect "its measurements stay" kept_satisfies "len(kept) == $trials"
+  expect "its measurements stay" kept_has --count "$trials"
   since=$(now_micro)
   check "the same manifest is applied again" kubectl apply -f "$manifest" || return 0
   check "it Succeeds at $published_best within 180s" succeeds_at_best "$job" 180 || return 0
   expect "it launched nothing and reused every one of the first run's $trials results" \
-    job_satisfies "$job" "status['trials']['launched'] == 0
-      and status['trials']['reused'] == $trials == len(results)
-      and all(r.get('reusedFrom', '').startswith('autotune-m-') for r in results)"
+    job_has "$job" --equals trials.launched=0 --equals "trials.reused=$trials" \
+      --results "$trials" --reused-from-prefix autotune-m-
   expect "its results are the first run's: names, outcomes, values, durations" \
-    job_satisfies "$job" \
-    "sorted((r['name'], r['outcome'], r.get('value'), r['durationSeconds']) for r in results)
-      == sorted((r['name'], r['outcome'], r.get('value'), r['durationSeconds'])
-        for r in json.load(open('$first'))['status']['results'])"
-  expect "each came from the ConfigMap the first run kept for its trial" kept_satisfies \
-    "all(results('$job')[t].get('reusedFrom') == k['name'] for t, k in by('$job').items())"
-  expect "gpuHours: used 0, saved the first run's $used" job_satisfies "$job" \
-    "status['gpuHours']['used'] == 0
-      and not any(status['gpuHours'].get('usedByOutcome', {}).values())
-      and abs(status['gpuHours']['saved'] - $used) < 1e-9"
+    job_has "$job" --same-results-as "$first"
+  expect "each came from the ConfigMap the first run kept for its trial" kept_has \
+    --reused-from-kept "$job"
+  expect "gpuHours: used 0, saved the first run's $used" job_has "$job" \
+    --equals gpuHours.used=0 --all-zero gpuHours.usedByOutcome --near "gpuHours.saved=$used"
   expect "kubectl get atj -o wide: GPU-HOURS 0, SAVED $used" wide_columns "$job" 0 "$used"
   expect "it wrote its output ConfigMap: ZeRO stage 1, micro-batch 3" output_is_best "$job"
   expect "no trial ran again (launch log)" test "$(wc -l <"$(launch_log "$job")")" -eq "$trials"
@@ -438,29 +298,21 @@ case_widened() {
     create_job "$wide" "${published[@]}" || return 0
   check "it Succeeds at $published_best within 180s" succeeds_at_best "$wide" 180 || return 0
   # Its trials less those narrow measured.
-  fresh=$(kubectl get atj -n "$case_ns" -o json | python3 -c '
-import json, sys
-jobs = {j["metadata"]["name"]: j["status"]["results"] for j in json.load(sys.stdin)["items"]}
-measured = {r["name"] for r in jobs[sys.argv[1]]}
-print(" ".join(sorted(r["name"] for r in jobs[sys.argv[2]] if r["name"] not in measured)))
-' "$narrow" "$wide")
-  expect "it needed trials narrow measured, and others: ${fresh:-none}" kept_satisfies \
-    "0 < len('$fresh'.split()) < len(results('$wide'))"
+  fresh=$(kubectl get atj -n "$case_ns" -o json | inspect new-trials "$narrow" "$wide")
+  # shellcheck disable=SC2086  # a list of names
+  expect "it needed trials narrow measured, and others: ${fresh:-none}" \
+    some_but_not_all "$wide" $fresh
   # shellcheck disable=SC2086  # a list of names
   expect "it launched exactly those (launch log, status), reusing the rest" \
     launched_exactly "$wide" $fresh
   expect "the audit log: the operator created their Pods alone" \
     pods_match_launches "$wide" "$since"
   expect "each result of a trial narrow measured came from narrow's ConfigMap, of equal value" \
-    kept_satisfies "all((r.get('reusedFrom') == by('$narrow')[t]['name']
-        and r.get('value') == results('$narrow')[t].get('value')
-        and r['outcome'] == results('$narrow')[t]['outcome'])
-      if t in results('$narrow') else not r.get('reusedFrom')
-      for t, r in results('$wide').items())"
+    kept_has --reused-where-measured "$wide=$narrow"
   expect "a TrialReused Event names each reused trial with its ConfigMap" reuse_events_match "$wide"
+  # shellcheck disable=SC2086  # a list of names
   expect "its fresh trials were kept too: one sound measurement for each trial of the two" \
-    kept_satisfies "len(kept) == len(set(results('$narrow')) | set(results('$wide')))
-      and all(sound(k) for k in kept.values()) and sorted(by('$wide')) == sorted('$fresh'.split())"
+    kept_has --one-per-trial "$narrow" "$wide" --all-sound --measured "$wide" $fresh
   end_case
 }
 
@@ -491,11 +343,9 @@ case_isolation() {
       pods_match_launches "$job" ''
   done
   expect "each job kept its own measurements: image and gpusPerTrial in their identities" \
-    kept_satisfies "len(kept) == sum(len(results(j)) for j in ('first', 'new-image', 'eight-gpus'))
-      and all(sound(k) for k in kept.values())
-      and {k['identity']['container']['image'] for k in by('new-image').values()}
-        == {'registry.example/other-trainer:2'}
-      and {k['identity']['gpusPerTrial'] for k in by('eight-gpus').values()} == {8}"
+    kept_has --count-is-results first new-image eight-gpus --all-sound \
+    --identity new-image container.image=registry.example/other-trainer:2 \
+    --identity eight-gpus gpusPerTrial=8
   in_namespace "$other" end_case
   end_case
 }
@@ -514,11 +364,8 @@ case_disabled() {
   expect "it reused nothing and launched all 3 trials again" reused_nothing again
   expect "no TrialReused Event about it" test -z "$(event_lines again TrialReused)"
   expect "its measurements replaced the kept ones: same names, new result.json, measured by again" \
-    kept_satisfies "len(before) == len(kept) == 3 and set(before) == set(kept)
-      and all(k['rv'] != before[k['name']]['rv'] and sound(k) for k in kept.values())
-      and sorted(by('again')) == sorted(results('again'))
-      and all(k['result']['startTime'] == results('again')[t]['startTime']
-              != results('first')[t]['startTime'] for t, k in by('again').items())" "$before"
+    kept_has --before "$before" --count 3 --rewritten --all-sound --measured-results again \
+      --measured-afresh again=first
   end_case
 }
 
@@ -586,11 +433,9 @@ case_bad_cache() {
       MeasurementNotKept "ConfigMap $name exists and bears no seal" "it is left alone"
   done
   expect "the unsealed ones are as they were edited; ${kept[2]}, still sealed, is sound again" \
-    kept_satisfies "len(kept) == 6
-      and all(kept[n]['rv'] == before[n]['rv'] for n in ['${kept[0]}', '${kept[1]}', '${kept[3]}'])
-      and not any(sealed(kept[n]) for n in ['${kept[0]}', '${kept[1]}', '${kept[3]}'])
-      and sound(kept['${kept[2]}']) and sorted(by('again')) == ['${trials[2]}']
-      and sound(kept['${kept[4]}']) and sound(kept['${kept[5]}'])" "$before"
+    kept_has --before "$before" --count 6 --unchanged "${kept[0]}" "${kept[1]}" "${kept[3]}" \
+      --unsealed "${kept[0]}" "${kept[1]}" "${kept[3]}" --sound "${kept[2]}" \
+      --measured again "${trials[2]}" --sound "${kept[4]}" "${kept[5]}"
   expect "the operator is still process $pid" same_operator "$pid"
   end_case
 }
@@ -627,8 +472,8 @@ case_not_ours() {
     = "$foreign_rv "
   expect "a MeasurementIgnored Warning names $huge" warned_with again MeasurementIgnored \
     "ConfigMap $huge (trial $(trial_of "$huge"))" "bears no seal"
-  expect "$huge is left alone, as edited, and nothing is measured by again" kept_satisfies \
-    "not sealed(kept['$huge']) and kept['$huge']['size'] > 1000000 and not by('again')"
+  expect "$huge is left alone, as edited, and nothing is measured by again" kept_has \
+    --unsealed "$huge" --larger-than "$huge=1000000" --measured-count again=0
   expect "the operator is still process $pid" same_operator "$pid"
   end_case
 }
@@ -644,9 +489,8 @@ case_recreated() {
   check "it is created again, with spec.reuse Disabled" \
     create_edited first "$with_reuse_disabled" "${small[@]}" || return 0
   check "it Succeeds within 60s" ends_in first Succeeded 60 || return 0
-  expect "it ran every trial again" job_satisfies first \
-    'status["trials"]["launched"] == len(results) == 3 and status["trials"]["failed"] == 0
-     and status["trials"]["reused"] == 0'
+  expect "it ran every trial again" job_has first \
+    --counts-results trials.launched --results 3 --equals trials.failed=0 --equals trials.reused=0
   end_case
 }
 
@@ -671,10 +515,9 @@ case_node_product() {
   check "the same manifest is created as job relabelled" create_job relabelled "${small[@]}" &&
     check "it Succeeds within 90s" ends_in relabelled Succeeded 90 || return 0
   expect "it reused nothing and ran every trial" reused_nothing relabelled
-  expect "its measurements name GPU Other-GPU, the first's $simulated_product" kept_satisfies \
-    "len(kept) == 6 and all(sound(k) for k in kept.values())
-      and {k['identity']['gpu']['product'] for k in by('relabelled').values()} == {'Other-GPU'}
-      and {k['identity']['gpu']['product'] for k in by('first').values()} == {'$simulated_product'}"
+  expect "its measurements name GPU Other-GPU, the first's $simulated_product" kept_has \
+    --count 6 --all-sound --identity relabelled gpu.product=Other-GPU \
+    --identity first "gpu.product=$simulated_product"
   check "node $node is labelled $product_label=$simulated_product again, the other not" \
     label_product "$simulated_product" "$node" || return 0
   check "the same manifest is created as job mixed" create_job mixed "${small[@]}" &&
@@ -684,8 +527,8 @@ case_node_product() {
     label_product "$simulated_product" || return 0
   check "the same manifest is created as job restored" create_job restored "${small[@]}" &&
     check "it Succeeds within 90s" ends_in restored Succeeded 90 || return 0
-  expect "it reused all 3 trials, launching none" job_satisfies restored \
-    "status['trials']['launched'] == 0 and status['trials']['reused'] == len(results) == 3"
+  expect "it reused all 3 trials, launching none" job_has restored \
+    --equals trials.launched=0 --counts-results trials.reused --results 3
   end_case
 }
 
@@ -723,18 +566,7 @@ case_operator() {
 
 # The ConfigMaps the operator deleted in the case's namespace (successful deletes in the audit
 # log), sorted, one a line.
-configmaps_deleted() {
-  python3 - "$E2E_AUDIT_LOG" "$case_ns" <<'PY'
-import json, sys
-log, namespace = sys.argv[1:3]
-names = sorted(
-    event["objectRef"]["name"] for event in map(json.loads, open(log, encoding="utf-8"))
-    if event["verb"] == "delete" and event.get("objectRef", {}).get("resource") == "configmaps"
-    and event["objectRef"].get("namespace") == namespace
-    and event.get("responseStatus", {}).get("code") == 200)
-print("\n".join(names))
-PY
-}
+configmaps_deleted() { inspect configmaps-deleted "$E2E_AUDIT_LOG" "$case_ns"; }
 
 bounded_flags="--workers 4 --qps 50 --burst 100 --measurements-per-namespace 2"
 restart_bounded() { e2e_stop_operator && E2E_OPERATOR_FLAGS=$bounded_flags e2e_start_operator; }
@@ -760,9 +592,8 @@ case_bounded() {
     create_job second strategy=grid stages='[2]' micro='[1, 2, 3]' early=0 startup=1 &&
     check "it Succeeds within 180s" ends_in second Succeeded 180 || return 0
   expect "the two newest measurements are kept, both of second, sealed; the tenant's is as it was" \
-    kept_satisfies "len(kept) == 3 and kept['$tenant']['rv'] == '$tenant_rv'
-      and not sealed(kept['$tenant']) and len(by('second')) == 2 and not by('first')
-      and all(sound(k) for k in by('second').values())"
+    kept_has --count 3 --resource-version "$tenant=$tenant_rv" --unsealed "$tenant" \
+      --measured-count second=2 --measured-count first=0 --sound-by second
   expect "the operator deleted exactly the four older measurements, not the tenant's" \
     test "$(configmaps_deleted | wc -l) $(configmaps_deleted | grep -c "$tenant")" = "4 0"
   end_case

@@ -4,7 +4,8 @@
 # scripts/e2e-env and tests/support/checks.sh; the run's work folder and its cleanup; reporting
 # and waiting; the AutotuneJob of GPT2-large (job_manifest, create_job) and what is checked of a
 # job; the operator's metrics and restarts; sampling in the background; and the cases a run ends
-# with (rights_used, no_secrets_in_logs).
+# with (rights_used, no_secrets_in_logs). What is checked of kubectl's output and of the audit log
+# is tests/e2e/inspect.py's, a subcommand each (inspect; job_has for a job's status).
 #
 #   e2e_test_start PREFIX       the work folder /tmp/PREFIX.XXXXXX ($work) and the traps; at exit
 #                               the environment is stopped and the folder removed unless a check
@@ -284,25 +285,16 @@ best_is() {
   }
 }
 
-# A Python expression over the job (`job`, `status`, `results`, `names`, `outcomes`, `reasons`,
-# `cond(type)`) is true. On failure it prints the expression and the status.
-job_satisfies() {
-  local job=$1 expression=$2
-  kubectl get atj "$job" -n "$case_ns" -o json | python3 -c '
-import json, sys
-job = json.load(sys.stdin)
-status = job.get("status", {})
-results = status.get("results", [])
-names = [r.get("name") for r in results]
-outcomes = {r.get("name"): r.get("outcome") for r in results}
-reasons = {r.get("name"): r.get("reason", "") for r in results}
-def cond(kind):
-    return next((c for c in status.get("conditions", []) if c.get("type") == kind), {})
-if not eval("(" + sys.argv[1] + ")"):  # parenthesised: the expression may span lines
-    print("not true:", sys.argv[1])
-    print(json.dumps(status, indent=1)[:4000])
-    sys.exit(1)
-' "$expression"
+# tests/e2e/inspect.py, whose subcommands hold the checks of what kubectl and the audit log say.
+inspect() { python3 "$source_dir/tests/e2e/inspect.py" "$@"; }
+
+# Job $1 passes every check of inspect.py job given (the rest: --phase Succeeded, --results 4,
+# --outcome t1=OOM, ...; inspect.py job --help lists them). On failure it prints what was not true
+# and the status.
+job_has() {
+  local job=$1
+  shift
+  kubectl get atj "$job" -n "$case_ns" -o json | inspect job "$@"
 }
 
 # The job's Events include every reason given.
@@ -355,9 +347,7 @@ launched_once() {
     <(field "$job" '{range .status.results[*]}{.name}{"\n"}{end}' | sort)
 }
 
-results_once() {
-  job_satisfies "$1" 'len(names) == len(set(names)) == status["trials"]["launched"]'
-}
+results_once() { job_has "$1" --recorded-once; }
 
 results_at_least() {
   [[ $(field "$1" '{range .status.results[*]}{.name}{"\n"}{end}' | grep -c .) -ge $2 ]]
@@ -373,22 +363,7 @@ relaunched_because() {
 
 # No name of resource $1 (pods, jobs) in the case's namespace was created twice: the API server's
 # audit log holds one successful create of each (a relaunch is a new name).
-created_once() {
-  python3 - "$E2E_AUDIT_LOG" "$case_ns" "$1" <<'PY'
-import collections, json, sys
-created = collections.Counter()
-for line in open(sys.argv[1], encoding="utf-8"):
-    event = json.loads(line)
-    ref = event.get("objectRef", {})
-    if (event["verb"] == "create" and ref.get("resource") == sys.argv[3]
-            and not ref.get("subresource") and ref.get("namespace") == sys.argv[2]
-            and event.get("responseStatus", {}).get("code") == 201):
-        created[ref.get("name")] += 1
-twice = sorted(name for name, count in created.items() if count > 1)
-print(f"{len(created)} {sys.argv[3]} created" + (f"; more than once: {twice}" if twice else ""))
-sys.exit(1 if twice or not created else 0)
-PY
-}
+created_once() { inspect created-once "$E2E_AUDIT_LOG" "$case_ns" "$1"; }
 
 # The afterTuning Job's one container: it writes the arguments it was given to file $1.
 # shellcheck disable=SC2016  # "$*" is expanded by the container's shell
@@ -414,20 +389,7 @@ rank_log_suffix='.rank${AUTOTUNE_NODE_RANK}'
 
 # Every multi-node trial Pod of the case that the node simulator started ran on a node none of its
 # trial's other Pods ran on, and each trial had $1 of them.
-ranks_on_distinct_nodes() {
-  python3 - "$E2E_NODE_SIM_LOG" "$case_ns" "$1" <<'PY'
-import collections, re, sys
-log, namespace, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
-nodes = collections.defaultdict(list)
-started = re.compile(r"started pod " + re.escape(namespace) + r"/(\S+)-(\d+)-[a-z0-9]{5} on (\S+) ")
-for line in open(log, encoding="utf-8", errors="replace"):
-    found = started.search(line)
-    if found:
-        nodes[found.group(1)].append(found.group(3))
-print({trial: places for trial, places in sorted(nodes.items())})
-sys.exit(0 if nodes and all(len(set(p)) == len(p) == ranks for p in nodes.values()) else 1)
-PY
-}
+ranks_on_distinct_nodes() { inspect ranks-on-distinct-nodes "$E2E_NODE_SIM_LOG" "$case_ns" "$1"; }
 
 # No batch Job or Service of job $1 is left.
 no_trial_jobs() {
