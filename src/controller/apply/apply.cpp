@@ -184,7 +184,7 @@ Learned Apply::launch(const api::AutotuneJob& job, const Plan& plan) {
       continue;
     }
     if (launch.replaces) {
-      report(launch.replaces->event);
+      report({launch.replaces->event});
       if (hooks_.trialRelaunched) {
         hooks_.trialRelaunched(job, launch.replaces->why);
       }
@@ -198,7 +198,7 @@ Learned Apply::launch(const api::AutotuneJob& job, const Plan& plan) {
     }
   }
   if (!launched.empty()) {
-    report(trialsLaunched(launched));
+    report({trialsLaunched(launched)});
     reportFirstLaunch(job);
   }
   return learned;
@@ -301,9 +301,7 @@ runtime::ReconcileResult Apply::finish(const api::AutotuneJob& job, const Plan& 
   for (const auto& name : plan.nodesToLookUp) {
     lookUpNode(name);
   }
-  for (const auto& event : plan.events) {
-    report(event);
-  }
+  report(plan.events);
   for (const auto& finished : plan.finished) {
     context_.log.info("trial finished",
                       {{"trial", finished.name},
@@ -332,18 +330,14 @@ runtime::ReconcileResult Apply::refused(const Plan& plan) {
   if (auto written = writeStatus(plan.status); !written) {
     return stoppedBy(written.error());
   }
-  for (const auto& event : plan.events) {
-    report(event);
-  }
+  report(plan.events);
   return {};
 }
 
 void Apply::reportException(const Plan& plan) {
   // Whether or not the status took it (writeStatus logs why not), the Event tells it.
   static_cast<void>(writeStatus(plan.status));
-  for (const auto& event : plan.events) {
-    report(event);
-  }
+  report(plan.events);
 }
 
 // Writes `status` when it differs from what the API server holds. A Conflict (the cache was
@@ -485,16 +479,18 @@ void Apply::reportFirstLaunch(const api::AutotuneJob& job) {
   hooks_.firstTrialLaunched(context_.now - *created);
 }
 
-void Apply::report(const JobEvent& reported) {
-  json event = eventObject(metadata_, reported, context_.now);
-  if (hooks_.sendEvent) {
-    hooks_.sendEvent(std::move(event));
-    return;
-  }
-  auto created = client_.create(k8s::kEvents, namespace_, event);
-  if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
-    context_.log.warn("could not record an Event",
-                      {{"reason", reported.reason}, {"error", k8s::describe(created.error())}});
+void Apply::report(const std::vector<JobEvent>& events) {
+  for (const auto& reported : events) {
+    json event = eventObject(metadata_, reported, context_.now);
+    if (hooks_.sendEvent) {
+      hooks_.sendEvent(std::move(event));
+      continue;
+    }
+    auto created = client_.create(k8s::kEvents, namespace_, event);
+    if (failedBut(created, k8s::ErrorKind::kAlreadyExists)) {
+      context_.log.warn("could not record an Event",
+                        {{"reason", reported.reason}, {"error", k8s::describe(created.error())}});
+    }
   }
 }
 

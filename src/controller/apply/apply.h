@@ -129,7 +129,7 @@ class Apply {
   bool removeSeen(const k8s::Resource& resource, const std::string& name, const std::string& uid);
   // Asks the API server about a node the Node cache lacks: Cluster::missingNodes.
   void lookUpNode(const std::string& name);
-  void report(const JobEvent& reported);
+  void report(const std::vector<JobEvent>& events);
   // Trials were just launched: the first of the job's, when its status counted none before.
   void reportFirstLaunch(const api::AutotuneJob& job);
 

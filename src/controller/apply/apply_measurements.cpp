@@ -57,7 +57,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
     auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
     if (existing) {
       if (auto why = notOurs(*existing, seal)) {
-        report(measurementNameTaken(trial, name, *why, holderOf(*existing)));
+        report({measurementNameTaken(trial, name, *why, holderOf(*existing))});
         return false;
       }
     }
@@ -68,7 +68,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
   if (!written) {
     context_.log.warn("could not keep a measurement",
                       {{"configMap", name}, {"error", k8s::describe(written.error())}});
-    report(measurementNotWritten(trial, name, k8s::describe(written.error())));
+    report({measurementNotWritten(trial, name, k8s::describe(written.error()))});
   }
   return written.has_value();
 }
