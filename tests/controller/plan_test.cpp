@@ -589,6 +589,44 @@ TEST(Plan, APreemptedTrialRunsAgainWithItsOwnReason) {
   EXPECT_EQ(plan.status.inFlight[0].preemptions, 3);
 }
 
+// WaitingForRoom is True, dated when the wait began, while trials wait for GPUs; it goes back to
+// False once none does, a job that fails before launching included.
+TEST(Plan, WaitingForRoomSaysSinceWhenAndNoMoreOnceRoomIsFoundOrTheJobFails) {
+  Snapshot snapshot = snapshotOf(gridJob(3), nodesOf({16}));
+  snapshot.capacity.nodes[0].used = 8;
+  const Plan waiting = planned(snapshot);
+  const api::Condition* waits = conditionOf(waiting.status, "WaitingForRoom");
+  ASSERT_NE(waits, nullptr);
+  EXPECT_EQ(waits->status, "True");
+  EXPECT_EQ(waits->reason, "WaitingForGPUs");
+  EXPECT_EQ(waits->lastTransitionTime, formatTime(kNow));
+
+  snapshot.job.status = waiting.status;
+  snapshot.now = kNow + seconds(30);
+  EXPECT_EQ(conditionOf(planned(snapshot).status, "WaitingForRoom")->lastTransitionTime,
+            formatTime(kNow))
+      << "still waiting: the time the wait began stays";
+
+  Snapshot roomy = snapshotOf(gridJob(3), nodesOf({16, 16}));
+  roomy.job.status = waiting.status;
+  EXPECT_EQ(conditionOf(planned(roomy).status, "WaitingForRoom")->status, "False");
+
+  Snapshot failing = snapshotOf(gridJob(1), nodesOf({16}));
+  failing.job.status = waiting.status;
+  TrialRunState exhausted = running(planned(failing).launches.at(0).trial);
+  exhausted.phase = TrialRunState::Phase::kNotMeasured;
+  exhausted.attempt = kMaxRelaunches;
+  failing.inFlight.push_back(exhausted);
+  const Plan failed = planned(failing);
+  ASSERT_EQ(failed.status.phase, api::Phase::kFailed);
+  EXPECT_EQ(conditionOf(failed.status, "WaitingForRoom")->status, "False");
+
+  EXPECT_EQ(
+      conditionOf(planned(snapshotOf(gridJob(3), nodesOf({16, 16}))).status, "WaitingForRoom"),
+      nullptr)
+      << "a job that never waited has none";
+}
+
 // How long a trial waited counts from when it was first wanted: a launch after its job waited
 // for room carries that time, a relaunch its first attempt's, and a trial that started is
 // measured from there.

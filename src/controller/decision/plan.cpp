@@ -394,6 +394,7 @@ Plan plan(const Snapshot& snapshot, const tuning::Decision& decision, const Lear
   recordEnded(draft);
   relaunchLost(draft);
   if (failedBeforeLaunch(draft)) {
+    dateWaitForRoom(draft);
     return std::move(draft.plan);
   }
   launchWanted(draft);
