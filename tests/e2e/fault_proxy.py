@@ -12,7 +12,7 @@ the control port; the answer is one line, "ok" and the counts of faults served s
     drop                 reset every open connection; clients connect again
     stall SECONDS        pass nothing, either way, for SECONDS; new connections wait too
     status CODE COUNT    drop, then answer the first request of each of the next COUNT
-                         connections with CODE and close it
+                         connections with CODE (once its body is read) and close it
     counts               only the counts
 """
 
@@ -103,6 +103,23 @@ def read_head(conn):
     return data
 
 
+def read_body(conn, head):
+    """Reads what is left of the request's body (its Content-Length), so that a client still
+    writing it reads the answer rather than a reset connection."""
+    headers, _, body = head.partition(b"\r\n\r\n")
+    length = 0
+    for line in headers.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            length = int(value.strip())
+    left = length - len(body)
+    while left > 0:
+        chunk = conn.recv(min(left, 65536))
+        if not chunk:
+            break
+        left -= len(chunk)
+
+
 def answer(conn, code):
     reason = REASONS.get(code, "Failure")
     body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
@@ -140,6 +157,7 @@ def serve(raw, context, args, faults, upstream_context):
             return
         code = faults.take_status()
         if code is not None:
+            read_body(conn, head)
             answer(conn, code)
             return
         host, port = args.upstream.rsplit(":", 1)
