@@ -250,8 +250,8 @@ std::vector<Trial> launchable(const SearchContext& context, const Proposal& prop
 }
 
 // What the search would launch with `roomSlots` free: a strategy may want more at once with more
-// room (two probes of a curve rather than one), so it is asked again on the same context, which
-// is most of the cost of a decision.
+// room (two probes of a curve rather than one), so it is asked again, on the same context rather
+// than one built again.
 std::vector<Trial> wantedWithRoom(SearchContext& context, const EngineInput& input,
                                   const Decision& decision, int remaining) {
   if (input.roomSlots <= input.freeSlots) {
