@@ -715,7 +715,8 @@ TEST_F(Reconcile, AWaitForGpusIsDatedAcrossARestart) {
   });
   ASSERT_NE(launched, trials.end()) << "the second trial carries when it was first wanted";
   EXPECT_EQ((*launched)["metadata"]["annotations"]["autotune.io/wanted-since"], since);
-  for (const auto& entry : job()["status"]["conditions"]) {
+  const json conditions = job()["status"]["conditions"];
+  for (const auto& entry : conditions) {
     if (entry["type"] == "WaitingForRoom") {
       EXPECT_EQ(entry["status"], "False");
       EXPECT_EQ(entry["reason"], "NotWaiting");
