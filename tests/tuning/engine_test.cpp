@@ -298,15 +298,8 @@ TEST(Engine, RestartedFromAnyPrefixOfItsHistoryMakesTheSameNextChoices) {
     ASSERT_EQ(run.inputs.size(), run.decisions.size());
     for (std::size_t step = 0; step < run.inputs.size(); ++step) {
       const Decision again = decide(run.inputs[step]);
-      std::vector<std::string> before;
-      std::vector<std::string> after;
-      for (const auto& trial : run.decisions[step].launch) {
-        before.push_back(trial.name);
-      }
-      for (const auto& trial : again.launch) {
-        after.push_back(trial.name);
-      }
-      EXPECT_EQ(before, after) << api::toString(strategy) << " step " << step;
+      EXPECT_EQ(namesOf(run.decisions[step].launch), namesOf(again.launch))
+          << api::toString(strategy) << " step " << step;
       EXPECT_EQ(run.decisions[step].state, again.state);
     }
   }
