@@ -37,7 +37,35 @@ nlohmann::json LeaderElector::record(const nlohmann::json& current) const {
   return spec;
 }
 
+bool LeaderElector::wrote(const k8s::Result<nlohmann::json>& written, TimePoint at) {
+  if (written) {
+    written_ = *written;
+    observed_ = written_["spec"];
+    observedAt_ = at;
+  }
+  leading_ = written.has_value();
+  return leading_;
+}
+
+std::optional<bool> LeaderElector::renewAsWritten() {
+  const TimePoint now = clock_.now();
+  nlohmann::json renewed = written_;
+  renewed["spec"] = record(written_["spec"]);
+  auto written = client_.update(k8s::kLeases, options_.ns, renewed);
+  if (!written && (written.error().kind == k8s::ErrorKind::kConflict ||
+                   written.error().kind == k8s::ErrorKind::kNotFound)) {
+    written_ = nullptr;
+    return std::nullopt;
+  }
+  return wrote(written, now);
+}
+
 bool LeaderElector::tryAcquireOrRenew() {
+  if (!written_.is_null()) {
+    if (const auto renewed = renewAsWritten()) {
+      return *renewed;
+    }
+  }
   const TimePoint now = clock_.now();
   auto lease = client_.get(k8s::kLeases, options_.ns, options_.name);
   if (!lease && lease.error().kind == k8s::ErrorKind::kNotFound) {
@@ -46,13 +74,7 @@ bool LeaderElector::tryAcquireOrRenew() {
         {"kind", "Lease"},
         {"metadata", {{"name", options_.name}, {"namespace", options_.ns}}},
         {"spec", record(nlohmann::json::object())}};
-    auto created = client_.create(k8s::kLeases, options_.ns, fresh);
-    if (created) {
-      observed_ = (*created)["spec"];
-      observedAt_ = now;
-    }
-    leading_ = created.has_value();
-    return leading_;
+    return wrote(client_.create(k8s::kLeases, options_.ns, fresh), now);
   }
   if (!lease) {
     leading_ = false;
@@ -72,13 +94,7 @@ bool LeaderElector::tryAcquireOrRenew() {
   }
   nlohmann::json updated = *lease;
   updated["spec"] = record(current);
-  auto written = client_.update(k8s::kLeases, options_.ns, updated);
-  if (written) {
-    observed_ = (*written)["spec"];
-    observedAt_ = now;
-  }
-  leading_ = written.has_value();
-  return leading_;
+  return wrote(client_.update(k8s::kLeases, options_.ns, updated), now);
 }
 
 bool LeaderElector::run(const std::stop_token& stop,
@@ -134,6 +150,7 @@ void LeaderElector::release() {
   // Decided on the lease as it is now, not on leading_: the last renewal may have failed for a
   // moment while the lease is still ours.
   leading_ = false;
+  written_ = nullptr;
   auto lease = client_.get(k8s::kLeases, options_.ns, options_.name);
   if (!lease || (*lease)["spec"].value("holderIdentity", "") != options_.identity) {
     return;

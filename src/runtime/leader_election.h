@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -30,7 +31,9 @@ class LeaderElector {
   LeaderElector(const k8s::Client& client, LeaseOptions options, const Clock& clock);
 
   // One try: takes the lease when it is missing, released, expired or already ours, and renews
-  // it when ours. True when this replica holds it afterwards.
+  // it when ours. True when this replica holds it afterwards. The holder renews in one request,
+  // writing over the lease as it last wrote it; it reads the lease first only when that write
+  // finds the lease changed or gone.
   bool tryAcquireOrRenew();
 
   // Campaigns until it holds the lease, then runs `lead` with a token that is stopped when the
@@ -47,11 +50,16 @@ class LeaderElector {
 
  private:
   nlohmann::json record(const nlohmann::json& current) const;
+  // The holder's renewal over `written_`: whether it went through, or nothing when the lease was
+  // changed or deleted since, which only a read can tell.
+  std::optional<bool> renewAsWritten();
+  bool wrote(const k8s::Result<nlohmann::json>& written, TimePoint at);
 
   const k8s::Client& client_;
   LeaseOptions options_;
   const Clock& clock_;
   nlohmann::json observed_;  // the lease spec last seen
+  nlohmann::json written_;   // the whole lease as this replica last wrote it, while it holds it
   TimePoint observedAt_;     // when it was first seen, on this replica's clock
   std::atomic<bool> leading_ = false;
 };

@@ -109,6 +109,56 @@ TEST_F(Election, RenewingKeepsTheAcquireTimeAndTransitions) {
   EXPECT_NE(spec["renewTime"], "2026-01-01T00:00:01.000000Z");
 }
 
+std::string atVersion(const std::string& written, const std::string& resourceVersion) {
+  json lease = json::parse(written);
+  lease["metadata"]["resourceVersion"] = resourceVersion;
+  return lease.dump();
+}
+
+// Half the requests of reading before each write, and one request fewer to hang on a bad
+// connection within the renew deadline.
+TEST_F(Election, TheHolderRenewsInOneRequestOverTheLeaseAsItLastWroteIt) {
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:01.000000Z", 2));
+  transport_->respond(200, atVersion(lease("replica-a", "2026-01-01T00:00:03.000000Z", 2), "6"));
+  ASSERT_TRUE(elector_.tryAcquireOrRenew());
+  ASSERT_EQ(transport_->sent().size(), 2U);
+
+  transport_->respond(200, atVersion(lease("replica-a", "2026-01-01T00:00:05.000000Z", 2), "7"));
+  EXPECT_TRUE(elector_.tryAcquireOrRenew());
+  ASSERT_EQ(transport_->sent().size(), 3U);
+  EXPECT_EQ(lastMethod(), "PUT");
+  EXPECT_EQ(lastBody()["metadata"]["resourceVersion"], "6");
+  EXPECT_EQ(lastBody()["spec"]["acquireTime"], "2026-01-01T00:00:00.000000Z");
+  EXPECT_NE(lastBody()["spec"]["renewTime"], "2026-01-01T00:00:03.000000Z");
+
+  // A renewal lost in the network is tried again the same way, at the version last written.
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  EXPECT_FALSE(elector_.isLeader());
+  transport_->respond(200, atVersion(lease("replica-a", "2026-01-01T00:00:09.000000Z", 2), "8"));
+  EXPECT_TRUE(elector_.tryAcquireOrRenew());
+  ASSERT_EQ(transport_->sent().size(), 5U);
+  EXPECT_EQ(lastMethod(), "PUT");
+  EXPECT_EQ(lastBody()["metadata"]["resourceVersion"], "7");
+}
+
+TEST_F(Election, ARenewalThatFindsTheLeaseTakenReadsItAndStopsLeading) {
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:01.000000Z"));
+  transport_->respond(200, lease("replica-a", "2026-01-01T00:00:02.000000Z"));
+  ASSERT_TRUE(elector_.tryAcquireOrRenew());
+
+  transport_->respond(409, R"({"kind":"Status","code":409,"reason":"Conflict"})");
+  transport_->respond(200, lease("replica-b", "2026-01-01T00:00:03.000000Z", 1));
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  EXPECT_FALSE(elector_.isLeader());
+  ASSERT_EQ(transport_->sent().size(), 4U);
+  EXPECT_EQ(lastMethod(), "GET");
+
+  // Not the holder any more: it reads before it writes again.
+  transport_->respond(200, lease("replica-b", "2026-01-01T00:00:05.000000Z", 1));
+  EXPECT_FALSE(elector_.tryAcquireOrRenew());
+  EXPECT_EQ(lastMethod(), "GET");
+}
+
 TEST_F(Election, AConflictingWriteDoesNotLead) {
   transport_->respond(200, lease("", "2026-01-01T00:00:01.000000Z"));
   transport_->respond(409, R"({"kind":"Status","code":409,"reason":"Conflict"})");
