@@ -675,6 +675,24 @@ TEST(Reuse, AJobOnAFullClusterStillTakesWhatWasMeasuredBefore) {
   EXPECT_EQ(again.status.trials.reused, 4);
 }
 
+// While its trials in flight fill spec.parallelism, the engine wants no trial: the job gathers no
+// candidates, and so hashes no environment, on such a reconcile.
+TEST(Reuse, AJobWhoseTrialsInFlightFillItsParallelismGathersNoCandidates) {
+  Kept kept;
+  ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
+  Snapshot snapshot;
+  snapshot.now = kReconcileTime;
+  snapshot.job = jobOf("ml", "gpt2", "{parallelism: 2}");
+  snapshot.capacity = kH100s;
+  snapshot.inFlight.resize(1);
+  const auto withRoom = recallableIn(kept, snapshot);
+  ASSERT_TRUE(withRoom.has_value());
+  EXPECT_EQ(withRoom->byName.size(), 4U);
+
+  snapshot.inFlight.resize(2);
+  EXPECT_FALSE(recallableIn(kept, snapshot).has_value());
+}
+
 TEST(Reuse, AnImageByTagIsLookedUpByTheDigestTheJobsFirstTrialRan) {
   const RanOn digested{kOnH100.gpu, "sha256:" + std::string(64, 'c')};
   Kept kept;

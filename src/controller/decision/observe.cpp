@@ -331,7 +331,10 @@ std::optional<Timestamp> waitingSince(const api::Status& status) {
 
 std::optional<Recallable> recallableFor(const ClusterView& cluster, const Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
-  if (job.spec.reuse != api::Reuse::kEnabled || hasEnded(job.status.phase)) {
+  // With no room left by parallelism the engine wants no trial, and nothing is looked up.
+  const bool roomToLaunch =
+      job.spec.parallelism > static_cast<int>(snapshot.inFlight.size());
+  if (job.spec.reuse != api::Reuse::kEnabled || hasEnded(job.status.phase) || !roomToLaunch) {
     return std::nullopt;
   }
   auto ranOn = expectedRanOn(job.spec, snapshot.capacity);

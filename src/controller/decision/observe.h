@@ -82,8 +82,8 @@ struct Snapshot {
   // measurements that would have stood for a trial could not.
   std::vector<api::TrialRecord> reused;
   std::vector<std::string> measurementsIgnored;
-  // Nothing with spec.reuse Disabled, once the job has ended, or while the GPUs a trial would get
-  // cannot be told (expectedRanOn).
+  // Nothing with spec.reuse Disabled, once the job has ended, while its trials in flight fill
+  // spec.parallelism, or while the GPUs a trial would get cannot be told (expectedRanOn).
   std::optional<Recallable> recallable;
   std::vector<TrialRun> staleRuns;  // of recorded or superseded trials, to delete
   // Pods held by api::kTrialResultFinalizer that the written status needs no more and that no
