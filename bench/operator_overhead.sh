@@ -28,8 +28,8 @@ metric_sum() {
 
 succeeded() { [[ $(kubectl get atj "$1" -n default -o jsonpath='{.status.phase}') == Succeeded ]]; }
 
-echo "| run | trials | API requests / trial | PUTs / trial (status and Lease) | reconciles / trial | wall time / trial time at parallelism |"
-echo "| --: | --: | --: | --: | --: | --: |"
+echo "| run | trials | API requests / trial | of them the Lease's | PUTs / trial (status and Lease) | reconciles / trial | wall time / trial time at parallelism |"
+echo "| --: | --: | --: | --: | --: | --: | --: |"
 for run in $(seq 1 "$runs"); do
   name=overhead-$run
   requests_before=$(metric_sum autotune_kube_requests_total)
@@ -51,6 +51,7 @@ for run in $(seq 1 "$runs"); do
   writes=$(($(metric_sum autotune_kube_requests_total 'verb="PUT"') - writes_before))
   reconciles=$(($(metric_sum autotune_reconcile_total) - reconciles_before))
   created=$(e2e_pods_created "$audit_from" default)
+  lease=$(e2e_lease_requests "$audit_from")
   kubectl get atj "$name" -n default -o json | python3 -c '
 import json, sys
 from datetime import datetime
@@ -58,7 +59,7 @@ job = json.load(sys.stdin)
 status = job["status"]
 results = status["results"]
 parallelism = job["spec"]["parallelism"]
-run, requests, writes, reconciles, created = sys.argv[1:6]
+run, requests, lease, writes, reconciles, created = sys.argv[1:7]
 if status["trials"].get("reused", 0) or int(created) != len(results):
     sys.exit(f"run {run}: {len(results)} results, {status['trials'].get('reused', 0)} reused, "
              f"{created} trial Pods created: each result must be a launched trial")
@@ -67,8 +68,8 @@ def at(text):
 wall = (at(status["completionTime"]) - at(job["metadata"]["creationTimestamp"])).total_seconds()
 needed = sum(r["durationSeconds"] for r in results) / parallelism
 n = len(results)
-print(f"| {run} | {n} | {int(requests) / n:.1f} | {int(writes) / n:.1f} | "
+print(f"| {run} | {n} | {int(requests) / n:.1f} | {int(lease) / n:.1f} | {int(writes) / n:.1f} | "
       f"{int(reconciles) / n:.1f} | {wall / needed:.2f} |")
-' "$run" "$requests" "$writes" "$reconciles" "$created"
+' "$run" "$requests" "$lease" "$writes" "$reconciles" "$created"
   kubectl delete atj "$name" -n default --wait=false >/dev/null
 done
