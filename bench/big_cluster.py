@@ -8,8 +8,9 @@ with the kubeconfig's client certificate (scripts/controlplane's admin).
   big_cluster.py workloads N NAMESPACES     N Kueue Workloads of other teams, with a Pod template
   big_cluster.py configmaps N NAMESPACES    N ConfigMaps of other teams, ~3 KB each
   big_cluster.py measurements N NAMESPACES SOURCE_NS SOURCE_NAME KEY_NS KEY_SECRET
-                                            N copies of a kept measurement the operator wrote,
-                                            each under its own name and sealed with its key
+                                            N ConfigMaps, each a copy of one measurement of a
+                                            ConfigMap the operator kept, under a name of its own
+                                            and sealed with its key
   big_cluster.py touch-nodes N SECONDS      every Node's heartbeat written once, spread over SECONDS
   big_cluster.py first-pod NAMESPACE FILE   creates the AutotuneJob of FILE (JSON) and prints the
                                             seconds until its first trial Pod exists
@@ -188,7 +189,7 @@ def get(api, path):
 
 
 def seal_of(config_map_object, key):
-    """The operator's seal (src/controller/objects/measurements.cpp, sealedText): HMAC-SHA256 over the
+    """The operator's seal (src/controller/objects/measurement_identity.cpp, sealedText): HMAC-SHA256 over the
     JSON array of namespace, name, three annotations and data, as nlohmann dumps it."""
     metadata = config_map_object["metadata"]
     annotations = metadata.get("annotations", {})
@@ -206,9 +207,13 @@ def measurements(api, count, namespaces, source, key_secret):
     key = get(api, f"/api/v1/namespaces/{key_secret[0]}/secrets/{key_secret[1]}")["data"]["key"]
     if original["metadata"]["annotations"].get("autotune.io/seal") != seal_of(original, key):
         raise SystemExit("this script's seal does not match the operator's: fix seal_of")
+    # One measurement of the original's each (it may hold a reconcile's several): N measurements.
+    identity = sorted(original["data"])[0].rsplit(".", 2)[0]
+    data = {key: value for key, value in original["data"].items()
+            if key.rsplit(".", 2)[0] == identity}
     items = []
     for index, namespace in spread(count, namespaces):
-        copy = {"apiVersion": "v1", "kind": "ConfigMap", "data": original["data"],
+        copy = {"apiVersion": "v1", "kind": "ConfigMap", "data": data,
                 "metadata": {"name": f"{original['metadata']['name'][:40]}-{index:06d}",
                              "namespace": namespace, "labels": original["metadata"]["labels"],
                              "annotations": dict(original["metadata"]["annotations"])}}

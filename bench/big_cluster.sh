@@ -4,9 +4,9 @@
 # discovery's labels, 50 images; tainted for other teams, so that the trials run on the simulated
 # nodes alone), 20,000 Kueue Workloads of other teams with a Pod template,
 # 10,000 ConfigMaps of other teams and 2,000 kept measurements sealed with the operator's key
-# (copies of one it wrote), written by bench/big_cluster.py. The operator runs with the chart's
-# flags (--workers 4 --qps 50 --burst 100 --kueue, its default --node-selector and
-# --kueue-workload-selector). Prints one Markdown table row each for BENCHMARKS.md:
+# (each a ConfigMap holding a copy of one measurement it wrote), written by bench/big_cluster.py.
+# The operator runs with the chart's flags (--workers 4 --qps 50 --burst 100 --kueue, its default
+# --node-selector and --kueue-workload-selector). Prints one Markdown table row each for BENCHMARKS.md:
 #   - its peak memory (VmHWM) on the empty cluster, once the objects arrived while it ran, after a
 #     restart on the full cluster, and its resident memory a minute later (steady state);
 #   - its CPU over a minute in which every Node's status is written once (as kubelets report);

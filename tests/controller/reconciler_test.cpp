@@ -282,6 +282,16 @@ class Reconcile : public ::testing::Test {
     return kept;
   }
 
+  // The data key of a measurement ConfigMap's one measurement that ends in `suffix`.
+  static std::string keyEndingIn(const json& configMap, std::string_view suffix) {
+    for (const auto& [key, value] : configMap["data"].items()) {
+      if (key.ends_with(suffix)) {
+        return key;
+      }
+    }
+    return "";
+  }
+
   void finish(const std::string& name, int exitCode, const std::string& message) {
     json& trial = pod(name);
     trial["spec"]["nodeName"] = "gpu-0";
@@ -1034,6 +1044,38 @@ TEST_F(Reconcile, AFailedTrialIsNotKept) {
   EXPECT_TRUE(kept.empty()) << kept.size() << " kept";
 }
 
+// The trials a reconcile records are kept together: one ConfigMap, one request, however many
+// ended; a job created again takes each of them.
+TEST_F(Reconcile, TrialsRecordedTogetherAreKeptInOneRequest) {
+  MeasurementStore& measurements = cluster_.addMeasurements("");
+  json two = singleTrialJob();
+  two["spec"]["deepspeedConfig"]["train_micro_batch_size_per_gpu"] = {2, 3};
+  submit(two);
+  reconcile();
+  ASSERT_EQ(pods().size(), 2U);
+  api_->writes.clear();
+  for (const auto& trial : pods()) {
+    finish(trial["metadata"]["name"], 0, R"({"throughput": 59.0, "latency": 1.0})");
+  }
+  reconcile();
+  ASSERT_EQ(job()["status"]["phase"], "Succeeded") << job()["status"].dump();
+  const std::vector<json> kept = keptMeasurements();
+  ASSERT_EQ(kept.size(), 1U);
+  EXPECT_EQ(kept[0]["data"].size(), 4U) << "two measurements, two keys each";
+  EXPECT_EQ(api_->count("POST /api/v1/namespaces/ml/configmaps"), 2)
+      << "the measurements and the output";
+
+  measurements.replace(kept);
+  createAgain(two);
+  reconcile();
+  EXPECT_TRUE(pods().empty());
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  EXPECT_EQ(job()["status"]["trials"]["reused"], 2);
+  for (const auto& result : job()["status"]["results"]) {
+    EXPECT_EQ(result["reusedFrom"], kept[0]["metadata"]["name"]);
+  }
+}
+
 // A finished trial is kept as a measurement ConfigMap; the job deleted and created again (another
 // UID) takes it from the cache as the trial's result, and creates no Pod.
 TEST_F(Reconcile, AFinishedTrialIsKeptAndTheSameJobCreatedAgainTakesIt) {
@@ -1122,7 +1164,8 @@ TEST_F(Reconcile, OnANodeOfDraSlicesAloneTheSliceNamesTheGpuATrialRanOn) {
   EXPECT_EQ(job()["status"]["results"][0]["gpuModel"], "NVIDIA-H100-80GB-HBM3");
   const std::vector<json> kept = keptMeasurements();
   ASSERT_EQ(kept.size(), 1U);
-  const json identity = json::parse(kept[0]["data"]["identity.json"].get<std::string>());
+  const json identity =
+      json::parse(kept[0]["data"][keyEndingIn(kept[0], ".identity.json")].get<std::string>());
   EXPECT_EQ(identity["gpu"], json::parse(R"({"product": "NVIDIA-H100-80GB-HBM3",
                                               "memoryBytes": 85899345920})"));
 }
@@ -1139,7 +1182,7 @@ TEST_F(Reconcile, AMeasurementIsTakenAsTheApiServerHoldsItNotAsTheCacheLastSawIt
       "/api/v1/namespaces/ml/configmaps/" + kept[0]["metadata"]["name"].get<std::string>();
 
   json& edited = api_->objects.at(path);
-  edited["data"]["result.json"] = std::string(1'000'000, 'x');
+  edited["data"][keyEndingIn(edited, ".result.json")] = std::string(1'000'000, 'x');
   edited["metadata"]["resourceVersion"] = "edited";  // as the API server marks every write
   createAgain(singleTrialJob());
   reconcile();
@@ -1172,16 +1215,19 @@ TEST_F(Reconcile, AJobCreatedAgainUnderItsNameRunsTheTrialsOfTheOneBefore) {
   EXPECT_TRUE(job()["status"]["results"].empty()) << job()["status"].dump();
 }
 
-// A measurement kept again (reuse: Disabled measures afresh) that the cache holds sealed is
-// written over where it stands: one PATCH at the version held, without a create refused as
-// AlreadyExists and a read. A stale cache costs the create and the read, and still keeps it.
-TEST_F(Reconcile, AMeasurementTheCacheHoldsIsReplacedInOneRequest) {
+// Measurements kept again under a name the cache holds sealed (the same job's of the same trials,
+// as after a crash between their write and the status's) are written over where they stand: one
+// PATCH at the version held, without a create refused as AlreadyExists and a read. A stale cache
+// costs the create and the read, and still keeps them. Another job's measurements of the same
+// trials go into a ConfigMap of their own, created in one request.
+TEST_F(Reconcile, MeasurementsKeptAgainCostOneRequest) {
   MeasurementStore& measurements = cluster_.addMeasurements("");
   runOneTrial(singleTrialJob());
   std::vector<json> kept = keptMeasurements();
   ASSERT_EQ(kept.size(), 1U);
   const std::string path =
       "/api/v1/namespaces/ml/configmaps/" + kept[0]["metadata"]["name"].get<std::string>();
+  const std::string resultKey = keyEndingIn(kept[0], ".result.json");
   const auto measureAgain = [&](json cached, const std::string& uid) {
     measurements.replace({std::move(cached)});
     json again = singleTrialJob();
@@ -1197,19 +1243,64 @@ TEST_F(Reconcile, AMeasurementTheCacheHoldsIsReplacedInOneRequest) {
     EXPECT_EQ(job()["status"]["phase"], "Succeeded");
   };
 
-  measureAgain(kept[0], "uid-second");
+  measureAgain(kept[0], "uid-gpt2");
   EXPECT_EQ(api_->count("PATCH " + path), 1);
   EXPECT_EQ(api_->count("POST /api/v1/namespaces/ml/configmaps"), 1) << "the output alone";
   EXPECT_EQ(std::ranges::count(api_->reads, "GET " + path), 0);
-  EXPECT_NE(api_->objects.at(path)["data"]["result.json"].get<std::string>().find("61"),
+  EXPECT_NE(api_->objects.at(path)["data"][resultKey].get<std::string>().find("61"),
             std::string::npos);
 
   json stale = api_->objects.at(path);
   stale["metadata"]["resourceVersion"] = "1";
-  measureAgain(stale, "uid-third");
+  measureAgain(stale, "uid-gpt2");
   EXPECT_EQ(std::ranges::count(api_->reads, "GET " + path), 1);
-  EXPECT_EQ(api_->objects.at(path)["metadata"]["annotations"]["autotune.io/trial-name"],
-            kept[0]["metadata"]["annotations"]["autotune.io/trial-name"]);
+  EXPECT_EQ(api_->objects.at(path)["metadata"]["annotations"]["autotune.io/measured-by-uid"],
+            "uid-gpt2");
+
+  const json before = api_->objects.at(path);
+  measureAgain(before, "uid-second");
+  EXPECT_EQ(api_->count("POST /api/v1/namespaces/ml/configmaps"), 2)
+      << "its measurement and the output";
+  EXPECT_EQ(api_->count("PATCH " + path), 0);
+  EXPECT_EQ(api_->objects.at(path), before);
+  EXPECT_EQ(keptMeasurements().size(), 2U);
+}
+
+// A ConfigMap that is not a measurement (no autotune.io/measurement label) under the name the
+// operator is about to keep measurements at is left alone: the job gets a Warning Event naming it
+// and the trials, and goes on.
+TEST_F(Reconcile, AConfigMapNotOursUnderTheNameOfMeasurementsIsLeftAlone) {
+  cluster_.addMeasurements("");
+  runOneTrial(singleTrialJob());
+  const std::vector<json> kept = keptMeasurements();
+  ASSERT_EQ(kept.size(), 1U);
+  const std::string path =
+      "/api/v1/namespaces/ml/configmaps/" + kept[0]["metadata"]["name"].get<std::string>();
+  json& squatted = api_->objects.at(path);
+  squatted["metadata"]["labels"].erase("autotune.io/measurement");
+  squatted["metadata"]["resourceVersion"] = "someone-else";
+  const json before = squatted;
+
+  json again = singleTrialJob();
+  again["spec"]["reuse"] = "Disabled";
+  createAgain(std::move(again));
+  // The same UID, so the same name: as after a crash between the write and the status.
+  api_->objects[std::string(kJobs) + "/gpt2"]["metadata"]["uid"] = "uid-gpt2";
+  reconcile();
+  ASSERT_EQ(pods().size(), 1U);
+  finish(pods()[0]["metadata"]["name"], 0, R"({"throughput": 61.0})");
+  EXPECT_FALSE(reconcile().failed);
+  EXPECT_EQ(job()["status"]["phase"], "Succeeded");
+  EXPECT_EQ(api_->objects.at(path), before);
+  const auto events = api_->under("/api/v1/namespaces/ml/events/");
+  const auto notKept = std::ranges::find_if(
+      events, [](const json& event) { return event["reason"] == "MeasurementNotKept"; });
+  ASSERT_NE(notKept, events.end());
+  const std::string message = (*notKept)["message"];
+  for (const std::string_view said : {"The measurement of trial z1_gas1_tmbspg3 was not kept",
+                                      "exists and is not a measurement", "it is left alone"}) {
+    EXPECT_NE(message.find(said), std::string::npos) << said << " / " << message;
+  }
 }
 
 // A measurement the API server refuses to keep (here a quota on ConfigMaps) costs the job nothing

@@ -214,6 +214,37 @@ api::TrialRecord recordOf(const std::string& trial, api::Outcome outcome,
   return record;
 }
 
+// The one ConfigMap that keeps a single trial's measurement, if it is kept.
+std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
+                                         const api::TrialRecord& record,
+                                         const std::optional<api::MeasuredModel>& model,
+                                         const api::AutotuneJob& job) {
+  auto writes = measurementConfigMaps({{identity, record, model}}, job);
+  if (writes.configMaps.size() != 1) {
+    return std::nullopt;
+  }
+  return writes.configMaps.front();
+}
+
+// Its one measurement, or why it cannot be used.
+tl::expected<Measurement, std::string> onlyMeasurement(const MeasurementObject& object) {
+  if (!object.measurements) {
+    return tl::make_unexpected(object.measurements.error());
+  }
+  if (object.measurements->size() != 1) {
+    return tl::make_unexpected("it holds " + std::to_string(object.measurements->size()));
+  }
+  return object.measurements->begin()->second;
+}
+
+std::string identityKeyOf(const MeasurementIdentity& identity) {
+  return identity.name() + ".identity.json";
+}
+
+std::string resultKeyOf(const MeasurementIdentity& identity) {
+  return identity.name() + ".result.json";
+}
+
 Lookup lookupOf(const std::string& trial, const std::string& space,
                 api::Metric metric = api::Metric::kThroughput) {
   return {trial, space, metric, kReconcileTime, MeasurementLimits{}.maxAge};
@@ -308,7 +339,11 @@ TEST(Measurements, AKeptMeasurementReadsBackAsTheTrialsResult) {
   record.durationSeconds = 42.5;
   const auto configMap = measurementConfigMap(identity, record, std::nullopt, job);
   ASSERT_TRUE(configMap.has_value());
-  EXPECT_EQ((*configMap)["metadata"]["name"], identity.name());
+  const std::string name = (*configMap)["metadata"]["name"];
+  EXPECT_TRUE(name.starts_with(kMeasurementPrefix)) << name;
+  EXPECT_EQ((*configMap)["data"].size(), 2U);
+  EXPECT_TRUE((*configMap)["data"].contains(identityKeyOf(identity)));
+  EXPECT_TRUE((*configMap)["data"].contains(resultKeyOf(identity)));
   EXPECT_FALSE((*configMap)["metadata"].contains("ownerReferences"));
   EXPECT_EQ((*configMap)["metadata"]["labels"][std::string(api::kEnvironmentLabel)],
             identity.environment());
@@ -316,16 +351,18 @@ TEST(Measurements, AKeptMeasurementReadsBackAsTheTrialsResult) {
       << "sealed as it is written";
   const auto object = decodeSealed(*configMap);
   ASSERT_TRUE(object.has_value());
-  ASSERT_TRUE(object->measurement.has_value()) << object->measurement.error();
+  const auto measurement = onlyMeasurement(*object);
+  ASSERT_TRUE(measurement.has_value()) << measurement.error();
   EXPECT_TRUE(object->sealed);
-  EXPECT_EQ(object->measurement->measuredBy, "ml/gpt2");
+  EXPECT_EQ(measurement->measuredBy, "ml/gpt2");
+  EXPECT_EQ(object->identities, std::vector<std::string>{identity.name()});
 
   const auto reused =
       reusedRecord(*object, identity, lookupOf("z1_gas1_tmbspg2", "z1", api::Metric::kLatency));
   ASSERT_TRUE(reused.has_value()) << reused.error();
   EXPECT_EQ(reused->record.value, 0.5) << "the value of the reusing job's own metric";
   EXPECT_EQ(reused->record.durationSeconds, 42.5);
-  EXPECT_EQ(reused->record.reusedFrom, identity.name());
+  EXPECT_EQ(reused->record.reusedFrom, name);
   EXPECT_FALSE(
       reusedRecord(*object, identity, lookupOf("z1_gas1_tmbspg2", "z1", api::Metric::kFlops))
           .has_value());
@@ -347,7 +384,7 @@ TEST(Measurements, OnlyWhatTheOperatorSealedIsRead) {
   json forged = sealed;
   forged["metadata"]["annotations"].erase(std::string(api::kSealAnnotation));
   json edited = sealed;
-  edited["data"]["result.json"] =
+  edited["data"][resultKeyOf(identityFor(job))] =
       R"({"outcome": "Succeeded", "value": 9000, "metrics": {"throughput": 9000},
           "startTime": "2026-11-26T10:00:00Z"})";
   json moved = sealed;
@@ -365,8 +402,8 @@ TEST(Measurements, OnlyWhatTheOperatorSealedIsRead) {
     const auto decoded = decodeMeasurementObject(object.first, object.second);
     ASSERT_TRUE(decoded.has_value()) << what;
     EXPECT_FALSE(decoded->sealed) << what;
-    ASSERT_FALSE(decoded->measurement.has_value()) << what;
-    EXPECT_NE(decoded->measurement.error().find("bears no seal"), std::string::npos) << what;
+    ASSERT_FALSE(decoded->measurements.has_value()) << what;
+    EXPECT_NE(decoded->measurements.error().find("bears no seal"), std::string::npos) << what;
   }
   json annotated = sealed;
   annotated["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}";
@@ -421,8 +458,8 @@ TEST(Measurements, PastTheBoundTheOldestOfTheOperatorsOwnGo) {
   ASSERT_EQ(beyond.size(), 2U);
   EXPECT_EQ(beyond[0]->name, inNamespace[1]->name) << "the oldest sealed one first";
   EXPECT_EQ(beyond[1]->name, inNamespace[2]->name);
-  const auto withJustKept =
-      beyondBound(inNamespace, {std::chrono::hours(1), 2}, {"autotune-m-not-yet-in-the-cache"});
+  const auto withJustKept = beyondBound(inNamespace, {std::chrono::hours(1), 2},
+                                        {{"autotune-m-not-yet-in-the-cache", 1}});
   ASSERT_EQ(withJustKept.size(), 3U) << "what was just written counts as the newest";
   EXPECT_EQ(withJustKept[2]->name, inNamespace[3]->name);
 }
@@ -467,6 +504,11 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
   record.outcome = api::Outcome::kOOM;
   record.startTime = "2026-11-26T10:00:00Z";
   const json good = *measurementConfigMap(identityFor(job), record, std::nullopt, job);
+  const std::string identityKey = identityKeyOf(identityFor(job));
+  const std::string resultKey = resultKeyOf(identityFor(job));
+  const std::string layout =
+      "data must hold <identity>.identity.json and <identity>.result.json for each measurement, "
+      "and nothing else";
   const auto identityWith = [&](const std::function<void(json&)>& edit) {
     json identity = identityFor(job).document;
     edit(identity);
@@ -478,71 +520,66 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
   }
   nested += "{}" + std::string(30000, '}');
   const std::vector<std::pair<std::string, std::function<void(json&)>>> edits = {
-      {"data.result.json is not a JSON object",
-       [](json& cm) { cm["data"]["result.json"] = "{oops"; }},
-      {"data must hold identity.json and result.json, and nothing else",
-       [](json& cm) { cm["data"].erase("identity.json"); }},
-      {"data.result.json: outcome is missing",
-       [](json& cm) { cm["data"]["result.json"] = R"({"value": 3})"; }},
-      {"data.result.json: outcome: must be a string",
-       [](json& cm) { cm["data"]["result.json"] = R"({"outcome": 7})"; }},
-      {"label autotune.io/measurement is \"v1\"",
-       [](json& cm) { cm["metadata"]["labels"]["autotune.io/measurement"] = "v1"; }},
-      {"data must hold identity.json and result.json",
-       [](json& cm) { cm["data"] = json::array(); }},
-      {"data must hold identity.json and result.json",
-       [](json& cm) {
+      {"data." + resultKey + " is not a JSON object",
+       [&](json& cm) { cm["data"][resultKey] = "{oops"; }},
+      {layout, [&](json& cm) { cm["data"].erase(identityKey); }},
+      {"data." + resultKey + ": outcome is missing",
+       [&](json& cm) { cm["data"][resultKey] = R"({"value": 3})"; }},
+      {"data." + resultKey + ": outcome: must be a string",
+       [&](json& cm) { cm["data"][resultKey] = R"({"outcome": 7})"; }},
+      {"label autotune.io/measurement is \"v1\", not v3 or v2",
+       [&](json& cm) { cm["metadata"]["labels"]["autotune.io/measurement"] = "v1"; }},
+      {layout, [&](json& cm) { cm["data"] = json::array(); }},
+      {layout,
+       [&](json& cm) {
          cm["binaryData"] = {{"x", "eA=="}};
        }},
-      {"data.result.json: durationSeconds: must be 0 to 2592000 seconds (720h)",
-       [](json& cm) {
-         cm["data"]["result.json"] = R"({"outcome": "OOM", "durationSeconds": -5})";
+      {"data." + resultKey + ": durationSeconds: must be 0 to 2592000 seconds (720h)",
+       [&](json& cm) { cm["data"][resultKey] = R"({"outcome": "OOM", "durationSeconds": -5})"; }},
+      {"data." + resultKey + ": durationSeconds: must be 0 to 2592000 seconds (720h)",
+       [&](json& cm) {
+         cm["data"][resultKey] = R"({"outcome": "OOM", "durationSeconds": 1e308})";
        }},
-      {"data.result.json: durationSeconds: must be 0 to 2592000 seconds (720h)",
-       [](json& cm) {
-         cm["data"]["result.json"] = R"({"outcome": "OOM", "durationSeconds": 1e308})";
-       }},
-      {"data.result.json: value: must be a positive number",
-       [](json& cm) {
-         cm["data"]["result.json"] =
+      {"data." + resultKey + ": value: must be a positive number",
+       [&](json& cm) {
+         cm["data"][resultKey] =
              R"({"outcome": "Succeeded", "value": 0, "metrics": {"throughput": 0}})";
        }},
-      {"data.result.json: metrics.made_up: must be throughput, latency or flops",
-       [](json& cm) {
-         cm["data"]["result.json"] = R"({"outcome": "Succeeded", "metrics": {"made_up": 1}})";
+      {"data." + resultKey + ": metrics.made_up: must be throughput, latency or flops",
+       [&](json& cm) {
+         cm["data"][resultKey] = R"({"outcome": "Succeeded", "metrics": {"made_up": 1}})";
        }},
-      {"data.result.json: outcome: Failed is no verdict on the config for another job",
-       [](json& cm) {
-         cm["data"]["result.json"] = R"({"outcome": "Failed", "reason": "ErrImagePull"})";
+      {"data." + resultKey + ": outcome: Failed is no verdict on the config for another job",
+       [&](json& cm) {
+         cm["data"][resultKey] = R"({"outcome": "Failed", "reason": "ErrImagePull"})";
        }},
-      {"data must hold identity.json and result.json, and nothing else",
-       [](json& cm) { cm["data"]["padding"] = std::string(kMeasurementBytes, 'x'); }},
-      {"data.result.json: model.numParameters",
-       [](json& cm) {
-         cm["data"]["result.json"] = R"({"outcome": "Succeeded", "model": {"numParameters": "x"}})";
+      {layout, [&](json& cm) { cm["data"]["padding"] = std::string(kMeasurementBytes, 'x'); }},
+      {"data." + resultKey + ": model.numParameters",
+       [&](json& cm) {
+         cm["data"][resultKey] = R"({"outcome": "Succeeded", "model": {"numParameters": "x"}})";
        }},
-      {"data.result.json: startTime: must be an RFC 3339 time",
-       [](json& cm) { cm["data"]["result.json"] = R"({"outcome": "OOM", "startTime": "soon"})"; }},
-      {"data.result.json: startTime: must be an RFC 3339 time",
-       [](json& cm) { cm["data"]["result.json"] = R"({"outcome": "OOM"})"; }},
+      {"data." + resultKey + ": startTime: must be an RFC 3339 time",
+       [&](json& cm) { cm["data"][resultKey] = R"({"outcome": "OOM", "startTime": "soon"})"; }},
+      {"data." + resultKey + ": startTime: must be an RFC 3339 time",
+       [&](json& cm) { cm["data"][resultKey] = R"({"outcome": "OOM"})"; }},
       {"bytes, more than the 8192 a measurement writes",
-       [](json& cm) {
-         cm["data"]["result.json"] =
+       [&](json& cm) {
+         cm["data"][resultKey] =
              R"({"outcome": "OOM", "reason": ")" + std::string(9000 - 34, 'r') + R"("})";
        }},
-      {"data.identity.json nests deeper than 64 levels",
-       [&](json& cm) { cm["data"]["identity.json"] = nested; }},
-      {"data.identity.json: must hold exactly namespace, deepspeedConfig",
+      {"data." + identityKey + " nests deeper than 64 levels",
+       [&](json& cm) { cm["data"][identityKey] = nested; }},
+      {"data." + identityKey + ": must hold exactly namespace, deepspeedConfig",
        [&](json& cm) {
-         cm["data"]["identity.json"] = identityWith([](json& id) { id["extra"] = 1; });
+         cm["data"][identityKey] = identityWith([](json& id) { id["extra"] = 1; });
        }},
-      {"data.identity.json: namespace is not the ConfigMap's own",
+      {"data." + identityKey + ": namespace is not the ConfigMap's own",
        [&](json& cm) {
-         cm["data"]["identity.json"] = identityWith([](json& id) { id["namespace"] = "team-b"; });
+         cm["data"][identityKey] = identityWith([](json& id) { id["namespace"] = "team-b"; });
        }},
-      {"data.identity.json: container.image must be a string",
+      {"data." + identityKey + ": container.image must be a string",
        [&](json& cm) {
-         cm["data"]["identity.json"] =
+         cm["data"][identityKey] =
              identityWith([](json& id) { id["container"]["image"] = json::object(); });
        }},
   };
@@ -551,20 +588,21 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
     edit(edited);
     const auto object = decodeSealed(edited);
     ASSERT_TRUE(object.has_value()) << why;
-    ASSERT_FALSE(object->measurement.has_value()) << why;
-    EXPECT_NE(object->measurement.error().find(why), std::string::npos)
-        << why << " / " << object->measurement.error();
+    ASSERT_FALSE(object->measurements.has_value()) << why;
+    EXPECT_NE(object->measurements.error().find(why), std::string::npos)
+        << why << " / " << object->measurements.error();
   }
   json wordy = good;
-  wordy["data"]["result.json"] =
+  wordy["data"][resultKey] =
       json{{"outcome", "OOM"}, {"reason", std::string(5000, 'r')}, {"startTime", record.startTime}}
           .dump();
   const auto cut = decodeSealed(wordy);
-  ASSERT_TRUE(cut->measurement.has_value()) << cut->measurement.error();
-  EXPECT_LE(cut->measurement->record.reason.size(), 256U) << "cut as status.results keeps it";
+  const auto cutShort = onlyMeasurement(*cut);
+  ASSERT_TRUE(cutShort.has_value()) << cutShort.error();
+  EXPECT_LE(cutShort->record.reason.size(), 256U) << "cut as status.results keeps it";
 
   json renamed = good;
-  renamed["data"]["identity.json"] =
+  renamed["data"][identityKey] =
       identityFor(job, {{"NVIDIA-A100-SXM4-80GB", kMemory}, ""}).document.dump();
   const auto reused =
       reusedRecord(*decodeSealed(renamed), identityFor(job), lookupOf(record.name, "z1"));
@@ -572,32 +610,74 @@ TEST(Measurements, AnObjectEditedIntoSomethingElseIsReadAsWhyItCannotBeUsed) {
   EXPECT_NE(reused.error().find("not the identity its name stands for"), std::string::npos);
 }
 
-TEST(Measurements, EveryMeasurementOfAThousandTrialsIsKeptWithinItsBound) {
+TEST(Measurements, EveryMeasurementOfAThousandTrialsIsKeptInConfigMapsWithinTheirBound) {
   const auto job = jobOf("ml", "gpt2");
-  std::size_t largest = 0;
-  std::set<std::string> names;
+  std::vector<ToKeep> measurements;
   for (int i = 0; i < 1000; ++i) {
     api::TrialRecord record;
     record.name = "z3_gas" + std::to_string(i) + "_tmbspg" + std::to_string(i);
-    record.outcome = api::Outcome::kFailed;
+    record.outcome = api::Outcome::kOOM;
     record.reason = tuning::boundedReason(std::string(4096, '"'));
-    record.metrics = {{"throughput", i}, {"latency", i}, {"flops", i}};
+    record.startTime = "2026-11-26T10:00:00Z";
     const json config = {{"train_micro_batch_size_per_gpu", i}, {"gradient_accumulation_steps", i}};
-    const auto configMap = measurementConfigMap(
-        identityOf("ml", job.spec, trialWith(config), kOnH100), record, std::nullopt, job);
-    ASSERT_TRUE(configMap.has_value());
-    largest = std::max(largest, configMap->dump().size());
-    names.insert((*configMap)["metadata"]["name"].get<std::string>());
+    measurements.push_back(
+        {identityOf("ml", job.spec, trialWith(config), kOnH100), record, std::nullopt});
   }
-  EXPECT_EQ(names.size(), 1000U) << "one object per measurement";
+  const auto writes = measurementConfigMaps(measurements, job);
+  EXPECT_TRUE(writes.tooLarge.empty());
+  EXPECT_GT(writes.configMaps.size(), 1U) << "more than one ConfigMap's worth";
+  std::size_t largest = 0;
+  std::size_t held = 0;
+  std::set<std::string> names;
+  for (const auto& configMap : writes.configMaps) {
+    largest = std::max(largest, kSeal.sealed(configMap).dump().size());
+    names.insert(configMap["metadata"]["name"].get<std::string>());
+    const auto object = decodeSealed(configMap);
+    ASSERT_TRUE(object.has_value());
+    ASSERT_TRUE(object->measurements.has_value()) << object->measurements.error();
+    held += object->measurements->size();
+  }
+  EXPECT_EQ(held, 1000U);
+  EXPECT_EQ(names.size(), writes.configMaps.size());
   EXPECT_LT(largest, kMeasurementBytes);
+  EXPECT_EQ(measurementConfigMaps(measurements, job).configMaps, writes.configMaps)
+      << "written again after a crash, the same ConfigMaps under the same names";
   // A container whose environment alone passes the bound is not kept at all.
   auto huge = job;
   huge.spec.podTemplate["spec"]["containers"][0]["env"].push_back(
       {{"name", "BLOB"}, {"value", std::string(kMeasurementBytes, 'x')}});
   api::TrialRecord record;
   record.name = "z1_gas1_tmbspg1";
-  EXPECT_FALSE(measurementConfigMap(identityFor(huge), record, std::nullopt, huge).has_value());
+  const auto tooLarge = measurementConfigMaps({{identityFor(huge), record, std::nullopt}}, huge);
+  EXPECT_TRUE(tooLarge.configMaps.empty());
+  EXPECT_EQ(tooLarge.tooLarge, std::vector<std::string>{"z1_gas1_tmbspg1"});
+}
+
+// A ConfigMap the operator wrote before it kept several measurements in one is still read.
+TEST(Measurements, AMeasurementKeptOneToAConfigMapIsStillRead) {
+  const auto job = jobOf("ml", "gpt2");
+  const auto identity = identityFor(job);
+  api::TrialRecord record = recordOf("z1_gas1_tmbspg2", api::Outcome::kSucceeded);
+  record.value = 20;
+  record.metrics = {{"throughput", 20}};
+  json single = *measurementConfigMap(identity, record, std::nullopt, job);
+  single["metadata"]["name"] = identity.name();
+  single["metadata"]["labels"][std::string(api::kMeasurementLabel)] = "v2";
+  single["data"] = {{"identity.json", single["data"][identityKeyOf(identity)]},
+                    {"result.json", single["data"][resultKeyOf(identity)]}};
+  const auto object = decodeSealed(single);
+  ASSERT_TRUE(object.has_value());
+  EXPECT_EQ(object->identities, std::vector<std::string>{identity.name()});
+  const auto reused = reusedRecord(*object, identity, lookupOf(record.name, "z1"));
+  ASSERT_TRUE(reused.has_value()) << reused.error();
+  EXPECT_EQ(reused->record.value, 20);
+  EXPECT_EQ(reused->record.reusedFrom, identity.name());
+
+  single["data"]["result.json"] = "{oops";
+  const auto edited = reusedRecord(*decodeSealed(single), identity, lookupOf(record.name, "z1"));
+  ASSERT_FALSE(edited.has_value());
+  EXPECT_NE(edited.error().find("data.result.json is not a JSON object"), std::string::npos)
+      << edited.error();
 }
 
 TEST(Reuse, AJobWhoseTrialsWereAllMeasuredLaunchesNothingAndEndsAtTheSameBest) {
@@ -636,8 +716,9 @@ TEST(Reuse, AMeasurementWhoseEnvironmentLabelWasEditedIsNotACandidate) {
   ASSERT_EQ(first.launched.size(), 4U);
   ASSERT_EQ(kept.size(), 4U);
   auto& hidden = kept.begin()->second;
-  ASSERT_TRUE(hidden.measurement.has_value());
-  const std::string hiddenTrial = hidden.measurement->record.name;
+  const auto hiddenMeasurement = onlyMeasurement(hidden);
+  ASSERT_TRUE(hiddenMeasurement.has_value());
+  const std::string hiddenTrial = hiddenMeasurement->record.name;
   hidden.environment = "edited";
 
   const Search again = runToEnd(jobOf("ml", "gpt2"), kH100s, kept);
@@ -673,6 +754,41 @@ TEST(Reuse, AJobOnAFullClusterStillTakesWhatWasMeasuredBefore) {
   EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
   EXPECT_TRUE(again.launched.empty());
   EXPECT_EQ(again.status.trials.reused, 4);
+}
+
+// A trial measured again (its measurement too old, or spec.reuse Disabled) is kept beside the
+// earlier measurement, in a ConfigMap of the job that measured it again: a lookup takes the
+// newest, whichever ConfigMap holds it.
+TEST(Reuse, AMeasurementTakenAgainIsTheNewestOfItsIdentity) {
+  const auto job = jobOf("ml", "gpt2");
+  const auto identity = identityFor(job);
+  const auto measuredAt = [&](std::chrono::hours ago, double value) {
+    api::TrialRecord record =
+        recordOf("z1_gas1_tmbspg2", api::Outcome::kSucceeded, formatTime(kReconcileTime - ago));
+    record.value = value;
+    record.metrics = {{"throughput", value}};
+    return record;
+  };
+  const auto old = measuredAt(std::chrono::hours(24 * 31), 20);
+  const auto fresh = measuredAt(std::chrono::hours(1), 25);
+  for (const bool freshByTheFirst : {true, false}) {
+    Kept kept;
+    keep(kept, *measurementConfigMap(identity, freshByTheFirst ? fresh : old, std::nullopt, job));
+    keep(kept, *measurementConfigMap(identity, freshByTheFirst ? old : fresh, std::nullopt,
+                                     jobOf("ml", "measured-again")));
+    ASSERT_EQ(kept.size(), 2U);
+    Snapshot snapshot;
+    snapshot.now = kReconcileTime;
+    snapshot.job = job;
+    snapshot.capacity = kH100s;
+    const auto recallable = recallableIn(kept, snapshot);
+    ASSERT_TRUE(recallable.has_value());
+    ASSERT_EQ(recallable->byName.size(), 1U);
+    const auto reused = reusedRecord(*recallable->byName.at(identity.name()), identity,
+                                     lookupOf("z1_gas1_tmbspg2", "z1"));
+    ASSERT_TRUE(reused.has_value()) << reused.error();
+    EXPECT_EQ(reused->record.value, 25) << "the fresh one, by the first job: " << freshByTheFirst;
+  }
 }
 
 // While its trials in flight fill spec.parallelism, the engine wants no trial: the job gathers no
@@ -762,14 +878,14 @@ TEST(Reuse, ABadKeptMeasurementIsIgnoredWithAWarningAndItsTrialRunsAndReplacesIt
   ASSERT_EQ(runToEnd(jobOf("ml", "gpt2"), kH100s, kept).status.phase, api::Phase::kSucceeded);
   auto& broken = kept.begin()->second;
   const std::string brokenName = broken.name;
-  broken.measurement = tl::make_unexpected(std::string("data.result.json is not a JSON object"));
+  broken.measurements = tl::make_unexpected(std::string("data.x.result.json is not a JSON object"));
 
   const Search again = runToEnd(jobOf("ml", "gpt2"), kH100s, kept);
   EXPECT_EQ(again.status.phase, api::Phase::kSucceeded);
   ASSERT_EQ(again.launched.size(), 1U);
   EXPECT_EQ(std::ranges::count(again.events, "MeasurementIgnored"), 1);
   EXPECT_EQ(again.status.trials.reused, 3);
-  ASSERT_TRUE(kept.at("ml/" + brokenName).measurement.has_value())
+  ASSERT_TRUE(kept.at("ml/" + brokenName).measurements.has_value())
       << "the trial's new measurement takes the broken one's place";
 }
 

@@ -9,6 +9,8 @@ all of which must hold:
                                     the measurement ConfigMaps of a namespace, with what the
                                     operator reads of each (measurements_of's facts)
   new-trials EARLIER LATER          prints the trials of LATER that EARLIER has no result of
+  measurement-keys SUFFIX           prints the data keys of a measurement ConfigMap on standard
+                                    input that end in SUFFIX, and the trials its results name
   reuse-events EVENTS               TrialReused Events against the reused results of the job
   warning TEXT...                   some "TYPE MESSAGE" line is a Warning holding every TEXT
   wide-columns USED SAVED           kubectl get atj -o wide's GPU-HOURS and SAVED
@@ -558,10 +560,10 @@ def job_command(arguments: argparse.Namespace) -> int:
 # --- the kept measurements -----------------------------------------------------------------------
 
 MEASUREMENT_LABEL = "autotune.io/measurement"
-MEASUREMENT_VERSION = "v2"
+MEASUREMENT_VERSION = "v3"
 ENVIRONMENT_LABEL = "autotune.io/environment"
 MEASURED_BY = "autotune.io/measured-by"
-TRIAL_NAME = "autotune.io/trial-name"
+IDENTITY_KEY, RESULT_KEY = "identity.json", "result.json"
 
 
 def parsed(text: Any) -> Any:
@@ -571,9 +573,26 @@ def parsed(text: Any) -> Any:
         return None
 
 
-class Measurement:
+def identity_names(name: str, data: Dict[str, str]) -> List[str]:
+    """The identities a measurement ConfigMap's data keys name: NAME.identity.json and
+    NAME.result.json for each; a v2 one's identity.json and result.json are under its own name."""
+    names = set()
+    for key in data:
+        for suffix in (IDENTITY_KEY, RESULT_KEY):
+            if key == suffix:
+                names.add(name)
+            elif key.endswith("." + suffix):
+                names.add(key[:-len(suffix) - 1])
+    return sorted(names)
+
+
+def data_key(configmap: str, identity: str, suffix: str) -> str:
+    return suffix if identity == configmap else f"{identity}.{suffix}"
+
+
+class KeptConfigMap:
     """A ConfigMap labelled autotune.io/measurement, and what the operator reads of it
-    (measurements_of's facts: sealed, hashed, environment)."""
+    (measurements_of's facts: sealed, hashed, environment, readable, trials)."""
 
     def __init__(self, item: Dict[str, Any], facts: Dict[str, Any]) -> None:
         meta, data = item["metadata"], item.get("data") or {}
@@ -583,31 +602,48 @@ class Measurement:
         self.resource_version: str = meta["resourceVersion"]
         self.owners: List[Any] = meta.get("ownerReferences") or []
         self.size: int = sum(len(k) + len(v) for k, v in data.items())
-        self.identity: Any = parsed(data.get("identity.json", ""))
-        self.result: Any = parsed(data.get("result.json"))
         self.facts = facts
+        self.measurements = [Measurement(self, identity, data)
+                             for identity in identity_names(self.name, data)]
 
     @property
     def sealed(self) -> bool:
         return bool(self.facts["sealed"])
 
-    def sound(self, namespace: str) -> bool:
-        """A measurement as the operator keeps it: named for its identity, sealed, owned by no one,
-        its environment label the operator's for that identity, its result that of its trial."""
-        identity, result = self.identity, self.result
-        return bool(
-            self.labels.get(MEASUREMENT_LABEL) == MEASUREMENT_VERSION and self.facts["hashed"]
-            and self.sealed and not self.owners and isinstance(identity, dict)
-            and isinstance(result, dict) and identity.get("namespace") == namespace
-            and self.labels.get(ENVIRONMENT_LABEL) == self.facts["environment"]
-            and isinstance(result.get("outcome"), str)
-            and result.get("name") == self.annotations.get(TRIAL_NAME)
-            and re.fullmatch(r"[^/]+/[^/]+", self.annotations.get(MEASURED_BY, "")))
-
     def line(self, namespace: str) -> str:
+        trials = ",".join(str(m.trial) for m in self.measurements)
+        sound = all(m.sound(namespace) for m in self.measurements)
         return (f"{self.name} v={self.labels.get(MEASUREMENT_LABEL)} rv={self.resource_version}"
-                f" by={self.annotations.get(MEASURED_BY)} trial={self.annotations.get(TRIAL_NAME)}"
-                f" size={self.size} sealed={self.sealed} sound={self.sound(namespace)}")
+                f" by={self.annotations.get(MEASURED_BY)} trials={trials}"
+                f" size={self.size} sealed={self.sealed} sound={sound}"
+                f" readable={self.facts['readable'] or 'yes'}")
+
+
+class Measurement:
+    """One measurement a KeptConfigMap holds: an identity and its trial's result."""
+
+    def __init__(self, configmap: KeptConfigMap, identity: str, data: Dict[str, str]) -> None:
+        self.configmap = configmap
+        self.identity_name = identity
+        self.identity: Any = parsed(data.get(data_key(configmap.name, identity, IDENTITY_KEY), ""))
+        self.result: Any = parsed(data.get(data_key(configmap.name, identity, RESULT_KEY)))
+        self.trial: Optional[str] = (self.result.get("name") if isinstance(self.result, dict)
+                                     else None)
+
+    def sound(self, namespace: str) -> bool:
+        """A measurement as the operator keeps it: under its identity's name, in a ConfigMap it
+        sealed and reads, owned by no one, whose environment label is the operator's for that
+        identity; its result that of its trial."""
+        configmap, identity, result = self.configmap, self.identity, self.result
+        return bool(
+            configmap.labels.get(MEASUREMENT_LABEL) == MEASUREMENT_VERSION
+            and configmap.facts["hashed"] and configmap.sealed and not configmap.facts["readable"]
+            and not configmap.owners and isinstance(identity, dict) and isinstance(result, dict)
+            and identity.get("namespace") == namespace
+            and configmap.labels.get(ENVIRONMENT_LABEL) == configmap.facts["environment"]
+            and isinstance(result.get("outcome"), str)
+            and configmap.facts["trials"].get(self.identity_name) == self.trial
+            and re.fullmatch(r"[^/]+/[^/]+", configmap.annotations.get(MEASURED_BY, "")))
 
 
 def read_json(path: str) -> Any:
@@ -622,9 +658,10 @@ class Kept:
                  before: Optional[str]) -> None:
         self.namespace = namespace
         known = read_json(facts)
-        self.now: Dict[str, Measurement] = {
-            item["metadata"]["name"]: Measurement(item, known[item["metadata"]["name"]])
+        self.now: Dict[str, KeptConfigMap] = {
+            item["metadata"]["name"]: KeptConfigMap(item, known[item["metadata"]["name"]])
             for item in read_json(configmaps)["items"]}
+        self.measurements = [m for c in self.now.values() for m in c.measurements]
         self.before: Dict[str, str] = {}
         if before:
             self.before = {item["metadata"]["name"]: item["metadata"]["resourceVersion"]
@@ -636,20 +673,25 @@ class Kept:
 
     def by(self, job: str) -> Dict[Optional[str], Measurement]:
         """The measurements job measured (autotune.io/measured-by), by trial."""
-        return {k.annotations.get(TRIAL_NAME): k for k in self.now.values()
-                if k.annotations.get(MEASURED_BY) == f"{self.namespace}/{job}"}
+        return {m.trial: m for m in self.measurements
+                if m.configmap.annotations.get(MEASURED_BY) == f"{self.namespace}/{job}"}
 
     def sound(self, measurement: Measurement) -> bool:
         return measurement.sound(self.namespace)
 
+    def all_sound(self, configmap: str) -> bool:
+        """ConfigMap holds measurements, each sound."""
+        held = self.now[configmap].measurements
+        return bool(held) and all(self.sound(m) for m in held)
+
 
 def kept_count(expected: int) -> Check:
-    return f"{expected} measurements", lambda kept: len(kept.now) == expected
+    return f"{expected} measurements", lambda kept: len(kept.measurements) == expected
 
 
 def kept_count_is_results(*jobs: str) -> Check:
     return (f"as many measurements as results of {' '.join(jobs)}",
-            lambda kept: len(kept.now) == sum(len(kept.results(j)) for j in jobs))
+            lambda kept: len(kept.measurements) == sum(len(kept.results(j)) for j in jobs))
 
 
 def kept_one_per_trial(*jobs: str) -> Check:
@@ -657,16 +699,17 @@ def kept_one_per_trial(*jobs: str) -> Check:
         return set().union(*(set(kept.results(j)) for j in jobs))
 
     return (f"as many measurements as trials of {' '.join(jobs)}",
-            lambda kept: len(kept.now) == len(trials(kept)))
+            lambda kept: len(kept.measurements) == len(trials(kept)))
 
 
 def kept_all_sound() -> Check:
     return ("every measurement is sound",
-            lambda kept: all(kept.sound(k) for k in kept.now.values()))
+            lambda kept: all(kept.sound(m) for m in kept.measurements))
 
 
 def kept_sound(*names: str) -> Check:
-    return (f"{' '.join(names)} are sound", lambda kept: all(kept.sound(kept.now[n]) for n in names))
+    return (f"{' '.join(names)} hold measurements, each sound",
+            lambda kept: all(kept.all_sound(n) for n in names))
 
 
 def kept_sound_by(job: str) -> Check:
@@ -695,10 +738,18 @@ def kept_larger_than(spec: Tuple[str, str]) -> Check:
     return (f"{name}'s data is larger than {size}", lambda kept: kept.now[name].size > size)
 
 
-def kept_rewritten() -> Check:
-    return ("the measurements are those kept before, each written again (a new resourceVersion)",
-            lambda kept: len(kept.before) == len(kept.now) and set(kept.before) == set(kept.now)
-            and all(k.resource_version != kept.before[k.name] for k in kept.now.values()))
+def kept_all_unchanged() -> Check:
+    return ("every ConfigMap of --before is there at the resourceVersion it had",
+            lambda kept: bool(kept.before) and all(
+                name in kept.now and kept.now[name].resource_version == version
+                for name, version in kept.before.items()))
+
+
+def kept_held_together(spec: Tuple[str, str]) -> Check:
+    job, count = spec[0], int(spec[1])
+    return (f"the {count} measurements of {job} are held in one ConfigMap",
+            lambda kept: len(kept.by(job)) == count
+            and len({m.configmap.name for m in kept.by(job).values()}) == 1)
 
 
 def measured_count(spec: Tuple[str, str]) -> Check:
@@ -719,7 +770,7 @@ def measured_results(job: str) -> Check:
 def kept_trials_are_results(job: str) -> Check:
     return (f"the measurements are of the trials of {job}'s results, each once",
             lambda kept: sorted(kept.results(job))
-            == sorted(k.annotations[TRIAL_NAME] for k in kept.now.values()))
+            == sorted(str(m.trial) for m in kept.measurements))
 
 
 def outcomes_kept(job: str) -> Check:
@@ -730,8 +781,8 @@ def outcomes_kept(job: str) -> Check:
 
 def reused_from_kept(job: str) -> Check:
     return (f"each result of {job} for a trial measured by a {job} came from that measurement",
-            lambda kept: all(kept.results(job)[t].get("reusedFrom") == k.name
-                             for t, k in kept.by(job).items()))
+            lambda kept: all(kept.results(job)[t].get("reusedFrom") == m.configmap.name
+                             for t, m in kept.by(job).items()))
 
 
 def reused_where_measured(spec: Tuple[str, str]) -> Check:
@@ -745,7 +796,7 @@ def reused_where_measured(spec: Tuple[str, str]) -> Check:
             if trial not in measured:
                 if result.get("reusedFrom"):
                     return False
-            elif not (result.get("reusedFrom") == theirs[trial].name
+            elif not (result.get("reusedFrom") == theirs[trial].configmap.name
                       and result.get("value") == measured[trial].get("value")
                       and result["outcome"] == measured[trial]["outcome"]):
                 return False
@@ -779,7 +830,8 @@ KEPT_CHECKS: CheckTable = [
     ("--one-per-trial", kept_one_per_trial,
      "as many measurements as the jobs have trials together", {"nargs": "+", "metavar": "JOB"}),
     ("--all-sound", kept_all_sound, "every measurement is sound", {"nargs": 0}),
-    ("--sound", kept_sound, "these measurements are sound", {"nargs": "+", "metavar": "NAME"}),
+    ("--sound", kept_sound, "these ConfigMaps hold measurements, each sound",
+     {"nargs": "+", "metavar": "NAME"}),
     ("--sound-by", kept_sound_by, "every measurement of JOB is sound", {"metavar": "JOB"}),
     ("--unsealed", kept_unsealed, "these bear no seal", {"nargs": "+", "metavar": "NAME"}),
     ("--unchanged", kept_unchanged, "these have their --before resourceVersion",
@@ -788,8 +840,10 @@ KEPT_CHECKS: CheckTable = [
      {"metavar": "NAME=RV", "value_type": pair}),
     ("--larger-than", kept_larger_than, "NAME's data is larger than SIZE",
      {"metavar": "NAME=SIZE", "value_type": pair}),
-    ("--rewritten", kept_rewritten,
-     "the same names as --before, each with a new resourceVersion", {"nargs": 0}),
+    ("--all-unchanged", kept_all_unchanged,
+     "every ConfigMap of --before is there at its resourceVersion", {"nargs": 0}),
+    ("--held-together", kept_held_together, "JOB's N measurements are in one ConfigMap",
+     {"metavar": "JOB=N", "value_type": pair}),
     ("--measured-count", measured_count, "JOB measured N of them",
      {"metavar": "JOB=N", "value_type": pair}),
     ("--measured", measured_trials, "the first NAME, a job, measured exactly the trials named"
@@ -840,6 +894,19 @@ def new_trials_command(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def measurement_keys_command(arguments: argparse.Namespace) -> int:
+    """The data keys of a measurement ConfigMap that end in the suffix ("result.json", say), one a
+    line, or with --trials the trials its results name."""
+    configmap = json.load(sys.stdin)
+    data = configmap.get("data") or {}
+    if arguments.trials:
+        held = KeptConfigMap(configmap, {"sealed": False}).measurements
+        print("\n".join(str(m.trial) for m in held))
+    else:
+        print("\n".join(sorted(key for key in data if key.endswith(arguments.suffix))))
+    return 0
+
+
 def audit_events(path: str) -> Iterable[Dict[str, Any]]:
     with open(path, encoding="utf-8") as log:
         for line in log:
@@ -854,17 +921,19 @@ def created(event: Dict[str, Any], resource: str, namespace: str) -> bool:
             and event.get("responseStatus", {}).get("code") == 201)
 
 
-def pods_created(log: str, namespace: str, prefix: str, since: str) -> List[str]:
-    """The Pods created in the namespace whose names begin with prefix, received at or after
-    since (the audit log's timestamp format; "" for all), sorted."""
+def objects_created(log: str, resource: str, namespace: str, prefix: str,
+                    since: str) -> List[str]:
+    """The objects of the resource created in the namespace whose names begin with prefix,
+    received at or after since (the audit log's timestamp format; "" for all), sorted."""
     return sorted(event["objectRef"]["name"] for event in audit_events(log)
-                  if created(event, "pods", namespace)
+                  if created(event, resource, namespace)
                   and event["objectRef"].get("name", "").startswith(prefix)
                   and event["requestReceivedTimestamp"] >= since)
 
 
 def pods_created_command(arguments: argparse.Namespace) -> int:
-    names = pods_created(arguments.log, arguments.namespace, arguments.prefix, arguments.since)
+    names = objects_created(arguments.log, arguments.resource, arguments.namespace,
+                            arguments.prefix, arguments.since)
     if names:
         print("\n".join(names))
     return 0
@@ -1194,7 +1263,14 @@ def command_line() -> argparse.ArgumentParser:
     fresh.add_argument("later")
     fresh.set_defaults(run=new_trials_command)
 
-    pods = commands.add_parser("pods-created", help="Pods created, from the audit log")
+    keys = commands.add_parser("measurement-keys",
+                               help="data keys of a measurement ConfigMap on standard input")
+    keys.add_argument("suffix", nargs="?", default="")
+    keys.add_argument("--trials", action="store_true", help="the trials its results name instead")
+    keys.set_defaults(run=measurement_keys_command)
+
+    pods = commands.add_parser("pods-created", help="Pods (or --resource) created, from the audit log")
+    pods.add_argument("--resource", default="pods")
     pods.add_argument("log")
     pods.add_argument("namespace")
     pods.add_argument("prefix")

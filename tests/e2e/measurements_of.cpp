@@ -7,13 +7,17 @@
 //
 // Prints a JSON object mapping each ConfigMap's name to
 //   sealed       it bears the operator's seal under KEY
-//   hashed       its name is the one the operator gives its data.identity.json
-//   environment  kEnvironmentLabel's value for that identity ("" where identity.json is not JSON)
-//   readable     "" where the operator would read it as a measurement, else why not
+//   hashed       every identity its data holds is under the name the operator gives it
+//   environment  kEnvironmentLabel's value for those identities ("" where one is not JSON, or
+//                where they differ)
+//   readable     "" where the operator would read it as measurements, else why not
+//   trials       the trial each of its measurements is of, by identity name, where readable
 
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "controller/objects/measurements.h"
@@ -25,25 +29,47 @@ namespace controller = autotune::controller;
 
 constexpr int kExitInvalid = 2;
 
-// The identity its data.identity.json holds, if that is JSON.
-std::optional<controller::MeasurementIdentity> identityIn(const json& configMap) {
+// The identities its data holds, each under the name its key gives it; nothing for one that is
+// not JSON.
+std::map<std::string, std::optional<controller::MeasurementIdentity>> identitiesIn(
+    const json& configMap) {
   const auto data = configMap.value("data", json::object());
-  const auto text = data.value("identity.json", std::string());
-  auto document = json::parse(text, nullptr, false);
-  if (document.is_discarded()) {
-    return std::nullopt;
+  const auto name = configMap["metadata"].value("name", std::string());
+  std::map<std::string, std::optional<controller::MeasurementIdentity>> identities;
+  for (const auto& [key, value] : data.items()) {
+    const std::string_view suffix = "identity.json";
+    if (!key.ends_with(suffix) || !value.is_string()) {
+      continue;
+    }
+    const std::string named = key == suffix ? name : key.substr(0, key.size() - suffix.size() - 1);
+    auto document = json::parse(value.get<std::string>(), nullptr, false);
+    identities[named] = document.is_discarded()
+                            ? std::nullopt
+                            : std::optional(controller::MeasurementIdentity{std::move(document)});
   }
-  return controller::MeasurementIdentity{std::move(document)};
+  return identities;
 }
 
 json factsOf(const json& configMap, const controller::MeasurementSeal& seal) {
-  const auto identity = identityIn(configMap);
-  const auto name = configMap["metadata"].value("name", std::string());
+  const auto identities = identitiesIn(configMap);
+  bool hashed = !identities.empty();
+  std::set<std::string> environments;
+  for (const auto& [named, identity] : identities) {
+    hashed = hashed && identity && identity->name() == named;
+    environments.insert(identity ? identity->environment() : "");
+  }
   const auto decoded = controller::decodeMeasurementObject(configMap, seal);
+  json trials = json::object();
+  if (decoded && decoded->measurements) {
+    for (const auto& [identity, measurement] : *decoded->measurements) {
+      trials[identity] = measurement.record.name;
+    }
+  }
   return {{"sealed", seal.holds(configMap)},
-          {"hashed", identity && identity->name() == name},
-          {"environment", identity ? identity->environment() : ""},
-          {"readable", decoded && !decoded->measurement ? decoded->measurement.error() : ""}};
+          {"hashed", hashed},
+          {"environment", environments.size() == 1 ? *environments.begin() : ""},
+          {"readable", decoded && !decoded->measurements ? decoded->measurements.error() : ""},
+          {"trials", std::move(trials)}};
 }
 
 }  // namespace

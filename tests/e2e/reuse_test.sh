@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Never paying twice for a measurement, against the real API server: the environment of
 # e2e_test.sh (a control plane, simulated GPU nodes, the operator with the chart's RBAC) on a
-# control plane of its own. Every trial that finishes on a node is kept as a ConfigMap
-# autotune-m-<SHA-256 of its identity> in the job's namespace; a later job looks each trial up
-# there before launching it and takes a hit as its result (reusedFrom), launching no Pod for it.
+# control plane of its own. Every trial that finishes on a node is kept in the job's namespace, under
+# the SHA-256 of its identity, in a ConfigMap autotune-m-... that holds the measurements one
+# reconcile recorded; a later job looks each trial up there before launching it and takes a hit as
+# its result (reusedFrom: that ConfigMap), launching no Pod for it.
 #
 # Cases, each in namespaces of its own:
 #   rerun         a job runs to the published best and is deleted; its measurements stay, each
@@ -15,19 +16,20 @@
 #                 trials the first did not measure, and reuses every one it did
 #   isolation     the same manifest in another namespace, and in the measured namespace with
 #                 another image tag or with 8 GPUs a trial: each reuses nothing and runs its trials
-#   disabled      spec.reuse Disabled launches every trial again, and its measurements replace
-#                 the kept ones
-#   bad_cache     measurements edited by hand (result.json not JSON, or forged far better than
-#                 measured; the label at another version; identity.json of another trial) are
-#                 ignored with a Warning Event naming each: their trials alone run again, the job
-#                 ends at the published best, and those no longer sealed are left as edited
-#   not_ours      a ConfigMap of a measurement's name without the measurement label is left alone
-#                 with a Warning Event; a measurement grown to 1 MiB bears no seal: ignored, and
-#                 left alone
-#   bounded       last, with the operator restarted with --measurements-per-namespace 2: two jobs
-#                 of three trials leave the two newest measurements, the operator's deletions
-#                 each carry a UID precondition (audit log), and a tenant's unsealed ConfigMap
-#                 with the label is neither counted nor deleted
+#   disabled      spec.reuse Disabled launches every trial again, and its measurements are kept
+#                 beside the first's, which stay as they were
+#   bad_cache     measurements of a job of one trial at a time, one to a ConfigMap, edited by hand
+#                 (result.json not JSON, or forged far better than measured; the label at another
+#                 version; identity.json of another trial) are ignored with a Warning Event naming
+#                 each: their trials alone run again, the job ends at the same best, and those no
+#                 longer sealed are left as edited
+#   not_ours      a measurement ConfigMap whose label was removed, and one grown to 1 MiB (it
+#                 bears no seal), are left alone; their trials run again and are kept anew
+#   bounded       last, with the operator restarted with --measurements-per-namespace 2: a job's
+#                 three trials that end while the operator is stopped are kept in one ConfigMap,
+#                 made in one request (audit log); a job of three trials one at a time after it
+#                 leaves its two newest, having deleted the ConfigMaps before them (audit log),
+#                 and a tenant's unsealed ConfigMap with the label is neither counted nor deleted
 #   node_product  the nodes' nvidia.com/gpu.product changed between runs: nothing reused; nodes of
 #                 two products: nothing looked up; the product back: everything reused
 #   operator      the operator never restarted and no reconcile threw; none of its requests was
@@ -61,6 +63,10 @@ simulated_product=Simulated-GPU
 published=(startup=1)
 # Three trials of ZeRO stage 1, micro-batches 1 to 3, all of which fit.
 small=(strategy=grid stages='[1]' micro='[1, 2, 3]' early=0 startup=1)
+# The same, one trial at a time: each recorded on its own, and so kept in a ConfigMap of its own.
+small_one_by_one=("${small[@]}" parallelism=1)
+# Six trials of ZeRO stages 1 and 2, micro-batches 1 to 3, one at a time.
+six_one_by_one=(strategy=grid stages='[1, 2]' micro='[1, 2, 3]' early=0 startup=1 parallelism=1)
 
 # --- the jobs ------------------------------------------------------------------------------------
 
@@ -244,7 +250,7 @@ case_rerun() {
     --equals gpuHours.saved=0
   expect "the audit log: the operator created a Pod for each of its trials" \
     pods_match_launches "$job" ''
-  expect "a sound measurement ConfigMap for each of its results, named for its identity" \
+  expect "a sound measurement for each of its results, under its identity's name" \
     kept_has --measured-results "$job" --trials-are-results-of "$job" --all-sound \
       --outcomes-kept "$job"
   gpu_seconds=$(python3 -c 'import sys; print(round(float(sys.argv[1]) * 3600, 4))' "$used")
@@ -263,7 +269,7 @@ case_rerun() {
       --results "$trials" --reused-from-prefix autotune-m-
   expect "its results are the first run's: names, outcomes, values, durations" \
     job_has "$job" --same-results-as "$first"
-  expect "each came from the ConfigMap the first run kept for its trial" kept_has \
+  expect "each came from the ConfigMap that holds the first run's measurement of its trial" kept_has \
     --reused-from-kept "$job"
   expect "gpuHours: used 0, saved the first run's $used" job_has "$job" \
     --equals gpuHours.used=0 --all-zero gpuHours.usedByOutcome --near "gpuHours.saved=$used"
@@ -363,8 +369,8 @@ case_disabled() {
   expect "it reads spec.reuse Disabled back" test "$(field again '{.spec.reuse}')" = Disabled
   expect "it reused nothing and launched all 3 trials again" reused_nothing again
   expect "no TrialReused Event about it" test -z "$(event_lines again TrialReused)"
-  expect "its measurements replaced the kept ones: same names, new result.json, measured by again" \
-    kept_has --before "$before" --count 3 --rewritten --all-sound --measured-results again \
+  expect "its measurements are kept beside the first's, which are as they were" \
+    kept_has --before "$before" --count 6 --all-unchanged --all-sound --measured-results again \
       --measured-afresh again=first
   end_case
 }
@@ -378,44 +384,51 @@ set_data() {
 }
 
 data_of() {
-  kubectl get configmap "$1" -n "$case_ns" -o jsonpath="{.data.${2//./\\.}}"
+  kubectl get configmap "$1" -n "$case_ns" -o go-template="{{index .data \"$2\"}}"
 }
 
-# The trial measurement $1 holds.
-trial_of() {
-  kubectl get configmap "$1" -n "$case_ns" \
-    -o jsonpath='{.metadata.annotations.autotune\.io/trial-name}'
-}
+# The data key of measurement ConfigMap $1 (of one measurement) that ends in $2.
+key_of() { kubectl get configmap "$1" -n "$case_ns" -o json | inspect measurement-keys "$2"; }
 
-# Six trials measured; four measurements edited as anyone who may write ConfigMaps in the namespace
-# could: a result that is not JSON, a forged result far better than any measured (throughput
-# 9000), the label at another version, the identity of another trial. Then the same manifest.
+# The trial measurement ConfigMap $1 (of one measurement) holds.
+trial_of() { kubectl get configmap "$1" -n "$case_ns" -o json | inspect measurement-keys --trials; }
+
+# Six trials measured one at a time, each kept in a ConfigMap of its own; four measurements edited
+# as anyone who may write ConfigMaps in the namespace could: a result that is not JSON, a forged
+# result far better than any measured (throughput 9000), the label at another version, the identity
+# of another trial. Then the same manifest.
 case_bad_cache() {
   begin_case bad-cache
-  local kept name spoilt=() trials=() pid before=$work/bad-cache-before.json forged
+  local kept name spoilt=() trials=() pid before=$work/bad-cache-before.json forged best
   pid=$(operator_pid)
-  check "the published search is created" create_job first "${published[@]}" || return 0
-  check "it Succeeds at $published_best within 180s" succeeds_at_best first 180 || return 0
+  check "a search of six trials, one at a time, is created" \
+    create_job first "${six_one_by_one[@]}" || return 0
+  check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
+  best=$(field first '{.status.best.trial}')
   mapfile -t kept < <(kubectl get configmaps -n "$case_ns" -l "$measurement_label" \
     -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
-  check "it kept 6 measurements" test "${#kept[@]}" -eq 6 || return 0
+  check "it kept 6 measurements, one to a ConfigMap" kept_has --count 6 &&
+    check "in 6 ConfigMaps" test "${#kept[@]}" -eq 6 || return 0
   spoilt=("${kept[@]:0:4}")
   for name in "${spoilt[@]}"; do
     trials+=("$(trial_of "$name")")
   done
   forged='{"name": "'"${trials[1]}"'", "space": "z1", "outcome": "Succeeded", "value": 9000,
     "metrics": {"throughput": 9000}, "startTime": "2026-01-01T00:00:00Z", "durationSeconds": 1}'
-  check "${kept[0]}: result.json is made not JSON" set_data "${kept[0]}" result.json 'not {json' &&
-    check "${kept[1]}: result.json is forged: Succeeded at throughput 9000" \
-      set_data "${kept[1]}" result.json "$forged" &&
+  check "${kept[0]}: its result.json is made not JSON" \
+    set_data "${kept[0]}" "$(key_of "${kept[0]}" result.json)" 'not {json' &&
+    check "${kept[1]}: its result.json is forged: Succeeded at throughput 9000" \
+      set_data "${kept[1]}" "$(key_of "${kept[1]}" result.json)" "$forged" &&
     check "${kept[2]}: its label is made $measurement_label=v0" \
       kubectl label --overwrite configmap "${kept[2]}" -n "$case_ns" "$measurement_label=v0" &&
-    check "${kept[3]}: identity.json is made that of ${kept[4]}" \
-      set_data "${kept[3]}" identity.json "$(data_of "${kept[4]}" identity.json)" &&
+    check "${kept[3]}: its identity.json is made that of ${kept[4]}" \
+      set_data "${kept[3]}" "$(key_of "${kept[3]}" identity.json)" \
+        "$(data_of "${kept[4]}" "$(key_of "${kept[4]}" identity.json)")" &&
     check "the edited measurements are saved" save_kept "$before" || return 0
-  check "the same manifest is created as job again" create_job again "${published[@]}" || return 0
-  check "it Succeeds at $published_best within 180s, not at the forged 9000" \
-    succeeds_at_best again 180 || return 0
+  check "the same manifest is created as job again" \
+    create_job again "${six_one_by_one[@]}" || return 0
+  check "it Succeeds within 180s at first's best, $best, not at the forged 9000" eval \
+    'ends_in again Succeeded 180 && best_is again "$best"' || return 0
   expect "it launched exactly the 4 trials of the spoilt measurements, reusing the 2 others" \
     launched_exactly again "${trials[@]}"
   expect "a MeasurementIgnored Warning: ${kept[0]}, edited, bears no seal" warned_with again \
@@ -423,57 +436,56 @@ case_bad_cache() {
   expect "a MeasurementIgnored Warning: ${kept[1]}, forged, bears no seal" warned_with again \
     MeasurementIgnored "ConfigMap ${kept[1]} (trial ${trials[1]})" "bears no seal"
   expect "a MeasurementIgnored Warning: ${kept[2]}, label v0" warned_with again \
-    MeasurementIgnored "ConfigMap ${kept[2]} (trial ${trials[2]})" "\"v0\", not v2"
+    MeasurementIgnored "ConfigMap ${kept[2]} (trial ${trials[2]})" "\"v0\", not v3"
   expect "a MeasurementIgnored Warning: ${kept[3]}, another identity, bears no seal" warned_with \
     again MeasurementIgnored "ConfigMap ${kept[3]} (trial ${trials[3]})" "bears no seal"
   expect "exactly 4 MeasurementIgnored Events about it" \
     test "$(event_lines again MeasurementIgnored | wc -l)" -eq 4
-  for name in "${kept[0]}" "${kept[1]}" "${kept[3]}"; do
-    expect "a MeasurementNotKept Warning says $name, unsealed, is left alone" warned_with again \
-      MeasurementNotKept "ConfigMap $name exists and bears no seal" "it is left alone"
-  done
-  expect "the unsealed ones are as they were edited; ${kept[2]}, still sealed, is sound again" \
-    kept_has --before "$before" --count 6 --unchanged "${kept[0]}" "${kept[1]}" "${kept[3]}" \
-      --unsealed "${kept[0]}" "${kept[1]}" "${kept[3]}" --sound "${kept[2]}" \
-      --measured again "${trials[2]}" --sound "${kept[4]}" "${kept[5]}"
+  expect "the spoilt are as they were edited, the others sound; again kept its 4 anew" \
+    kept_has --before "$before" --count 10 --all-unchanged \
+      --unsealed "${kept[0]}" "${kept[1]}" "${kept[3]}" --sound "${kept[4]}" "${kept[5]}" \
+      --measured again "${trials[@]}" --sound-by again
   expect "the operator is still process $pid" same_operator "$pid"
   end_case
 }
 
-# Three trials measured; one measurement's label removed (someone else's ConfigMap of that name),
-# another grown to 1 MiB; the same manifest again.
+# Three trials measured one at a time; one measurement's label removed (it is someone else's
+# ConfigMap now), another grown to 1 MiB; the same manifest again.
 case_not_ours() {
   begin_case not-ours
   local kept foreign huge good foreign_rv pid patch=$work/huge-patch.json
   pid=$(operator_pid)
-  check "a job of three trials is created" create_job first "${small[@]}" || return 0
+  check "a job of three trials, one at a time, is created" \
+    create_job first "${small_one_by_one[@]}" || return 0
   check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
   mapfile -t kept < <(kubectl get configmaps -n "$case_ns" -l "$measurement_label" \
     -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
-  check "it kept 3 measurements" test "${#kept[@]}" -eq 3 || return 0
+  check "it kept 3 measurements, one to a ConfigMap" test "${#kept[@]}" -eq 3 || return 0
   foreign=${kept[0]} huge=${kept[1]} good=${kept[2]}
-  python3 -c 'import json, sys; json.dump({"data": {"result.json": "x" * 1000000}}, sys.stdout)' \
-    >"$patch"
+  python3 -c 'import json, sys; json.dump({"data": {sys.argv[1]: "x" * 1000000}}, sys.stdout)' \
+    "$(key_of "$huge" result.json)" >"$patch"
+  local foreign_trial huge_trial
+  foreign_trial=$(trial_of "$foreign") huge_trial=$(trial_of "$huge")
   check "$foreign loses its label $measurement_label" \
     kubectl label configmap "$foreign" -n "$case_ns" "$measurement_label-" &&
-    check "$huge: result.json is made 1,000,000 bytes of x" \
+    check "$huge: its result.json is made 1,000,000 bytes of x" \
       kubectl patch configmap "$huge" -n "$case_ns" --type=merge --patch-file "$patch" || return 0
   foreign_rv=$(kubectl get configmap "$foreign" -n "$case_ns" \
     -o jsonpath='{.metadata.resourceVersion}')
-  check "the same manifest is created as job again" create_job again "${small[@]}" || return 0
+  check "the same manifest is created as job again" \
+    create_job again "${small_one_by_one[@]}" || return 0
   check "it Succeeds within 180s" ends_in again Succeeded 180 || return 0
   expect "it launched the trials of $foreign and $huge, reusing that of $good" \
-    launched_exactly again "$(trial_of "$foreign")" "$(trial_of "$huge")"
-  expect "a MeasurementNotKept Warning says $foreign is left alone" warned_with again \
-    MeasurementNotKept "ConfigMap $foreign exists and is not a measurement" "it is left alone"
+    launched_exactly again "$foreign_trial" "$huge_trial"
   expect "$foreign is as it was: the same resourceVersion, no measurement label" test \
     "$(kubectl get configmap "$foreign" -n "$case_ns" \
       -o jsonpath='{.metadata.resourceVersion} {.metadata.labels.autotune\.io/measurement}')" \
     = "$foreign_rv "
   expect "a MeasurementIgnored Warning names $huge" warned_with again MeasurementIgnored \
-    "ConfigMap $huge (trial $(trial_of "$huge"))" "bears no seal"
-  expect "$huge is left alone, as edited, and nothing is measured by again" kept_has \
-    --unsealed "$huge" --larger-than "$huge=1000000" --measured-count again=0
+    "ConfigMap $huge (trial $huge_trial)" "bears no seal"
+  expect "$huge is left alone, as edited; again kept the two trials it ran anew" kept_has \
+    --unsealed "$huge" --larger-than "$huge=1000000" --sound "$good" \
+    --measured again "$foreign_trial" "$huge_trial" --sound-by again
   expect "the operator is still process $pid" same_operator "$pid"
   end_case
 }
@@ -569,7 +581,8 @@ case_operator() {
 configmaps_deleted() { inspect configmaps-deleted "$E2E_AUDIT_LOG" "$case_ns"; }
 
 bounded_flags="--workers 4 --qps 50 --burst 100 --measurements-per-namespace 2"
-restart_bounded() { e2e_stop_operator && E2E_OPERATOR_FLAGS=$bounded_flags e2e_start_operator; }
+start_bounded() { E2E_OPERATOR_FLAGS=$bounded_flags e2e_start_operator; }
+restart_bounded() { e2e_stop_operator && start_bounded; }
 
 # A tenant's ConfigMap $1 with the measurement label and the shape of a measurement, unsealed.
 create_tenant_measurement() {
@@ -578,24 +591,51 @@ create_tenant_measurement() {
     kubectl label configmap "$1" -n "$case_ns" "$measurement_label=v2" >/dev/null
 }
 
+# Job $1 has $2 trial Pods in phase $3.
+trial_pods_in_phase() {
+  [[ $(kubectl get pods -n "$case_ns" -l "autotune.io/job=$1" --field-selector "status.phase=$3" \
+    -o name | wc -l) -eq $2 ]]
+}
+
+# The measurement ConfigMaps the operator created in the case's namespace from time $1 on (the
+# audit log), one a line.
+measurements_created_since() {
+  inspect pods-created --resource configmaps "$E2E_AUDIT_LOG" "$case_ns" autotune-m- "$1"
+}
+
 # Last, as it restarts the operator: a bound of two measurements a namespace.
 case_bounded() {
   begin_case bounded
-  local tenant=autotune-m-0000000000000000000000000000000000000000 tenant_rv
+  local tenant=autotune-m-0000000000000000000000000000000000000000 tenant_rv since created
   check "the operator is restarted with --measurements-per-namespace 2" restart_bounded || return 0
   check "a tenant's unsealed ConfigMap $tenant with the label is created" \
     create_tenant_measurement "$tenant" || return 0
   tenant_rv=$(kubectl get configmap "$tenant" -n "$case_ns" -o jsonpath='{.metadata.resourceVersion}')
-  check "a job of three trials is created" create_job first "${small[@]}" &&
-    check "it Succeeds within 180s" ends_in first Succeeded 180 || return 0
-  check "a job of three trials of ZeRO stage 2 is created" \
-    create_job second strategy=grid stages='[2]' micro='[1, 2, 3]' early=0 startup=1 &&
+  # Trials of 20 s: time to stop the operator once they run, so that they all end while it is
+  # stopped and its first reconcile after records them together.
+  check "a job of three trials of 8 GPUs, all at once, is created" \
+    create_job first "${small[@]}" gpus=8 parallelism=3 startup=20 &&
+    check "its three trial Pods run within 60s" eventually 60 trial_pods_in_phase first 3 Running &&
+    check "the operator is stopped" e2e_stop_operator &&
+    check "the three trials end within 60s" eventually 60 trial_pods_in_phase first 3 Succeeded ||
+    return 0
+  since=$(now_micro)
+  check "the operator is started again" start_bounded &&
+    check "first Succeeds within 120s" ends_in first Succeeded 120 || return 0
+  created=$(measurements_created_since "$since")
+  expect "its 3 measurements are held in one sound ConfigMap" \
+    kept_has --held-together first=3 --sound-by first
+  expect "the audit log: that ConfigMap was made in one request (created: ${created//$'\n'/ })" \
+    test "$(wc -l <<<"$created")" -eq 1
+  check "a job of three trials of ZeRO stage 2, one at a time, is created" \
+    create_job second strategy=grid stages='[2]' micro='[1, 2, 3]' early=0 startup=1 \
+      parallelism=1 &&
     check "it Succeeds within 180s" ends_in second Succeeded 180 || return 0
   expect "the two newest measurements are kept, both of second, sealed; the tenant's is as it was" \
     kept_has --count 3 --resource-version "$tenant=$tenant_rv" --unsealed "$tenant" \
       --measured-count second=2 --measured-count first=0 --sound-by second
-  expect "the operator deleted exactly the four older measurements, not the tenant's" \
-    test "$(configmaps_deleted | wc -l) $(configmaps_deleted | grep -c "$tenant")" = "4 0"
+  expect "the operator deleted exactly first's ConfigMap and second's oldest, not the tenant's" \
+    test "$(configmaps_deleted | wc -l) $(configmaps_deleted | grep -c "$tenant")" = "2 0"
   end_case
 }
 

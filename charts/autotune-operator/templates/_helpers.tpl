@@ -99,7 +99,8 @@ controls.
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 # The output ConfigMap with the best DeepSpeed config: created, then read and applied only when
 # this job wrote it. Measurements kept for reuse (labelled autotune.io/measurement): watched,
-# created, applied over one of the same identity that the operator sealed, and deleted past
+# created, applied over one of the same name that the operator sealed (the same job's, written
+# again after a crash), and deleted past
 # measurements.perNamespace (only those it sealed, each by UID).
 - apiGroups: [""]
   resources: ["configmaps"]

@@ -82,10 +82,11 @@ Refusal refusalOf(const k8s::Error& error) {
 }
 
 k8s::Result<Learned> Apply::write(const api::AutotuneJob& job, const Plan& plan) {
-  std::set<std::string> kept;
+  JustKept kept;
   for (const auto& measurement : plan.measurements) {
     if (keepMeasurement(measurement)) {
-      kept.insert(object::text(object::metadataOf(measurement), "name"));
+      kept.emplace(object::text(object::metadataOf(measurement), "name"),
+                   object::member(measurement, "data").size() / 2);
     }
   }
   if (!kept.empty()) {

@@ -105,13 +105,13 @@ class Apply {
                                        const nlohmann::json& afterTuning);
   std::optional<OutputRefusal> writeOutput(const api::AutotuneJob& job,
                                            const nlohmann::json& configMap);
-  // Creates a measurement ConfigMap, or writes it over the measurement of that name (a newer
-  // measurement of the same identity, or one edited into something unusable), keys added by hand
-  // and all. Anything that keeps it from being written is reported, and the job goes on.
+  // Creates a measurement ConfigMap, or writes it over the operator's own of that name (the same
+  // measurements, written again after a crash, or edited into something unusable), keys added by
+  // hand and all. Anything that keeps it from being written is reported, and the job goes on.
   // Whether it was written.
   bool keepMeasurement(const nlohmann::json& unsealed);
   k8s::Result<nlohmann::json> writeKept(const nlohmann::json& configMap);
-  void forgetBeyondBound(const std::set<std::string>& justKept);
+  void forgetBeyondBound(const JustKept& justKept);
   k8s::Result<void> writeStatus(const api::Status& status);
   // Returns false when the run was not created by this call; a name taken, or a create refused,
   // goes into `learned`.

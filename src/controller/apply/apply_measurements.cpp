@@ -50,14 +50,13 @@ bool Apply::keepMeasurement(const json& unsealed) {
   const json configMap = seal.sealed(unsealed);
   const json& metadata = object::metadataOf(configMap);
   const std::string name = object::text(metadata, "name");
-  const std::string trial =
-      object::text(object::member(metadata, "annotations"), api::kTrialNameAnnotation);
+  const std::vector<std::string> trials = trialsIn(configMap);
   auto written = writeKept(configMap);
   if (!written && written.error().kind == k8s::ErrorKind::kAlreadyExists) {
     auto existing = client_.get(k8s::kConfigMaps, namespace_, name);
     if (existing) {
       if (auto why = notOurs(*existing, seal)) {
-        report({measurementNameTaken(trial, name, *why, holderOf(*existing))});
+        report({measurementNameTaken(trials, name, *why, holderOf(*existing))});
         return false;
       }
     }
@@ -68,7 +67,7 @@ bool Apply::keepMeasurement(const json& unsealed) {
   if (!written) {
     context_.log.warn("could not keep a measurement",
                       {{"configMap", name}, {"error", k8s::describe(written.error())}});
-    report({measurementNotWritten(trial, name, k8s::describe(written.error()))});
+    report({measurementNotWritten(trials, name, k8s::describe(written.error()))});
   }
   return written.has_value();
 }
@@ -94,7 +93,7 @@ k8s::Result<json> Apply::writeKept(const json& configMap) {
 
 // The namespace's measurements past the operator's bound, its own only, deleted oldest first; each
 // DELETE carries the UID it was decided on.
-void Apply::forgetBeyondBound(const std::set<std::string>& justKept) {
+void Apply::forgetBeyondBound(const JustKept& justKept) {
   for (auto& kept : cluster_.claimMeasurementsBeyondBound(namespace_, justKept)) {
     auto removed = client_.remove(k8s::kConfigMaps, namespace_, kept->name,
                                   k8s::Propagation::kBackground, std::nullopt, kept->uid);

@@ -121,7 +121,7 @@ runtime::ReconcileResult Reconciler::reportException(const std::string& key, con
 
 // What recall takes, as the API server holds it now: taking a kept measurement stands for a whole
 // trial, so an edit or a deletion the watch has not delivered yet must count. One read for each
-// measurement taken, none for the rest; should any have changed, the job recalls again with the
+// ConfigMap taken from, none for the rest; should any have changed, the job recalls again with the
 // server's copies.
 Recalled Reconciler::recallConfirmed(Snapshot observed) const {
   if (!observed.recallable) {
@@ -138,10 +138,14 @@ Recalled Reconciler::recallConfirmed(Snapshot observed) const {
       if (auto now = measurementNow(taken); now != taken) {
         changed = true;
         auto& byName = observed.recallable->byName;
-        if (now) {
-          byName.insert_or_assign(taken->name, std::move(now));
-        } else {
-          byName.erase(taken->name);
+        for (auto held = byName.begin(); held != byName.end();) {
+          if (held->second != taken) {
+            ++held;
+          } else if (now) {
+            (held++)->second = now;
+          } else {
+            held = byName.erase(held);
+          }
         }
       }
     }

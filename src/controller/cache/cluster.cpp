@@ -235,7 +235,7 @@ Shared<MeasurementObject> Cluster::measurement(const std::string& ns,
 }
 
 std::vector<Shared<MeasurementObject>> Cluster::claimMeasurementsBeyondBound(
-    const std::string& ns, const std::set<std::string>& justKept) {
+    const std::string& ns, const JustKept& justKept) {
   auto* store = storeFor(measurements_, ns);
   if (store == nullptr) {
     return {};

@@ -76,12 +76,12 @@ class Cluster final : public ClusterView {
   Shared<Node> node(const std::string& name) const override { return nodes_->get(name); }
   // The measurement ConfigMap of that name, if the cache holds one.
   Shared<MeasurementObject> measurement(const std::string& ns, const std::string& name) const;
-  // The measurements of a namespace the operator deletes to keep within its bound, having just
-  // kept those named in `justKept` (beyondBound), taken out of the cache as they are claimed: a
+  // The measurement ConfigMaps of a namespace the operator deletes to keep within its bound,
+  // having just kept `justKept` (beyondBound), taken out of the cache as they are claimed: a
   // reconcile of another job of the namespace, at once or before the watch reports the deletes,
   // does not claim them again (each a DELETE answered 404).
-  std::vector<Shared<MeasurementObject>> claimMeasurementsBeyondBound(
-      const std::string& ns, const std::set<std::string>& justKept);
+  std::vector<Shared<MeasurementObject>> claimMeasurementsBeyondBound(const std::string& ns,
+                                                                      const JustKept& justKept);
   // A claimed measurement whose delete failed: back in the cache, to be claimed again.
   void measurementNotDeleted(Shared<MeasurementObject> measurement);
   const MeasurementPolicy& measurementPolicy() const { return measurementPolicy_; }

@@ -155,22 +155,27 @@ JobEvent measurementIgnored(const std::string& message) {
           "A kept measurement was ignored and its trial runs: " + message};
 }
 
-JobEvent measurementNotKept(const std::string& trial, const std::string& why) {
-  return {"MeasurementNotKept", "Warning", trial,
-          "The measurement of trial " + trial + " was not kept for reuse: " + why};
+JobEvent measurementNotKept(const std::vector<std::string>& trials, const std::string& why) {
+  std::string named;
+  for (const auto& trial : trials) {
+    named += (named.empty() ? "" : ", ") + trial;
+  }
+  const std::string what = trials.size() == 1 ? "The measurement of trial " + named + " was"
+                                              : "The measurements of trials " + named + " were";
+  return {"MeasurementNotKept", "Warning", named, what + " not kept for reuse: " + why};
 }
 
-JobEvent measurementNotWritten(const std::string& trial, const std::string& configMap,
+JobEvent measurementNotWritten(const std::vector<std::string>& trials, const std::string& configMap,
                                const std::string& serverError) {
-  return measurementNotKept(trial, "ConfigMap " + configMap + ": " + serverError);
+  return measurementNotKept(trials, "ConfigMap " + configMap + ": " + serverError);
 }
 
-JobEvent measurementNameTaken(const std::string& trial, const std::string& configMap, NotOurs why,
-                              const std::string& holder) {
+JobEvent measurementNameTaken(const std::vector<std::string>& trials, const std::string& configMap,
+                              NotOurs why, const std::string& holder) {
   const std::string notOurs =
       why == NotOurs::kNotAMeasurement ? "is not a measurement" : "bears no seal of this operator";
-  return measurementNotKept(trial, "ConfigMap " + configMap + " exists and " + notOurs + " (" +
-                                       holder + "); it is left alone: delete it to keep this one");
+  return measurementNotKept(trials, "ConfigMap " + configMap + " exists and " + notOurs + " (" +
+                                        holder + "); it is left alone: delete it to keep these");
 }
 
 JobEvent localQueueNotFound(const std::string& message) {

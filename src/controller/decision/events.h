@@ -70,17 +70,17 @@ JobEvent foreignPod(const Pod& pod);
 JobEvent mixedGpuModels(const std::set<std::string>& models);
 // A kept measurement that could have stood for a trial and cannot: the trial runs.
 JobEvent measurementIgnored(const std::string& message);
-// A finished trial's measurement could not be kept (the API refused it, or it is too large).
-JobEvent measurementNotKept(const std::string& trial, const std::string& why);
-// The API server did not take the measurement's ConfigMap `configMap`: `serverError` says why.
-JobEvent measurementNotWritten(const std::string& trial, const std::string& configMap,
+// Finished trials' measurements could not be kept (the API refused them, or one is too large).
+JobEvent measurementNotKept(const std::vector<std::string>& trials, const std::string& why);
+// The API server did not take the measurements' ConfigMap `configMap`: `serverError` says why.
+JobEvent measurementNotWritten(const std::vector<std::string>& trials, const std::string& configMap,
                                const std::string& serverError);
 // Why a ConfigMap at a measurement's name is not the operator's to write over.
 enum class NotOurs { kNotAMeasurement, kUnsealed };
-// A finished trial's measurement was not kept: a ConfigMap that is not the operator's (`why`),
-// made by `holder` (holderOf), holds its name `configMap`, and is left alone.
-JobEvent measurementNameTaken(const std::string& trial, const std::string& configMap, NotOurs why,
-                              const std::string& holder);
+// Finished trials' measurements were not kept: a ConfigMap that is not the operator's (`why`),
+// made by `holder` (holderOf), holds their ConfigMap's name `configMap`, and is left alone.
+JobEvent measurementNameTaken(const std::vector<std::string>& trials, const std::string& configMap,
+                              NotOurs why, const std::string& holder);
 // spec.queueName names a Kueue LocalQueue its namespace does not have.
 JobEvent localQueueNotFound(const std::string& message);
 

@@ -332,8 +332,7 @@ std::optional<Timestamp> waitingSince(const api::Status& status) {
 std::optional<Recallable> recallableFor(const ClusterView& cluster, const Snapshot& snapshot) {
   const api::AutotuneJob& job = snapshot.job;
   // With no room left by parallelism the engine wants no trial, and nothing is looked up.
-  const bool roomToLaunch =
-      job.spec.parallelism > static_cast<int>(snapshot.inFlight.size());
+  const bool roomToLaunch = job.spec.parallelism > static_cast<int>(snapshot.inFlight.size());
   if (job.spec.reuse != api::Reuse::kEnabled || hasEnded(job.status.phase) || !roomToLaunch) {
     return std::nullopt;
   }
@@ -346,8 +345,14 @@ std::optional<Recallable> recallableFor(const ClusterView& cluster, const Snapsh
   }
   Recallable recallable{*ranOn, {}, cluster.measurementLimits().maxAge};
   const std::string environment = environmentOf(job.namespaceName(), job.spec, *ranOn);
-  for (auto& kept : cluster.measurementsIn(job.namespaceName(), environment)) {
-    recallable.byName.emplace(kept->name, std::move(kept));
+  for (const auto& kept : cluster.measurementsIn(job.namespaceName(), environment)) {
+    for (const auto& identity : kept->identities) {
+      // Measured more than once (again past its age, say): the newest stands.
+      auto [held, added] = recallable.byName.try_emplace(identity, kept);
+      if (!added && kept->measuredAt(identity) > held->second->measuredAt(identity)) {
+        held->second = kept;
+      }
+    }
   }
   return recallable;
 }

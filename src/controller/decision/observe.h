@@ -53,8 +53,9 @@ struct RefusedCreate {
   std::string message;  // the server's words
 };
 
-// The kept measurements that could stand for a job's trials (recall.h), read with the job: those
-// of its namespace made in the environment its trials will run in, by name.
+// The kept measurements that could stand for a job's trials (recall.h), read with the job: the
+// ConfigMaps of its namespace made in the environment its trials will run in, by the identities
+// they hold (MeasurementIdentity::name).
 struct Recallable {
   // What the trials will run on: the image by the digest the job's own trials ran, once one has
   // run where the runtime reports digests; until then as the template gives it.

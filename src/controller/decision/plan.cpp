@@ -68,22 +68,26 @@ void takeRefusal(Draft& draft, const RefusedCreate& refused, const TrialRun& run
 
 // --- record what ended ------------------------------------------------------------------------
 
-// A trial that finished on a node the cache holds, with a verdict on its config (isVerdict), is
-// kept beyond the job, under the identity it ran with.
-void keepMeasurement(Draft& draft, const Concluded& concluded) {
+// The trials that finished on a node the cache holds, with a verdict on their config
+// (isVerdict), are kept beyond the job, under the identity each ran with: together, in as few
+// ConfigMaps as hold them.
+void keepMeasurements(Draft& draft) {
   const auto& trials = draft.decision.trials;
-  const auto& record = concluded.result.record;
-  const auto trial = std::ranges::find(trials, record.name, &tuning::Trial::name);
-  if (!concluded.ranOn || trial == trials.end() || !isVerdict(record.outcome)) {
-    return;
-  }
   const api::AutotuneJob& job = draft.snapshot.job;
-  const auto identity = identityOf(job.namespaceName(), job.spec, *trial, *concluded.ranOn);
-  if (auto configMap = measurementConfigMap(identity, record, concluded.result.measured, job)) {
-    draft.plan.measurements.push_back(std::move(*configMap));
-  } else {
+  std::vector<ToKeep> measurements;
+  for (const auto& concluded : draft.snapshot.concluded) {
+    const auto& record = concluded.result.record;
+    const auto trial = std::ranges::find(trials, record.name, &tuning::Trial::name);
+    if (concluded.ranOn && trial != trials.end() && isVerdict(record.outcome)) {
+      measurements.push_back({identityOf(job.namespaceName(), job.spec, *trial, *concluded.ranOn),
+                              record, concluded.result.measured});
+    }
+  }
+  auto writes = measurementConfigMaps(measurements, job);
+  draft.plan.measurements = std::move(writes.configMaps);
+  for (const auto& trial : writes.tooLarge) {
     draft.plan.events.push_back(measurementNotKept(
-        record.name,
+        {trial},
         "its ConfigMap would be larger than " + std::to_string(kMeasurementBytes / 1024) + " KiB"));
   }
 }
@@ -122,11 +126,11 @@ void recordEnded(Draft& draft) {
       draft.plan.pendingWaits.emplace_back(*state.containerStarted - *wanted);
     }
     draft.plan.finished.push_back(concluded.result.record);
-    keepMeasurement(draft, concluded);
     if (removable(state, draft.spec())) {
       draft.plan.deletions.push_back(state.run);
     }
   }
+  keepMeasurements(draft);
   draft.status().results = snapshot.results;
   draft.status().model = snapshot.model;
   draft.plan.reused = snapshot.reused;

@@ -82,7 +82,8 @@ struct Plan {
   std::vector<JobEvent> events;            // once the status is written
   std::vector<api::TrialRecord> finished;  // newly recorded, for metrics
   std::vector<api::TrialRecord> reused;    // newly taken from kept measurements, for metrics
-  // Measurement ConfigMaps of the trials that ended, kept before the status is written.
+  // The measurement ConfigMaps of the trials that ended (measurements.h), kept before the status
+  // is written.
   std::vector<nlohmann::json> measurements;
   std::vector<std::chrono::duration<double>> pendingWaits;  // of those, each run's wait to start
   // GPUs the job waits for, held back from younger jobs (waiting_jobs.h).

@@ -33,7 +33,7 @@ std::vector<Hit> measuredBefore(Snapshot& snapshot, const Recallable& recallable
         {trial.name, trial.space, job.spec.search.metric, snapshot.now, recallable.maxAge});
     if (!reused) {
       std::string why =
-          "ConfigMap " + found->first + " (trial " + trial.name + "): " + reused.error();
+          "ConfigMap " + found->second->name + " (trial " + trial.name + "): " + reused.error();
       if (std::ranges::find(snapshot.measurementsIgnored, why) ==
           snapshot.measurementsIgnored.end()) {
         snapshot.measurementsIgnored.push_back(std::move(why));

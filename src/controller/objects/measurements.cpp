@@ -1,10 +1,6 @@
 #include "controller/objects/measurements.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <set>
 #include <utility>
@@ -22,36 +18,17 @@ using nlohmann::json;
 using object::member;
 using object::text;
 
+// A measurement's two data keys: these in a v2 ConfigMap, its identity's name and these in v3.
 constexpr std::string_view kIdentityKey = "identity.json";
 constexpr std::string_view kResultKey = "result.json";
-constexpr std::string_view kReservedEnvPrefix = "AUTOTUNE_";
-// Of a SHA-256's 64 hex digits, the name and the label keep 40: 160 bits, as git's object names.
-constexpr std::size_t kHashDigits = 40;
 // What the operator writes, and so all a measurement may hold: two data keys, the result small.
 constexpr std::size_t kResultBytes = std::size_t{8} * 1024;
+// A measurement ConfigMap's size beyond its data: its metadata and the JSON around its keys.
+constexpr std::size_t kMetadataBytes = std::size_t{2} * 1024;
 // The operator's identities nest a DeepSpeed config and a container: a few levels, far below this.
 constexpr int kIdentityDepth = 64;
 // A trial's startTime comes from the operator's clock; a little skew is not a forgery.
 constexpr auto kClockSkew = std::chrono::minutes(10);
-
-std::string hexOf(const unsigned char* bytes, std::size_t length) {
-  constexpr std::string_view kHex = "0123456789abcdef";
-  std::string hex;
-  for (std::size_t i = 0; i < length; ++i) {
-    hex += kHex[bytes[i] >> 4U];
-    hex += kHex[bytes[i] & 0xFU];
-  }
-  return hex;
-}
-
-std::string sha256Hex(std::string_view text) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  return hexOf(digest.data(), length);
-}
-
-std::string hashName(std::string_view text) { return sha256Hex(text).substr(0, kHashDigits); }
 
 // The deepest nesting of arrays and objects in a JSON text, read without parsing it.
 int nestingDepth(std::string_view text) {
@@ -75,33 +52,6 @@ int nestingDepth(std::string_view text) {
     }
   }
   return deepest;
-}
-
-// The template's container as it runs, less what differs per trial: AUTOTUNE_* variables.
-json containerOf(const api::Spec& spec, const std::string& image) {
-  const auto primary = tuning::primaryContainer(spec);
-  const json& container = primary ? primary->container : json::object();
-  json env = json::array();
-  for (const auto& variable : member(container, "env")) {
-    if (!text(variable, "name").starts_with(kReservedEnvPrefix)) {
-      env.push_back(variable);
-    }
-  }
-  return {{"image", image},
-          {"command", member(container, "command")},
-          {"args", member(container, "args")},
-          {"env", std::move(env)},
-          {"argMappings", spec.argMappings}};
-}
-
-std::string templateImage(const api::Spec& spec) {
-  const auto primary = tuning::primaryContainer(spec);
-  return primary ? text(primary->container, "image") : "";
-}
-
-json gpuDocument(const GpuModel& gpu) {
-  return {{"product", gpu.product},
-          {"memoryBytes", gpu.memoryBytes ? json(*gpu.memoryBytes) : json(nullptr)}};
 }
 
 // The text of a data key of at most `bytes`; the error names the key.
@@ -128,14 +78,17 @@ tl::expected<json, std::string> parsedObject(std::string_view text, std::string_
   return parsed;
 }
 
-// The identity's text, checked to be of the shape identityOf writes, and the image it names.
+// The identity's text at data key `key`, checked to be of the shape identityOf writes, and the
+// image it names.
 tl::expected<std::string, std::string> identityImage(std::string_view written,
+                                                     const std::string& key,
                                                      const std::string& ns) {
+  const std::string at = "data." + key;
   if (nestingDepth(written) > kIdentityDepth) {
-    return tl::make_unexpected("data.identity.json nests deeper than " +
-                               std::to_string(kIdentityDepth) + " levels");
+    return tl::make_unexpected(at + " nests deeper than " + std::to_string(kIdentityDepth) +
+                               " levels");
   }
-  auto identity = parsedObject(written, kIdentityKey);
+  auto identity = parsedObject(written, key);
   if (!identity) {
     return tl::make_unexpected(identity.error());
   }
@@ -146,16 +99,16 @@ tl::expected<std::string, std::string> identityImage(std::string_view written,
     keys.insert(key);
   }
   if (keys != kKeys) {
-    return tl::make_unexpected(
-        "data.identity.json: must hold exactly namespace, deepspeedConfig, gpusPerTrial, "
-        "nodesPerTrial, gpu and container");
+    return tl::make_unexpected(at +
+                               ": must hold exactly namespace, deepspeedConfig, gpusPerTrial, "
+                               "nodesPerTrial, gpu and container");
   }
   if (text(*identity, "namespace") != ns) {
-    return tl::make_unexpected("data.identity.json: namespace is not the ConfigMap's own");
+    return tl::make_unexpected(at + ": namespace is not the ConfigMap's own");
   }
   const json& image = member(member(*identity, "container"), "image");
   if (!image.is_string()) {
-    return tl::make_unexpected("data.identity.json: container.image must be a string");
+    return tl::make_unexpected(at + ": container.image must be a string");
   }
   return image.get<std::string>();
 }
@@ -188,15 +141,17 @@ std::optional<std::string> implausible(const api::TrialRecord& record,
   return std::nullopt;
 }
 
-// result.json read as a status holding the one record and the model: the API's own decoding and
-// checks, and then what only a measurement must be.
-tl::expected<Measurement, std::string> readResult(std::string_view written) {
-  auto result = parsedObject(written, kResultKey);
+// A result at data key `key` read as a status holding the one record and the model: the API's
+// own decoding and checks, and then what only a measurement must be.
+tl::expected<Measurement, std::string> readResult(std::string_view written,
+                                                  const std::string& key) {
+  const std::string at = "data." + key + ": ";
+  auto result = parsedObject(written, key);
   if (!result) {
     return tl::make_unexpected(result.error());
   }
   if (!result->contains("outcome")) {
-    return tl::make_unexpected("data.result.json: outcome is missing");
+    return tl::make_unexpected(at + "outcome is missing");
   }
   json asStatus = {{"results", json::array({*result})}};
   if (result->contains("model")) {
@@ -212,43 +167,74 @@ tl::expected<Measurement, std::string> readResult(std::string_view written) {
         break;
       }
     }
-    return tl::make_unexpected("data.result.json: " + api::format(error));
+    return tl::make_unexpected(at + api::format(error));
   }
   Measurement measurement;
   measurement.record = std::move(status->results.front());
   measurement.model = status->model;
   if (auto why = implausible(measurement.record, measurement.model)) {
-    return tl::make_unexpected("data.result.json: " + std::move(*why));
+    return tl::make_unexpected(at + std::move(*why));
   }
   const auto measuredAt = object::parseTime(measurement.record.startTime);
   if (!measuredAt) {
-    return tl::make_unexpected("data.result.json: startTime: must be an RFC 3339 time");
+    return tl::make_unexpected(at + "startTime: must be an RFC 3339 time");
   }
   measurement.measuredAt = *measuredAt;
   measurement.record.reason = tuning::boundedReason(measurement.record.reason);
   return measurement;
 }
 
-tl::expected<Measurement, std::string> readMeasurement(const json& object) {
+// The identities a measurement ConfigMap's data keys name, whether or not it holds them whole: a
+// v2 one's, its own name; a v3 one's, what comes before each kIdentityKey and kResultKey.
+std::vector<std::string> identitiesNamed(const json& data, std::string_view version,
+                                         const std::string& name) {
+  if (version == kSingleMeasurementVersion) {
+    return {name};
+  }
+  if (!data.is_object()) {
+    return {};
+  }
+  std::set<std::string> names;
+  for (const auto& [key, value] : data.items()) {
+    for (const std::string_view suffix : {kIdentityKey, kResultKey}) {
+      if (key.size() > suffix.size() + 1 && key.ends_with(suffix) &&
+          key[key.size() - suffix.size() - 1] == '.') {
+        names.insert(key.substr(0, key.size() - suffix.size() - 1));
+      }
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+// The data keys of the measurement of `identity` in a ConfigMap of `version`.
+std::pair<std::string, std::string> keysOf(std::string_view version, const std::string& identity) {
+  if (version == kSingleMeasurementVersion) {
+    return {std::string(kIdentityKey), std::string(kResultKey)};
+  }
+  return {identity + "." + std::string(kIdentityKey), identity + "." + std::string(kResultKey)};
+}
+
+tl::expected<Measurement, std::string> readMeasurement(const json& object, std::string_view version,
+                                                       const std::string& identity) {
   const json& data = member(object, "data");
-  if (!data.is_object() || data.size() != 2 || object.contains("binaryData")) {
-    return tl::make_unexpected("data must hold identity.json and result.json, and nothing else");
+  const auto [identityKey, resultKey] = keysOf(version, identity);
+  const auto identityText = keyText(data, identityKey, kMeasurementBytes);
+  if (!identityText) {
+    return tl::make_unexpected(identityText.error());
   }
-  const auto identity = keyText(data, kIdentityKey, kMeasurementBytes);
-  if (!identity) {
-    return tl::make_unexpected(identity.error());
+  const auto resultText = keyText(data, resultKey, kResultBytes);
+  if (!resultText) {
+    return tl::make_unexpected(resultText.error());
   }
-  const auto result = keyText(data, kResultKey, kResultBytes);
-  if (!result) {
-    return tl::make_unexpected(result.error());
-  }
-  auto image = identityImage(*identity, text(object::metadataOf(object), "namespace"));
+  auto image =
+      identityImage(*identityText, identityKey, text(object::metadataOf(object), "namespace"));
   if (!image) {
     return tl::make_unexpected(image.error());
   }
-  auto measurement = readResult(*result);
+  auto measurement = readResult(*resultText, resultKey);
   if (measurement) {
-    measurement->identityDigest = sha256Hex(*identity);
+    measurement->identityKey = identityKey;
+    measurement->identityDigest = sha256Hex(*identityText);
     measurement->imageDigest = image->starts_with("sha256:") ? std::move(*image) : "";
     measurement->measuredBy =
         text(member(object::metadataOf(object), "annotations"), api::kMeasuredByAnnotation);
@@ -256,114 +242,104 @@ tl::expected<Measurement, std::string> readMeasurement(const json& object) {
   return measurement;
 }
 
-// The text a seal is made over: all the operator wrote that another job would trust. Other
-// annotations (kubectl's, say) may come and go.
-std::string sealedText(const json& configMap) {
-  const json& metadata = object::metadataOf(configMap);
-  const json& annotations = member(metadata, "annotations");
-  return json::array({text(metadata, "namespace"), text(metadata, "name"),
-                      text(annotations, api::kMeasuredByAnnotation),
-                      text(annotations, api::kMeasuredByUidAnnotation),
-                      text(annotations, api::kTrialNameAnnotation), member(configMap, "data")})
-      .dump();
+// Every measurement `identities` names, read whole; the first that cannot be is why none is used.
+tl::expected<std::map<std::string, Measurement>, std::string> readMeasurements(
+    const json& object, std::string_view version, const std::vector<std::string>& identities) {
+  const json& data = member(object, "data");
+  if (!data.is_object() || identities.empty() || data.size() != 2 * identities.size() ||
+      object.contains("binaryData")) {
+    return tl::make_unexpected(
+        version == kSingleMeasurementVersion
+            ? "data must hold identity.json and result.json, and nothing else"
+            : "data must hold <identity>.identity.json and <identity>.result.json for each "
+              "measurement, and nothing else");
+  }
+  std::map<std::string, Measurement> measurements;
+  for (const auto& identity : identities) {
+    auto measurement = readMeasurement(object, version, identity);
+    if (!measurement) {
+      return tl::make_unexpected(measurement.error());
+    }
+    measurements.emplace(identity, std::move(*measurement));
+  }
+  return measurements;
+}
+
+// A trial's result as a measurement keeps it: where it was reused from is no part of it.
+json resultOf(const ToKeep& kept) {
+  api::Status holder;
+  holder.results = {kept.record};
+  holder.results.front().reusedFrom.clear();
+  holder.model = kept.model;
+  const json encoded = api::encode(holder);
+  json result = encoded.at("results").at(0);
+  if (kept.model) {
+    result["model"] = encoded.at("model");
+  }
+  return result;
+}
+
+// The ConfigMap of `job`'s measurements in `data`, all of one environment, named after the job
+// and the identities it holds.
+json measurementObject(const api::AutotuneJob& job, const std::string& environment, json data) {
+  std::string named = job.uid();
+  for (const auto& [key, value] : data.items()) {
+    named += "\n" + key;
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", std::string(kMeasurementPrefix) + measurementHash(named)},
+            {"namespace", job.namespaceName()},
+            {"labels",
+             {{"app.kubernetes.io/managed-by", "autotune-operator"},
+              {std::string(api::kMeasurementLabel), std::string(kMeasurementVersion)},
+              {std::string(api::kEnvironmentLabel), environment}}},
+            {"annotations",
+             {{std::string(api::kMeasuredByAnnotation), job.namespaceName() + "/" + job.name()},
+              {std::string(api::kMeasuredByUidAnnotation), job.uid()}}}}},
+          {"data", std::move(data)}};
 }
 
 }  // namespace
-
-std::string MeasurementSeal::of(const json& configMap) const {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
-  std::size_t length = 0;
-  const std::string message = sealedText(configMap);
-  if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key_.data(), key_.size(),
-                reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(),
-                mac.size(), &length) == nullptr) {
-    return "";
-  }
-  return hexOf(mac.data(), length);
-}
-
-json MeasurementSeal::sealed(json configMap) const {
-  configMap["metadata"]["annotations"][std::string(api::kSealAnnotation)] = of(configMap);
-  return configMap;
-}
-
-bool MeasurementSeal::holds(const json& configMap) const {
-  const std::string claimed =
-      text(member(object::metadataOf(configMap), "annotations"), api::kSealAnnotation);
-  const std::string expected = of(configMap);
-  return !expected.empty() && claimed.size() == expected.size() &&
-         CRYPTO_memcmp(claimed.data(), expected.data(), expected.size()) == 0;
-}
 
 bool isVerdict(api::Outcome outcome) {
   return outcome == api::Outcome::kSucceeded || outcome == api::Outcome::kOOM;
 }
 
-std::string MeasurementIdentity::name() const {
-  return std::string(kMeasurementPrefix) + hashName(document.dump());
-}
-
-std::string MeasurementIdentity::environment() const {
-  json environment = document;
-  environment.erase("deepspeedConfig");
-  return hashName(environment.dump());
-}
-
-std::string imageDigest(std::string_view image) {
-  const auto at = image.rfind("@sha256:");
-  return at == std::string_view::npos ? "" : std::string(image.substr(at + 1));
-}
-
 std::string imageDigestOf(const MeasurementObject& kept) {
-  return kept.measurement ? kept.measurement->imageDigest : "";
-}
-
-namespace {
-
-// All of an identity but the DeepSpeed config: what every trial of a job shares.
-json environmentDocument(const std::string& ns, const api::Spec& spec, const RanOn& ranOn) {
-  const std::string written = templateImage(spec);
-  const std::string image = !ranOn.imageDigest.empty()     ? ranOn.imageDigest
-                            : imageDigest(written).empty() ? written
-                                                           : imageDigest(written);
-  GpuModel gpu = ranOn.gpu;
-  if (!gpu.memoryBytes && spec.resources.gpuMemory) {
-    gpu.memoryBytes = spec.resources.gpuMemory->value();
-  }
-  return {{"namespace", ns},
-          {"gpusPerTrial", spec.resources.gpusPerTrial},
-          {"nodesPerTrial", spec.resources.nodesPerTrial},
-          {"gpu", gpuDocument(gpu)},
-          {"container", containerOf(spec, image)}};
-}
-
-}  // namespace
-
-MeasurementIdentity identityOf(const std::string& ns, const api::Spec& spec,
-                               const tuning::Trial& trial, const RanOn& ranOn) {
-  json document = environmentDocument(ns, spec, ranOn);
-  // Where the trial's files lie is no part of what it measures; its profiled steps are.
-  document["deepspeedConfig"] = tuning::launchConfig(spec, trial, tuning::TrialFiles{});
-  return {std::move(document)};
-}
-
-std::string environmentOf(const std::string& ns, const api::Spec& spec, const RanOn& ranOn) {
-  return hashName(environmentDocument(ns, spec, ranOn).dump());
-}
-
-std::optional<RanOn> expectedRanOn(const api::Spec& spec, const GpuCapacity& capacity) {
-  std::set<std::string> products;
-  std::set<std::optional<std::int64_t>> memories;
-  for (const auto& node : capacity.nodes) {
-    if (holdsARank(node, spec.resources)) {
-      products.insert(node.product);
-      memories.insert(node.memoryBytes);
+  if (kept.measurements) {
+    for (const auto& [identity, measurement] : *kept.measurements) {
+      if (!measurement.imageDigest.empty()) {
+        return measurement.imageDigest;
+      }
     }
   }
-  if (products.size() != 1 || memories.size() != 1) {
-    return std::nullopt;
+  return "";
+}
+
+std::chrono::system_clock::time_point MeasurementObject::measuredAt(
+    const std::string& identity) const {
+  if (measurements) {
+    if (const auto found = measurements->find(identity); found != measurements->end()) {
+      return found->second.measuredAt;
+    }
   }
-  return RanOn{{*products.begin(), *memories.begin()}, imageDigest(templateImage(spec))};
+  return std::chrono::system_clock::time_point::min();
+}
+
+std::chrono::system_clock::time_point MeasurementObject::newest() const {
+  auto newest = std::chrono::system_clock::time_point::min();
+  if (measurements) {
+    for (const auto& [identity, measurement] : *measurements) {
+      newest = std::max(newest, measurement.measuredAt);
+    }
+  }
+  return newest;
+}
+
+std::size_t MeasurementObject::count() const {
+  return measurements && !measurements->empty() ? measurements->size() : 1;
 }
 
 std::optional<MeasurementObject> decodeMeasurementObject(const json& object,
@@ -381,88 +357,109 @@ std::optional<MeasurementObject> decodeMeasurementObject(const json& object,
   decoded.measuredByUid = text(member(metadata, "annotations"), api::kMeasuredByUidAnnotation);
   decoded.environment = text(member(metadata, "labels"), api::kEnvironmentLabel);
   const std::string version = text(member(metadata, "labels"), api::kMeasurementLabel);
+  decoded.identities = identitiesNamed(member(object, "data"), version, decoded.name);
   decoded.sealed = seal.holds(object);
   if (!decoded.sealed) {
-    decoded.measurement = tl::make_unexpected(
+    decoded.measurements = tl::make_unexpected(
         "it bears no seal of this operator (" + std::string(api::kSealAnnotation) +
         "): written by someone else, edited, or sealed under a key since replaced");
-  } else if (version != kMeasurementVersion) {
-    decoded.measurement =
-        tl::make_unexpected("label " + std::string(api::kMeasurementLabel) + " is \"" + version +
-                            "\", not " + std::string(kMeasurementVersion));
+  } else if (version != kMeasurementVersion && version != kSingleMeasurementVersion) {
+    decoded.measurements = tl::make_unexpected(
+        "label " + std::string(api::kMeasurementLabel) + " is \"" + version + "\", not " +
+        std::string(kMeasurementVersion) + " or " + std::string(kSingleMeasurementVersion));
   } else {
-    decoded.measurement = readMeasurement(object);
+    decoded.measurements = readMeasurements(object, version, decoded.identities);
   }
   return decoded;
 }
 
 std::vector<KeptMeasurement> beyondBound(std::vector<KeptMeasurement> inNamespace,
                                          const MeasurementLimits& limits,
-                                         const std::set<std::string>& justKept) {
+                                         const JustKept& justKept) {
   std::erase_if(inNamespace, [&](const KeptMeasurement& kept) {
     return !kept->sealed || justKept.contains(kept->name);
   });
-  const std::size_t room =
-      limits.perNamespace > justKept.size() ? limits.perNamespace - justKept.size() : 0;
-  if (inNamespace.size() <= room) {
-    return {};
+  std::size_t newest = 0;
+  for (const auto& [name, count] : justKept) {
+    newest += count;
   }
-  const auto measuredAt = [](const KeptMeasurement& kept) {
-    return kept->measurement ? kept->measurement->measuredAt
-                             : std::chrono::system_clock::time_point::min();
-  };
-  std::ranges::sort(inNamespace, std::less<>(), measuredAt);
-  inNamespace.resize(inNamespace.size() - room);
-  return inNamespace;
+  const std::size_t room = limits.perNamespace > newest ? limits.perNamespace - newest : 0;
+  std::size_t held = 0;
+  for (const auto& kept : inNamespace) {
+    held += kept->count();
+  }
+  std::ranges::sort(inNamespace, std::less<>(), &MeasurementObject::newest);
+  std::vector<KeptMeasurement> beyond;
+  for (auto& kept : inNamespace) {
+    if (held <= room) {
+      break;
+    }
+    held -= kept->count();
+    beyond.push_back(std::move(kept));
+  }
+  return beyond;
 }
 
-std::optional<json> measurementConfigMap(const MeasurementIdentity& identity,
-                                         const api::TrialRecord& record,
-                                         const std::optional<api::MeasuredModel>& model,
-                                         const api::AutotuneJob& job) {
-  api::Status holder;
-  holder.results = {record};
-  holder.results.front().reusedFrom.clear();
-  holder.model = model;
-  const json encoded = api::encode(holder);
-  json result = encoded.at("results").at(0);
-  if (model) {
-    result["model"] = encoded.at("model");
+MeasurementWrites measurementConfigMaps(const std::vector<ToKeep>& measurements,
+                                        const api::AutotuneJob& job) {
+  MeasurementWrites writes;
+  std::map<std::string, std::vector<const ToKeep*>> byEnvironment;
+  for (const auto& kept : measurements) {
+    byEnvironment[kept.identity.environment()].push_back(&kept);
   }
-  json configMap = {
-      {"apiVersion", "v1"},
-      {"kind", "ConfigMap"},
-      {"metadata",
-       {{"name", identity.name()},
-        {"namespace", job.namespaceName()},
-        {"labels",
-         {{"app.kubernetes.io/managed-by", "autotune-operator"},
-          {std::string(api::kMeasurementLabel), std::string(kMeasurementVersion)},
-          {std::string(api::kEnvironmentLabel), identity.environment()}}},
-        {"annotations",
-         {{std::string(api::kMeasuredByAnnotation), job.namespaceName() + "/" + job.name()},
-          {std::string(api::kMeasuredByUidAnnotation), job.uid()},
-          {std::string(api::kTrialNameAnnotation), record.name}}}}},
-      {"data",
-       {{std::string(kIdentityKey), identity.document.dump()},
-        {std::string(kResultKey), result.dump()}}}};
-  if (configMap.dump().size() > kMeasurementBytes ||
-      configMap["data"][std::string(kResultKey)].get_ref<const std::string&>().size() >
-          kResultBytes) {
-    return std::nullopt;
+  for (const auto& [environment, group] : byEnvironment) {
+    json data = json::object();
+    std::size_t bytes = kMetadataBytes;
+    for (const ToKeep* kept : group) {
+      const std::string name = kept->identity.name();
+      const std::string result = resultOf(*kept).dump();
+      const std::string identity = kept->identity.document.dump();
+      // As the ConfigMap's JSON holds them: keys and texts quoted and escaped.
+      const std::size_t size = json(identity).dump().size() + json(result).dump().size() +
+                               2 * (name.size() + kIdentityKey.size() + 4);
+      if (result.size() > kResultBytes || kMetadataBytes + size > kMeasurementBytes) {
+        writes.tooLarge.push_back(kept->record.name);
+        continue;
+      }
+      if (bytes + size > kMeasurementBytes) {
+        writes.configMaps.push_back(measurementObject(job, environment, std::move(data)));
+        data = json::object();
+        bytes = kMetadataBytes;
+      }
+      data[name + "." + std::string(kIdentityKey)] = identity;
+      data[name + "." + std::string(kResultKey)] = result;
+      bytes += size;
+    }
+    if (!data.empty()) {
+      writes.configMaps.push_back(measurementObject(job, environment, std::move(data)));
+    }
   }
-  return configMap;
+  return writes;
+}
+
+std::vector<std::string> trialsIn(const json& configMap) {
+  std::vector<std::string> trials;
+  for (const auto& [key, value] : member(configMap, "data").items()) {
+    if (key.ends_with(kResultKey) && value.is_string()) {
+      trials.push_back(text(json::parse(value.get<std::string>(), nullptr, false), "name"));
+    }
+  }
+  return trials;
 }
 
 tl::expected<tuning::RecordedExit, std::string> reusedRecord(const MeasurementObject& object,
                                                              const MeasurementIdentity& identity,
                                                              const Lookup& lookup) {
-  if (!object.measurement) {
-    return tl::make_unexpected(object.measurement.error());
+  if (!object.measurements) {
+    return tl::make_unexpected(object.measurements.error());
   }
-  const Measurement& kept = *object.measurement;
+  const auto found = object.measurements->find(identity.name());
+  if (found == object.measurements->end()) {
+    return tl::make_unexpected("it holds no measurement of " + identity.name());
+  }
+  const Measurement& kept = found->second;
   if (kept.identityDigest != sha256Hex(identity.document.dump())) {
-    return tl::make_unexpected("data." + std::string(kIdentityKey) +
+    return tl::make_unexpected("data." + kept.identityKey +
                                " is not the identity its name stands for");
   }
   if (kept.measuredAt > lookup.now + kClockSkew) {
