@@ -168,7 +168,7 @@ measurements_of() { "$(dirname "$AUTOTUNE_OPERATOR")/measurements_of" "$@"; }
 # --all-sound, --measured JOB TRIAL..., ...; inspect.py kept --help lists them), with what the
 # operator reads of each ConfigMap (its seal, identity hash and environment label) from
 # measurements_of; --before FILE names the ConfigMaps as save_kept left them earlier, for
-# --unchanged and --rewritten. On failure it prints what was not true and the ConfigMaps.
+# --unchanged and --all-unchanged. On failure it prints what was not true and the ConfigMaps.
 kept_has() {
   local now jobs facts
   now=$(mktemp -p "$work") jobs=$(mktemp -p "$work") facts=$(mktemp -p "$work")
