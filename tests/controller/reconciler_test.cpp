@@ -1071,7 +1071,8 @@ TEST_F(Reconcile, TrialsRecordedTogetherAreKeptInOneRequest) {
   EXPECT_TRUE(pods().empty());
   EXPECT_EQ(job()["status"]["phase"], "Succeeded");
   EXPECT_EQ(job()["status"]["trials"]["reused"], 2);
-  for (const auto& result : job()["status"]["results"]) {
+  const json results = job()["status"]["results"];
+  for (const auto& result : results) {
     EXPECT_EQ(result["reusedFrom"], kept[0]["metadata"]["name"]);
   }
 }
